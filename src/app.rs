@@ -1,0 +1,116 @@
+//! One request through the service: route, authenticate, read the body
+//! within its limit, run the handler, and turn any error into its envelope.
+//! Everything host-specific comes in through `Context` and `Body`.
+
+use crate::auth;
+use crate::books;
+use crate::envelope::Response;
+use crate::error::ApiError;
+use crate::router::{self, Endpoint};
+use crate::settings::Setting;
+use crate::store::{BookStore, StoreTarget};
+
+/// Request bodies are refused past 1 MiB.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// What the core needs from the host it runs on. Settings and the store are
+/// asked for only when a request needs them, as each may be a host call.
+pub trait Context {
+    /// The resolved, non-empty value of a setting (see `settings::resolve`).
+    fn setting(&mut self, setting: Setting) -> Option<String>;
+    /// Unix time in seconds.
+    fn now(&self) -> u64;
+    /// The store `target` names. Connecting may be deferred to its first use.
+    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>>;
+    /// A line for the operator's log. Never given a secret.
+    fn log(&mut self, line: &str);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    TooLarge,
+    Unreadable,
+}
+
+/// A request body, read only by the endpoints that take one.
+pub trait Body {
+    /// The whole body, or `TooLarge` as soon as it passes `limit` bytes.
+    fn read(self, limit: usize) -> Result<Vec<u8>, BodyError>;
+}
+
+impl Body for &[u8] {
+    fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
+        if self.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        Ok(self.to_vec())
+    }
+}
+
+/// The parts of a request the routing and authentication need.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    pub method: &'a str,
+    /// The path, without the query string.
+    pub path: &'a str,
+    /// The `Authorization` value; several headers are joined with ", ".
+    pub authorization: Option<&'a [u8]>,
+}
+
+/// Serves one request. Never panics; every outcome is an envelope.
+pub fn handle(ctx: &mut impl Context, head: &RequestHead, body: impl Body) -> Response {
+    match respond(ctx, head, body) {
+        Ok(response) => response,
+        Err(error) => {
+            if let ApiError::Internal(detail) = &error {
+                ctx.log(&format!("error: {} {}: {detail}", head.method, head.path));
+            }
+            Response::error(&error)
+        }
+    }
+}
+
+fn respond(
+    ctx: &mut impl Context,
+    head: &RequestHead,
+    body: impl Body,
+) -> Result<Response, ApiError> {
+    let route = router::route(head.method, head.path)?;
+    // Authentication precedes every other check on a protected path.
+    if route.protected {
+        auth::authorize(ctx, head.authorization)?;
+    }
+    match route.endpoint? {
+        Endpoint::IssueToken => {
+            let body = read_body(body, ApiError::InvalidLoginPayload)?;
+            auth::issue_token(ctx, &body)
+        }
+        Endpoint::CreateBook => {
+            let body = read_body(body, ApiError::InvalidBook)?;
+            books::create(&mut *store(ctx)?, &body)
+        }
+        Endpoint::ListBooks => books::list(&mut *store(ctx)?),
+        Endpoint::GetBook(id) => books::get(&mut *store(ctx)?, id.ok_or(ApiError::BookNotFound)?),
+        Endpoint::UpdateBook(id) => {
+            let id = id.ok_or(ApiError::BookNotFound)?;
+            let body = read_body(body, ApiError::InvalidBook)?;
+            books::update(&mut *store(ctx)?, id, &body)
+        }
+        Endpoint::DeleteBook(id) => {
+            books::delete(&mut *store(ctx)?, id.ok_or(ApiError::BookNotFound)?)
+        }
+    }
+}
+
+fn read_body(body: impl Body, unreadable: ApiError) -> Result<Vec<u8>, ApiError> {
+    body.read(MAX_BODY_BYTES).map_err(|error| match error {
+        BodyError::TooLarge => ApiError::BodyTooLarge,
+        BodyError::Unreadable => unreadable,
+    })
+}
+
+fn store<C: Context>(ctx: &mut C) -> Result<Box<dyn BookStore + '_>, ApiError> {
+    let db_url = ctx.setting(Setting::DbUrl);
+    let target = StoreTarget::from_db_url(db_url.as_deref()).map_err(ApiError::internal)?;
+    Ok(ctx.open_store(&target)?)
+}

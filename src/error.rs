@@ -1,0 +1,77 @@
+//! The one error type of the service. Every failure a request can meet is one
+//! of these, and each maps to exactly one status and envelope message.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// `POST /token` body is not a login object.
+    InvalidLoginPayload,
+    /// Book body cannot be read as a (partial) book.
+    InvalidBook,
+    InvalidCredentials,
+    TokenRequired,
+    InvalidToken,
+    BookNotFound,
+    /// A path the service does not serve.
+    RouteNotFound,
+    /// The path exists but not with this method; carries the `Allow` value.
+    MethodNotAllowed(&'static str),
+    BodyTooLarge,
+    /// No signing secret, or signing itself failed.
+    TokenNotIssued,
+    /// Anything unexpected (store unreachable, query error, bad setting).
+    /// The detail goes to the log, never to the client.
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::InvalidLoginPayload | ApiError::InvalidBook => 400,
+            ApiError::InvalidCredentials | ApiError::TokenRequired | ApiError::InvalidToken => 401,
+            ApiError::BookNotFound | ApiError::RouteNotFound => 404,
+            ApiError::MethodNotAllowed(_) => 405,
+            ApiError::BodyTooLarge => 413,
+            ApiError::TokenNotIssued | ApiError::Internal(_) => 500,
+        }
+    }
+
+    pub fn message(&self) -> &'static str {
+        match self {
+            ApiError::InvalidLoginPayload => "Invalid request payload",
+            ApiError::InvalidBook => "Invalid input",
+            ApiError::InvalidCredentials => "Invalid credentials",
+            ApiError::TokenRequired => "Authorization token required",
+            ApiError::InvalidToken => "Invalid token",
+            ApiError::BookNotFound => "Book not found",
+            ApiError::RouteNotFound => "Not found",
+            ApiError::MethodNotAllowed(_) => "Method not allowed",
+            ApiError::BodyTooLarge => "Request body too large",
+            ApiError::TokenNotIssued => "Could not generate token",
+            ApiError::Internal(_) => "Internal server error",
+        }
+    }
+
+    pub fn internal(detail: impl fmt::Display) -> Self {
+        ApiError::Internal(detail.to_string())
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(error: anyhow::Error) -> Self {
+        // `{:#}` keeps the whole context chain on one log line.
+        ApiError::Internal(format!("{error:#}"))
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiError::Internal(detail) => write!(f, "{}: {detail}", self.message()),
+            _ => f.write_str(self.message()),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}

@@ -1,0 +1,144 @@
+//! `BookStore` on a Spin SQLite database (`fermyon:spin/sqlite@2.0.0`).
+
+use anyhow::{anyhow, bail, Context as _};
+use spin_sdk::sqlite::{Connection, Error, QueryResult, Value};
+
+use crate::books::{Book, BookChanges, NewBook};
+use crate::router::BookId;
+use crate::schema;
+use crate::store::{update_statement, BookStore, SqlParam, BOOK_COLUMNS};
+
+/// Opens the database on its first query, so requests that fail before
+/// touching the store never open it.
+pub struct SqliteStore {
+    label: String,
+    connection: Option<Connection>,
+}
+
+impl SqliteStore {
+    pub fn new(label: &str) -> SqliteStore {
+        SqliteStore {
+            label: label.to_string(),
+            connection: None,
+        }
+    }
+
+    /// Runs one statement. A missing table means the schema was never
+    /// created in this database: create it and run the statement again. The
+    /// usual path therefore costs no schema check at all.
+    fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<QueryResult> {
+        let label = &self.label;
+        let connection = match &mut self.connection {
+            Some(connection) => connection,
+            slot => slot.insert(
+                Connection::open(label)
+                    .map_err(|error| anyhow!("opening SQLite database {label:?}: {error:?}"))?,
+            ),
+        };
+        match connection.execute(sql, params) {
+            Err(Error::Io(message)) if message.contains("no such table") => {
+                migrate(connection).with_context(|| format!("creating the schema in {label:?}"))?;
+                connection.execute(sql, params)
+            }
+            result => result,
+        }
+        .map_err(|error| anyhow!("SQLite database {label:?}: {error:?}"))
+    }
+}
+
+fn migrate(connection: &Connection) -> anyhow::Result<()> {
+    for statement in schema::statements(schema::SQLITE) {
+        let result = connection.execute(&statement, &[]);
+        // The WAL switch is an optimisation: it cannot happen while another
+        // connection holds the file, and a later migration may retry it.
+        if statement.starts_with("PRAGMA") {
+            continue;
+        }
+        result.map_err(|error| anyhow!("{statement}: {error:?}"))?;
+    }
+    Ok(())
+}
+
+fn bind(params: &[SqlParam]) -> Vec<Value> {
+    params
+        .iter()
+        .map(|param| match *param {
+            SqlParam::Text(text) => Value::Text(text.to_string()),
+            SqlParam::Int32(value) => Value::Integer(value.into()),
+            SqlParam::Int64(value) => Value::Integer(value),
+        })
+        .collect()
+}
+
+fn book_from_row(values: &[Value]) -> anyhow::Result<Book> {
+    match values {
+        [Value::Integer(id), Value::Text(title), Value::Text(author), Value::Integer(year)] => {
+            Ok(Book {
+                id: *id,
+                title: title.clone(),
+                author: author.clone(),
+                year: i32::try_from(*year).context("stored year out of range")?,
+            })
+        }
+        _ => bail!("unexpected book row: {values:?}"),
+    }
+}
+
+fn first_book(result: QueryResult) -> anyhow::Result<Option<Book>> {
+    result
+        .rows
+        .first()
+        .map(|row| book_from_row(&row.values))
+        .transpose()
+}
+
+impl BookStore for SqliteStore {
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
+        let result = self.execute(&sql, &[])?;
+        result
+            .rows
+            .iter()
+            .map(|row| book_from_row(&row.values))
+            .collect()
+    }
+
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = ?1");
+        first_book(self.execute(&sql, &[Value::Integer(id.get())])?)
+    }
+
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        let sql = "INSERT INTO books (title, author, year) VALUES (?1, ?2, ?3) RETURNING id";
+        let params = bind(&[
+            SqlParam::Text(&book.title),
+            SqlParam::Text(&book.author),
+            SqlParam::Int32(book.year),
+        ]);
+        let result = self.execute(sql, &params)?;
+        match result.rows.first().map(|row| row.values.as_slice()) {
+            Some([Value::Integer(id)]) => Ok(Book {
+                id: *id,
+                title: book.title.clone(),
+                author: book.author.clone(),
+                year: book.year,
+            }),
+            other => bail!("INSERT returned {other:?}"),
+        }
+    }
+
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        let (sql, params) = update_statement(changes, '?');
+        let mut params = bind(&params);
+        params.push(Value::Integer(id.get()));
+        first_book(self.execute(&sql, &params)?)
+    }
+
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        let result = self.execute(
+            "DELETE FROM books WHERE id = ?1 RETURNING id",
+            &[Value::Integer(id.get())],
+        )?;
+        Ok(!result.rows.is_empty())
+    }
+}

@@ -1,0 +1,313 @@
+//! Where books live: the `BookStore` trait the handlers use, the choice of
+//! store from `DB_URL`, and an in-memory store for tests.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::books::{Book, BookChanges, NewBook};
+use crate::router::BookId;
+
+/// Storage for books. Each method is one call to the database, so that a
+/// single-book request costs one round trip.
+pub trait BookStore {
+    /// Every book, in ascending id order.
+    fn list(&mut self) -> anyhow::Result<Vec<Book>>;
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>>;
+    /// Stores a book under a new id, never one used before.
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book>;
+    /// Applies non-empty `changes`; `None` when there is no such book.
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>>;
+    /// `false` when there was no such book.
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool>;
+}
+
+impl<S: BookStore + ?Sized> BookStore for &mut S {
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        (**self).list()
+    }
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        (**self).get(id)
+    }
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        (**self).create(book)
+    }
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        (**self).update(id, changes)
+    }
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        (**self).delete(id)
+    }
+}
+
+/// A value bound to a placeholder of the SQL the stores share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlParam<'a> {
+    Text(&'a str),
+    Int32(i32),
+    Int64(i64),
+}
+
+/// The columns every book query returns, in `Book` field order.
+pub const BOOK_COLUMNS: &str = "id, title, author, year";
+
+/// An `UPDATE ... RETURNING` of only the fields `changes` holds, with
+/// numbered placeholders (`?1` for SQLite, `$1` for PostgreSQL) and the id
+/// last. Only present fields are bound: no NULL parameter whose type a
+/// driver would have to guess.
+pub fn update_statement(changes: &BookChanges, marker: char) -> (String, Vec<SqlParam<'_>>) {
+    let mut assignments = Vec::with_capacity(3);
+    let mut params = Vec::with_capacity(4);
+    let fields = [
+        ("title", changes.title.as_deref().map(SqlParam::Text)),
+        ("author", changes.author.as_deref().map(SqlParam::Text)),
+        ("year", changes.year.map(SqlParam::Int32)),
+    ];
+    for (column, value) in fields {
+        if let Some(value) = value {
+            params.push(value);
+            assignments.push(format!("{column} = {marker}{}", params.len()));
+        }
+    }
+    let sql = format!(
+        "UPDATE books SET {} WHERE id = {marker}{} RETURNING {BOOK_COLUMNS}",
+        assignments.join(", "),
+        params.len() + 1
+    );
+    (sql, params)
+}
+
+/// The store `DB_URL` names (decisions.md, "Configuration").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreTarget {
+    /// A Spin SQLite database, by label.
+    Sqlite(String),
+    /// A PostgreSQL connection URL, passed to `spin:postgres` as is.
+    Postgres(String),
+}
+
+pub const DEFAULT_SQLITE_LABEL: &str = "default";
+
+/// A `DB_URL` that names no store we support.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsupportedDbUrl(String);
+
+impl fmt::Display for UnsupportedDbUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DB_URL {:?} is not supported: use sqlite:, sqlite://LABEL, postgres://... or postgresql://...",
+            self.0
+        )
+    }
+}
+
+impl StoreTarget {
+    pub fn from_db_url(db_url: Option<&str>) -> Result<StoreTarget, UnsupportedDbUrl> {
+        let db_url = db_url.unwrap_or("").trim();
+        if db_url.is_empty() || db_url == "sqlite:" {
+            return Ok(StoreTarget::Sqlite(DEFAULT_SQLITE_LABEL.to_string()));
+        }
+        if let Some(label) = db_url.strip_prefix("sqlite://") {
+            let valid = !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if valid {
+                return Ok(StoreTarget::Sqlite(label.to_string()));
+            }
+        }
+        if db_url.starts_with("postgres://") || db_url.starts_with("postgresql://") {
+            return Ok(StoreTarget::Postgres(db_url.to_string()));
+        }
+        Err(UnsupportedDbUrl(redact_password(db_url)))
+    }
+
+    /// How the store is named in logs: never with a password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreTarget::Sqlite(label) => format!("SQLite database {label:?}"),
+            StoreTarget::Postgres(url) => format!("PostgreSQL {}", redact_password(url)),
+        }
+    }
+}
+
+/// Replaces the password of a `scheme://user:password@host...` URL and any
+/// `password=` parameter with `***`.
+pub fn redact_password(url: &str) -> String {
+    let mut redacted = url.to_string();
+    if let Some(scheme_end) = redacted.find("://") {
+        let authority_start = scheme_end + 3;
+        let authority_end = redacted[authority_start..]
+            .find(['/', '?', '#'])
+            .map_or(redacted.len(), |i| authority_start + i);
+        if let Some(at) = redacted[authority_start..authority_end].rfind('@') {
+            let userinfo = &redacted[authority_start..authority_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                let start = authority_start + colon + 1;
+                redacted.replace_range(start..authority_start + at, "***");
+            }
+        }
+    }
+    let lower = redacted.to_ascii_lowercase();
+    if let Some(at) = lower.find("password=") {
+        let start = at + "password=".len();
+        let end = redacted[start..]
+            .find(['&', ' '])
+            .map_or(redacted.len(), |i| start + i);
+        redacted.replace_range(start..end, "***");
+    }
+    redacted
+}
+
+/// Books in memory, with the same id rules as the real stores.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    books: BTreeMap<BookId, Book>,
+    last_id: i64,
+}
+
+impl BookStore for MemoryStore {
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        Ok(self.books.values().cloned().collect())
+    }
+
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        Ok(self.books.get(&id).cloned())
+    }
+
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        let id = self
+            .last_id
+            .checked_add(1)
+            .and_then(BookId::new)
+            .ok_or_else(|| anyhow::anyhow!("book ids exhausted"))?;
+        self.last_id = id.get();
+        let book = Book {
+            id: id.get(),
+            title: book.title.clone(),
+            author: book.author.clone(),
+            year: book.year,
+        };
+        self.books.insert(id, book.clone());
+        Ok(book)
+    }
+
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        Ok(self.books.get_mut(&id).map(|book| {
+            changes.clone().apply_to(book);
+            book.clone()
+        }))
+    }
+
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        Ok(self.books.remove(&id).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Result<StoreTarget, UnsupportedDbUrl> {
+        StoreTarget::from_db_url(Some(url))
+    }
+
+    #[test]
+    fn empty_or_sqlite_means_the_default_database() {
+        let default = Ok(StoreTarget::Sqlite("default".into()));
+        assert_eq!(StoreTarget::from_db_url(None), default);
+        assert_eq!(target(""), default);
+        assert_eq!(target("sqlite:"), default);
+        assert_eq!(target("sqlite://default"), default);
+    }
+
+    #[test]
+    fn sqlite_labels_and_postgres_urls() {
+        assert_eq!(
+            target("sqlite://books_2"),
+            Ok(StoreTarget::Sqlite("books_2".into()))
+        );
+        let pg = "postgres://u:p@127.0.0.1:5432/books";
+        assert_eq!(target(pg), Ok(StoreTarget::Postgres(pg.into())));
+        let pg = "postgresql://127.0.0.1/books?sslmode=disable";
+        assert_eq!(target(pg), Ok(StoreTarget::Postgres(pg.into())));
+    }
+
+    #[test]
+    fn anything_else_is_refused_without_echoing_a_password() {
+        for bad in [
+            "mysql://u:hunter2@h/db",
+            "sqlite://",
+            "sqlite://a/b",
+            "file.db",
+            "redis://x",
+        ] {
+            let error = target(bad).unwrap_err().to_string();
+            assert!(error.starts_with("DB_URL"), "{error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact_password("postgres://user:s3cret@db:5432/books"),
+            "postgres://user:***@db:5432/books"
+        );
+        assert_eq!(
+            redact_password("postgres://user@db/books"),
+            "postgres://user@db/books"
+        );
+        assert_eq!(
+            redact_password("postgres://db/books?user=u&password=s3cret&sslmode=require"),
+            "postgres://db/books?user=u&password=***&sslmode=require"
+        );
+        assert_eq!(
+            redact_password("postgres://u:p@ss@db/x"),
+            "postgres://u:***@db/x"
+        );
+        let described = StoreTarget::Postgres("postgres://a:b@h/d".into()).describe();
+        assert_eq!(described, "PostgreSQL postgres://a:***@h/d");
+    }
+
+    #[test]
+    fn update_statement_binds_only_present_fields() {
+        let changes = BookChanges {
+            title: Some("T".into()),
+            author: None,
+            year: Some(1999),
+        };
+        let (sql, params) = update_statement(&changes, '$');
+        assert_eq!(
+            sql,
+            "UPDATE books SET title = $1, year = $2 WHERE id = $3 RETURNING id, title, author, year"
+        );
+        assert_eq!(params, [SqlParam::Text("T"), SqlParam::Int32(1999)]);
+        let changes = BookChanges {
+            title: None,
+            author: Some("A".into()),
+            year: None,
+        };
+        let (sql, params) = update_statement(&changes, '?');
+        assert_eq!(
+            sql,
+            "UPDATE books SET author = ?1 WHERE id = ?2 RETURNING id, title, author, year"
+        );
+        assert_eq!(params, [SqlParam::Text("A")]);
+    }
+
+    #[test]
+    fn memory_store_never_reuses_ids() {
+        let mut store = MemoryStore::default();
+        let book = NewBook {
+            title: "t".into(),
+            author: "a".into(),
+            year: 1,
+        };
+        let first = store.create(&book).unwrap();
+        assert!(store.delete(BookId::new(first.id).unwrap()).unwrap());
+        let second = store.create(&book).unwrap();
+        assert_eq!((first.id, second.id), (1, 2));
+        assert!(!store.delete(BookId::new(first.id).unwrap()).unwrap());
+    }
+}

@@ -1,0 +1,133 @@
+//! HS256 JSON Web Tokens: issue and verify (decisions.md, "Tokens").
+//!
+//! Deliberately narrow: one algorithm, one claim. Anything this module does
+//! not fully understand is rejected rather than guessed at.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde_json::{Map, Value};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Tokens live 15 minutes.
+pub const LIFETIME_SECONDS: u64 = 900;
+
+/// Far longer than any token we issue (about 150 bytes); longer input is
+/// rejected before any decoding, so a huge header costs nothing.
+pub const MAX_TOKEN_BYTES: usize = 4096;
+
+/// `{"alg":"HS256","typ":"JWT"}`, base64url.
+const ISSUED_HEADER: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
+
+/// Why a token was refused; all of them are "Invalid token" to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenError {
+    EmptyKey,
+    Malformed,
+    UnsupportedAlgorithm,
+    BadSignature,
+    MissingExpiry,
+    Expired,
+}
+
+/// Signs a token that expires `LIFETIME_SECONDS` after `now`.
+pub fn issue(key: &[u8], now: u64) -> Result<String, TokenError> {
+    let claims = format!(r#"{{"exp":{}}}"#, now.saturating_add(LIFETIME_SECONDS));
+    let mut token = String::with_capacity(160);
+    token.push_str(ISSUED_HEADER);
+    token.push('.');
+    URL_SAFE_NO_PAD.encode_string(claims, &mut token);
+    let signature = mac(key, token.as_bytes())?.finalize().into_bytes();
+    token.push('.');
+    URL_SAFE_NO_PAD.encode_string(signature, &mut token);
+    Ok(token)
+}
+
+/// Accepts exactly: three base64url segments without padding, a header whose
+/// `alg` is `HS256` (and no `crit`), a valid signature under `key`, and claims
+/// with a numeric `exp` later than `now`.
+pub fn verify(token: &[u8], key: &[u8], now: u64) -> Result<(), TokenError> {
+    if key.is_empty() {
+        return Err(TokenError::EmptyKey);
+    }
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(TokenError::Malformed);
+    }
+    let mut segments = token.split(|&b| b == b'.');
+    let (Some(header), Some(claims), Some(signature), None) = (
+        segments.next(),
+        segments.next(),
+        segments.next(),
+        segments.next(),
+    ) else {
+        return Err(TokenError::Malformed);
+    };
+
+    let header_fields = decode_object(header)?;
+    if header_fields.get("alg").and_then(Value::as_str) != Some("HS256") {
+        return Err(TokenError::UnsupportedAlgorithm);
+    }
+    // RFC 7515 section 4.1.11: critical extensions we don't implement must fail.
+    if header_fields.contains_key("crit") {
+        return Err(TokenError::UnsupportedAlgorithm);
+    }
+
+    // The signed input is the header and claims segments with their dot.
+    let signed_input = &token[..header.len() + 1 + claims.len()];
+    let signature = decode(signature)?;
+    mac(key, signed_input)?
+        .verify_slice(&signature)
+        .map_err(|_| TokenError::BadSignature)?;
+
+    let claims = decode_object(claims)?;
+    let expiry = claims.get("exp").ok_or(TokenError::MissingExpiry)?;
+    if is_later_than(expiry, now)? {
+        Ok(())
+    } else {
+        Err(TokenError::Expired)
+    }
+}
+
+fn mac(key: &[u8], message: &[u8]) -> Result<HmacSha256, TokenError> {
+    if key.is_empty() {
+        return Err(TokenError::EmptyKey);
+    }
+    let mut mac = HmacSha256::new_from_slice(key).map_err(|_| TokenError::EmptyKey)?;
+    mac.update(message);
+    Ok(mac)
+}
+
+/// Strict base64url: no padding, no bytes outside the alphabet, no
+/// non-canonical trailing bits (the `base64` engine's defaults).
+fn decode(segment: &[u8]) -> Result<Vec<u8>, TokenError> {
+    URL_SAFE_NO_PAD
+        .decode(segment)
+        .map_err(|_| TokenError::Malformed)
+}
+
+fn decode_object(segment: &[u8]) -> Result<Map<String, Value>, TokenError> {
+    match serde_json::from_slice(&decode(segment)?) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(TokenError::Malformed),
+    }
+}
+
+/// `exp` must be a JSON number (RFC 7519 NumericDate, fractions allowed)
+/// strictly after `now`: no leeway.
+fn is_later_than(expiry: &Value, now: u64) -> Result<bool, TokenError> {
+    let Value::Number(number) = expiry else {
+        return Err(TokenError::MissingExpiry);
+    };
+    if let Some(whole) = number.as_u64() {
+        return Ok(whole > now);
+    }
+    if number.is_i64() {
+        return Ok(false); // negative
+    }
+    match number.as_f64() {
+        Some(seconds) if seconds.is_finite() => Ok(seconds > now as f64),
+        _ => Err(TokenError::MissingExpiry),
+    }
+}
