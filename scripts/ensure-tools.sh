@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs and a fresh Debian machine lacks: hurl
+# (from crates.io, with the C libraries it links) and PostgreSQL (Debian's).
+# The Rust toolchain and the wasm32-wasip2 target come from
+# rust-toolchain.toml through rustup, on the first cargo call.
+set -euo pipefail
+
+HURL_VERSION=8.0.1
+apt_updated=false
+
+apt_install() {
+    if [ "$apt_updated" = false ]; then
+        apt-get update -qq
+        apt_updated=true
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+need_hurl=false
+need_postgres=false
+for tool in "$@"; do
+    case "$tool" in
+        hurl) need_hurl=true ;;
+        postgres) need_postgres=true ;;
+        *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
+    esac
+done
+
+if $need_hurl && ! hurl --version 2>/dev/null | grep -q "hurl $HURL_VERSION"; then
+    echo "== installing hurl $HURL_VERSION (cargo install, a few minutes)"
+    apt_install libxml2-dev libcurl4-openssl-dev libclang-dev pkg-config
+    cargo install hurl --version "$HURL_VERSION" --locked --quiet
+fi
+
+if $need_postgres && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "== installing PostgreSQL (Debian package)"
+    apt_install postgresql
+fi

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster on a free loopback port, for tests.
+#   pg-cluster.sh start DIR   initialises and starts it; prints its URL
+#   pg-cluster.sh stop DIR    stops it and removes DIR
+# initdb refuses to run as root, so the cluster belongs to user postgres.
+set -euo pipefail
+
+command=${1:?usage: pg-cluster.sh start|stop DIR}
+dir=${2:?usage: pg-cluster.sh start|stop DIR}
+bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+as_postgres() { runuser -u postgres -- "$@"; }
+
+case "$command" in
+start)
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    password=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+    mkdir -p "$dir"
+    chown postgres: "$dir"
+    printf '%s\n' "$password" > "$dir/pwfile"
+    chown postgres: "$dir/pwfile"
+    as_postgres "$bin/initdb" -D "$dir/data" -U postgres --pwfile="$dir/pwfile" \
+        --auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off" start >/dev/null
+    as_postgres "$bin/createdb" -h "$dir" -p "$port" -U postgres books
+    echo "postgres://postgres:$password@127.0.0.1:$port/books?sslmode=disable"
+    ;;
+stop)
+    if [ -d "$dir/data" ]; then
+        as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$dir"
+    ;;
+*)
+    echo "usage: pg-cluster.sh start|stop DIR" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# `make test`: every test of the project, in order, with one closing line
+# `N passed, M failed` that counts all of them. Stops everything it started,
+# also on failure, and exits non-zero if anything failed.
+#   1. the component and the host, built (release)
+#   2. native unit and integration tests (cargo test --workspace)
+#   3. the hurl suite against the real component served by the host, on SQLite
+#   4. the same on a throwaway PostgreSQL cluster
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=build
+mkdir -p "$build_dir"
+tally=$(mktemp "$build_dir/tally.XXXXXX")
+pg_dir=
+cleanup() {
+    [ -n "$pg_dir" ] && scripts/pg-cluster.sh stop "$pg_dir"
+    rm -f "$tally"
+}
+trap cleanup EXIT
+
+record() { echo "$1 $2" >> "$tally"; }
+
+summary() {
+    local passed=0 failed=0 p f
+    while read -r p f; do
+        passed=$((passed + p))
+        failed=$((failed + f))
+    done < "$tally"
+    echo
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}
+
+step() { echo; echo "== $*"; }
+
+step "tools"
+if ! scripts/ensure-tools.sh hurl postgres; then
+    record 0 1
+    summary
+    exit 1
+fi
+
+step "build: component (wasm32-wasip2) and host"
+if ! make --no-print-directory build; then
+    record 0 1
+    summary
+    exit 1
+fi
+
+step "native tests: cargo test --workspace"
+cargo_log="$build_dir/cargo-test.log"
+cargo test --release --locked --workspace 2>&1 | tee "$cargo_log"
+cargo_status=${PIPESTATUS[0]}
+read -r cargo_passed cargo_failed < <(
+    sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$cargo_log" |
+        awk '{p += $1; f += $2} END {print p + 0, f + 0}'
+)
+# A build failure runs no test: count it as one failure.
+if [ "$cargo_status" -ne 0 ] && [ "$cargo_failed" -eq 0 ]; then
+    cargo_failed=1
+fi
+record "$cargo_passed" "$cargo_failed"
+
+export E2E_TALLY="$tally"
+step "end to end on SQLite"
+tests/e2e.sh --store sqlite || true
+
+step "end to end on PostgreSQL"
+pg_dir=$(mktemp -d /tmp/book-catalog-pg.XXXXXX)
+if pg_url=$(scripts/pg-cluster.sh start "$pg_dir"); then
+    E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres || true
+else
+    echo "could not start a PostgreSQL cluster; see $pg_dir" >&2
+    record 0 1
+fi
+
+summary
