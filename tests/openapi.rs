@@ -1,0 +1,135 @@
+//! `openapi.yaml` and the router must describe the same API: the same paths
+//! and methods, the same `Allow` headers, the same public/protected split,
+//! and every error message under its status.
+
+use std::collections::BTreeSet;
+
+use book_catalog::router::route;
+use book_catalog::ApiError;
+use serde_yaml::Value;
+
+const METHODS: [&str; 7] = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"];
+
+fn document() -> Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
+        .expect("openapi.yaml is readable");
+    serde_yaml::from_str(&text).expect("openapi.yaml is valid YAML")
+}
+
+/// A concrete request path for a documented path template.
+fn concrete(template: &str) -> String {
+    template.replace("{id}", "1")
+}
+
+fn documented_methods(item: &Value) -> Vec<String> {
+    let mapping = item.as_mapping().expect("a path item is a mapping");
+    mapping
+        .keys()
+        .filter_map(Value::as_str)
+        .map(str::to_ascii_uppercase)
+        .filter(|method| METHODS.contains(&method.as_str()))
+        .collect()
+}
+
+#[test]
+fn every_documented_operation_is_routed_and_nothing_else() {
+    let doc = document();
+    let paths = doc["paths"].as_mapping().expect("paths");
+    assert_eq!(paths.len(), 4, "the API has four paths");
+    for (template, item) in paths {
+        let template = template.as_str().expect("path template");
+        let path = concrete(template);
+        let documented: BTreeSet<String> = documented_methods(item).into_iter().collect();
+        let routed: BTreeSet<String> = METHODS
+            .iter()
+            .filter(|method| {
+                route(method, &path)
+                    .expect("a documented path is routed")
+                    .endpoint
+                    .is_ok()
+            })
+            .map(|method| method.to_string())
+            .collect();
+        assert_eq!(documented, routed, "{template}");
+    }
+}
+
+#[test]
+fn allow_headers_list_the_documented_methods() {
+    let doc = document();
+    for (template, item) in doc["paths"].as_mapping().expect("paths") {
+        let template = template.as_str().expect("path template");
+        let mut documented = documented_methods(item);
+        // The router lists methods in this fixed order.
+        documented.sort_by_key(|method| METHODS.iter().position(|m| m == method));
+        let outcome = route("PATCH", &concrete(template))
+            .expect("routed")
+            .endpoint;
+        assert_eq!(
+            outcome,
+            Err(ApiError::MethodNotAllowed(Box::leak(
+                documented.join(", ").into_boxed_str()
+            ))),
+            "{template}"
+        );
+    }
+}
+
+#[test]
+fn only_token_is_public_in_both() {
+    let doc = document();
+    assert!(
+        doc["security"].as_sequence().is_some_and(|s| !s.is_empty()),
+        "protected by default"
+    );
+    for (template, item) in doc["paths"].as_mapping().expect("paths") {
+        let template = template.as_str().expect("path template");
+        for method in documented_methods(item) {
+            let operation = &item[method.to_ascii_lowercase().as_str()];
+            let public = operation["security"]
+                .as_sequence()
+                .is_some_and(|s| s.is_empty());
+            let routed = route(&method, &concrete(template)).expect("routed");
+            assert_eq!(public, !routed.protected, "{method} {template}");
+        }
+    }
+}
+
+/// Every message an error can carry, found in the document at its status.
+#[test]
+fn every_error_message_is_documented_at_its_status() {
+    let doc = document();
+    let text = serde_yaml::to_string(&doc["components"]["responses"]).expect("responses");
+    let errors = [
+        ApiError::InvalidLoginPayload,
+        ApiError::InvalidBook,
+        ApiError::InvalidCredentials,
+        ApiError::TokenRequired,
+        ApiError::InvalidToken,
+        ApiError::BookNotFound,
+        ApiError::BodyTooLarge,
+        ApiError::TokenNotIssued,
+        ApiError::Internal(String::new()),
+    ];
+    let responses = doc["components"]["responses"]
+        .as_mapping()
+        .expect("responses");
+    for error in errors {
+        let documented = responses.values().any(|response| {
+            let schema = &response["content"]["application/json"]["schema"]["properties"];
+            let status_matches = schema["status"]["const"].as_u64() == Some(error.status().into());
+            let message = &schema["message"];
+            let message_matches = message["const"].as_str() == Some(error.message())
+                || message["enum"]
+                    .as_sequence()
+                    .is_some_and(|all| all.iter().any(|m| m.as_str() == Some(error.message())));
+            status_matches && message_matches
+        });
+        assert!(
+            documented,
+            "{} {:?} is not documented:\n{text}",
+            error.status(),
+            error.message()
+        );
+    }
+}
