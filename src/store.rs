@@ -132,19 +132,16 @@ impl StoreTarget {
 }
 
 /// Replaces the password of a `scheme://user:password@host...` URL and any
-/// `password=` parameter with `***`.
+/// `password=` parameter with `***`. The user info ends at the last `@`, not
+/// at the first `/`, `?` or `#`, because an unencoded password may hold
+/// those: this masks too much rather than too little.
 pub fn redact_password(url: &str) -> String {
     let mut redacted = url.to_string();
     if let Some(scheme_end) = redacted.find("://") {
-        let authority_start = scheme_end + 3;
-        let authority_end = redacted[authority_start..]
-            .find(['/', '?', '#'])
-            .map_or(redacted.len(), |i| authority_start + i);
-        if let Some(at) = redacted[authority_start..authority_end].rfind('@') {
-            let userinfo = &redacted[authority_start..authority_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                let start = authority_start + colon + 1;
-                redacted.replace_range(start..authority_start + at, "***");
+        let rest = scheme_end + 3;
+        if let Some(at) = redacted[rest..].rfind('@').map(|i| rest + i) {
+            if let Some(colon) = redacted[rest..at].find(':').map(|i| rest + i) {
+                redacted.replace_range(colon + 1..at, "***");
             }
         }
     }
@@ -262,10 +259,11 @@ mod tests {
             redact_password("postgres://db/books?user=u&password=s3cret&sslmode=require"),
             "postgres://db/books?user=u&password=***&sslmode=require"
         );
-        assert_eq!(
-            redact_password("postgres://u:p@ss@db/x"),
-            "postgres://u:***@db/x"
-        );
+        assert_eq!(redact_password("postgres://u:p@ss@db/x"), "postgres://u:***@db/x");
+        for password in ["hunter/2", "hunter#2", "hunter?2", "p@ss/hunter2"] {
+            let redacted = redact_password(&format!("postgres://u:{password}@db:5432/x"));
+            assert_eq!(redacted, "postgres://u:***@db:5432/x");
+        }
         let described = StoreTarget::Postgres("postgres://a:b@h/d".into()).describe();
         assert_eq!(described, "PostgreSQL postgres://a:***@h/d");
     }
