@@ -1,0 +1,459 @@
+//! Shared harness for the native tests of the host-independent core: a
+//! `Context` with fixed settings and clock, an in-memory store behind a
+//! counting (and optionally failing) wrapper, captured log lines, and
+//! helpers to call `book_catalog::handle` and to forge HS256 tokens by hand.
+
+#![allow(dead_code)]
+
+use std::cell::Cell;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use book_catalog::books::{Book, BookChanges, NewBook};
+use book_catalog::router::BookId;
+use book_catalog::settings::Setting;
+use book_catalog::store::{BookStore, MemoryStore, StoreTarget};
+use book_catalog::{handle, Body, BodyError, Context, RequestHead, Response};
+
+/// The fixed clock of every test context (Unix seconds).
+pub const NOW: u64 = 1_700_000_000;
+/// A signing secret of 48 bytes (no short-key warning).
+pub const SECRET: &str = "test-signing-secret-0123456789-abcdefghijklmnop";
+/// `{"alg":"HS256","typ":"JWT"}`, exactly as issued.
+pub const HS256_HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
+
+/// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
+pub type Outcome = (u16, Value, Option<&'static str>);
+
+/// Store calls seen through the counting wrapper.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct StoreCalls {
+    pub opens: usize,
+    pub list: usize,
+    pub get: usize,
+    pub create: usize,
+    pub update: usize,
+    pub delete: usize,
+}
+
+impl StoreCalls {
+    /// Calls to the store's methods (opening not included).
+    pub fn total(&self) -> usize {
+        self.list + self.get + self.create + self.update + self.delete
+    }
+}
+
+/// Wraps any `BookStore`, counting each call, and failing every call with
+/// `fail` when it is set.
+pub struct CountingStore<'a, S: BookStore> {
+    pub inner: S,
+    pub calls: &'a mut StoreCalls,
+    pub fail: Option<String>,
+}
+
+impl<S: BookStore> CountingStore<'_, S> {
+    fn check(&self) -> anyhow::Result<()> {
+        match &self.fail {
+            Some(detail) => Err(anyhow::anyhow!("{detail}")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<S: BookStore> BookStore for CountingStore<'_, S> {
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        self.calls.list += 1;
+        self.check()?;
+        self.inner.list()
+    }
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        self.calls.get += 1;
+        self.check()?;
+        self.inner.get(id)
+    }
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        self.calls.create += 1;
+        self.check()?;
+        self.inner.create(book)
+    }
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        self.calls.update += 1;
+        self.check()?;
+        self.inner.update(id, changes)
+    }
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        self.calls.delete += 1;
+        self.check()?;
+        self.inner.delete(id)
+    }
+}
+
+/// The test host. On drop (unless already panicking) it checks that no log
+/// line holds the secret, a configured password, or any token seen.
+pub struct TestContext {
+    pub secret: Option<String>,
+    pub db_url: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub now: u64,
+    pub store: MemoryStore,
+    pub calls: StoreCalls,
+    pub logs: Vec<String>,
+    /// Every store call fails with this detail.
+    pub fail_store: Option<String>,
+    /// Opening the store fails with this detail.
+    pub fail_open: Option<String>,
+    /// The targets `open_store` was asked for.
+    pub opened: Vec<StoreTarget>,
+    /// Strings that must never appear in a log line (tokens sent or issued,
+    /// passwords submitted, ...).
+    pub never_logged: Vec<String>,
+}
+
+impl Default for TestContext {
+    fn default() -> Self {
+        TestContext::new()
+    }
+}
+
+impl TestContext {
+    /// Secret set, default credentials (admin/password), default store.
+    pub fn new() -> TestContext {
+        TestContext {
+            secret: Some(SECRET.to_string()),
+            db_url: None,
+            username: None,
+            password: None,
+            now: NOW,
+            store: MemoryStore::default(),
+            calls: StoreCalls::default(),
+            logs: Vec::new(),
+            fail_store: None,
+            fail_open: None,
+            opened: Vec::new(),
+            never_logged: Vec::new(),
+        }
+    }
+
+    /// No signing secret configured.
+    pub fn without_secret() -> TestContext {
+        let mut ctx = TestContext::new();
+        ctx.secret = None;
+        ctx
+    }
+
+    /// Custom credentials configured.
+    pub fn with_credentials(username: &str, password: &str) -> TestContext {
+        let mut ctx = TestContext::new();
+        ctx.username = Some(username.to_string());
+        ctx.password = Some(password.to_string());
+        ctx
+    }
+
+    pub fn call(&mut self, method: &str, path: &str, auth: Option<&str>, body: &str) -> Outcome {
+        self.call_raw(method, path, auth.map(str::as_bytes), body.as_bytes())
+    }
+
+    pub fn call_raw(
+        &mut self,
+        method: &str,
+        path: &str,
+        auth: Option<&[u8]>,
+        body: &[u8],
+    ) -> Outcome {
+        self.call_with(method, path, auth, body)
+    }
+
+    /// Any `Body` implementation.
+    pub fn call_with(
+        &mut self,
+        method: &str,
+        path: &str,
+        auth: Option<&[u8]>,
+        body: impl Body,
+    ) -> Outcome {
+        if let Some(auth) = auth {
+            let text = String::from_utf8_lossy(auth).trim().to_string();
+            if text.len() >= 16 {
+                self.never_logged.push(text);
+            }
+        }
+        let head = RequestHead {
+            method,
+            path,
+            authorization: auth,
+        };
+        let response = handle(self, &head, body);
+        self.check_response(&response)
+    }
+
+    /// Checks what every response must satisfy and returns its parts.
+    fn check_response(&mut self, response: &Response) -> Outcome {
+        let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&response.body)
+            )
+        });
+        let object = envelope.as_object().expect("envelope is an object");
+        let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["data", "message", "status"], "envelope fields");
+        assert_eq!(
+            envelope["status"],
+            json!(response.status),
+            "envelope status equals the HTTP status"
+        );
+        assert!(envelope["message"].is_string(), "message is a string");
+        if response.status >= 400 {
+            assert_eq!(envelope["data"], Value::Null, "data is null on errors");
+        }
+        assert_eq!(
+            response.allow.is_some(),
+            response.status == 405,
+            "Allow is sent exactly with 405"
+        );
+        if let Some(token) = envelope["data"]["token"].as_str() {
+            self.never_logged.push(token.to_string());
+        }
+        (response.status, envelope, response.allow)
+    }
+
+    /// Logs in with the configured (or default) credentials; returns the token.
+    pub fn login(&mut self) -> String {
+        let username = self.username.clone().unwrap_or_else(|| "admin".into());
+        let password = self.password.clone().unwrap_or_else(|| "password".into());
+        let body = json!({"username": username, "password": password}).to_string();
+        let (status, envelope, _) = self.call("POST", "/token", None, &body);
+        assert_eq!(status, 200, "login: {envelope}");
+        envelope["data"]["token"]
+            .as_str()
+            .expect("data.token")
+            .to_string()
+    }
+
+    /// Creates a book with a fresh token; returns the created book.
+    pub fn create_book(&mut self, title: &str, author: &str, year: i64) -> Value {
+        let token = self.login();
+        let body = json!({"title": title, "author": author, "year": year}).to_string();
+        let (status, envelope, _) = self.call("POST", "/book", Some(&token), &body);
+        assert_eq!(status, 201, "create: {envelope}");
+        envelope["data"].clone()
+    }
+
+    /// All books, as `GET /books` returns them.
+    pub fn all_books(&mut self) -> Value {
+        let token = self.login();
+        let (status, envelope, _) = self.call("GET", "/books", Some(&token), "");
+        assert_eq!(status, 200);
+        envelope["data"].clone()
+    }
+
+    /// Resets the store call counter (e.g. after logging in and seeding).
+    pub fn reset_calls(&mut self) {
+        self.calls = StoreCalls::default();
+    }
+
+    /// Asserts that no log line holds a secret, a password or a token.
+    pub fn assert_logs_clean(&self) {
+        let mut forbidden: Vec<&str> = self.never_logged.iter().map(String::as_str).collect();
+        if let Some(secret) = self.secret.as_deref().filter(|s| !s.is_empty()) {
+            forbidden.push(secret);
+        }
+        if let Some(password) = self.password.as_deref().filter(|p| !p.is_empty()) {
+            forbidden.push(password);
+        }
+        forbidden.push(SECRET);
+        for line in &self.logs {
+            for bad in &forbidden {
+                assert!(!line.contains(bad), "log line {line:?} contains {bad:?}");
+            }
+        }
+    }
+}
+
+impl Drop for TestContext {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.assert_logs_clean();
+        }
+    }
+}
+
+impl Context for TestContext {
+    fn setting(&mut self, setting: Setting) -> Option<String> {
+        match setting {
+            Setting::SecretToken => self.secret.clone(),
+            Setting::DbUrl => self.db_url.clone(),
+            Setting::AuthUsername => self.username.clone(),
+            Setting::AuthPassword => self.password.clone(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.now
+    }
+
+    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>> {
+        self.calls.opens += 1;
+        self.opened.push(target.clone());
+        if let Some(detail) = &self.fail_open {
+            return Err(anyhow::anyhow!("{detail}"));
+        }
+        // `&mut MemoryStore` is itself a `BookStore`.
+        Ok(Box::new(CountingStore {
+            inner: &mut self.store,
+            calls: &mut self.calls,
+            fail: self.fail_store.clone(),
+        }))
+    }
+
+    fn log(&mut self, line: &str) {
+        self.logs.push(line.to_string());
+    }
+}
+
+/// A body that records whether and with which limit it was read.
+pub struct ProbeBody<'a> {
+    pub bytes: &'a [u8],
+    pub read: &'a Cell<bool>,
+    pub limit: &'a Cell<usize>,
+}
+
+impl Body for ProbeBody<'_> {
+    fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
+        self.read.set(true);
+        self.limit.set(limit);
+        self.bytes.read(limit)
+    }
+}
+
+/// A body whose stream fails.
+pub struct BrokenBody;
+
+impl Body for BrokenBody {
+    fn read(self, _limit: usize) -> Result<Vec<u8>, BodyError> {
+        Err(BodyError::Unreadable)
+    }
+}
+
+// ---- Envelopes ----------------------------------------------------------
+
+pub fn envelope(status: u16, message: &str, data: Value) -> Value {
+    json!({"status": status, "message": message, "data": data})
+}
+
+pub fn ok(status: u16, message: &str, data: Value) -> Outcome {
+    (status, envelope(status, message, data), None)
+}
+
+pub fn error(status: u16, message: &str) -> Outcome {
+    (status, envelope(status, message, Value::Null), None)
+}
+
+pub fn invalid_token() -> Outcome {
+    error(401, "Invalid token")
+}
+pub fn token_required() -> Outcome {
+    error(401, "Authorization token required")
+}
+pub fn invalid_credentials() -> Outcome {
+    error(401, "Invalid credentials")
+}
+pub fn invalid_payload() -> Outcome {
+    error(400, "Invalid request payload")
+}
+pub fn invalid_input() -> Outcome {
+    error(400, "Invalid input")
+}
+pub fn book_not_found() -> Outcome {
+    error(404, "Book not found")
+}
+pub fn route_not_found() -> Outcome {
+    error(404, "Not found")
+}
+pub fn too_large() -> Outcome {
+    error(413, "Request body too large")
+}
+pub fn internal_error() -> Outcome {
+    error(500, "Internal server error")
+}
+pub fn token_not_issued() -> Outcome {
+    error(500, "Could not generate token")
+}
+pub fn not_allowed(allow: &'static str) -> Outcome {
+    (
+        405,
+        envelope(405, "Method not allowed", Value::Null),
+        Some(allow),
+    )
+}
+
+pub fn book(id: i64, title: &str, author: &str, year: i64) -> Value {
+    json!({"id": id, "title": title, "author": author, "year": year})
+}
+
+// ---- Tokens by hand -----------------------------------------------------
+
+/// base64url without padding.
+pub fn b64(bytes: impl AsRef<[u8]>) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+pub fn b64_decode(text: &str) -> Vec<u8> {
+    URL_SAFE_NO_PAD
+        .decode(text)
+        .expect("base64url without padding")
+}
+
+/// The base64url HMAC-SHA256 of `input` under `key` (an empty key allowed).
+pub fn sign(input: &str, key: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("any key length");
+    mac.update(input.as_bytes());
+    b64(mac.finalize().into_bytes())
+}
+
+/// `b64(header).b64(claims).sig` with an HS256 signature computed by hand.
+pub fn forge(header_json: &str, claims_json: &str, key: &[u8]) -> String {
+    let input = format!("{}.{}", b64(header_json), b64(claims_json));
+    let signature = sign(&input, key);
+    format!("{input}.{signature}")
+}
+
+/// Signs already-encoded header and claims segments as they are.
+pub fn sign_segments(header: &str, claims: &str, key: &[u8]) -> String {
+    let input = format!("{header}.{claims}");
+    let signature = sign(&input, key);
+    format!("{input}.{signature}")
+}
+
+/// A correctly signed HS256 token expiring at `exp` (any JSON text).
+pub fn token_with_exp(exp: &str) -> String {
+    forge(
+        HS256_HEADER,
+        &format!(r#"{{"exp":{exp}}}"#),
+        SECRET.as_bytes(),
+    )
+}
+
+/// A correctly signed HS256 token valid for 15 minutes from `NOW`.
+pub fn valid_token() -> String {
+    token_with_exp(&(NOW + 900).to_string())
+}
+
+/// The protected routes, one request each: (method, path, a valid body).
+pub const PROTECTED: [(&str, &str, &str); 5] = [
+    (
+        "POST",
+        "/book",
+        r#"{"title":"Dune","author":"Frank Herbert","year":1965}"#,
+    ),
+    ("GET", "/books", ""),
+    ("GET", "/book/1", ""),
+    ("PUT", "/book/1", r#"{"year":1966}"#),
+    ("DELETE", "/book/1", ""),
+];
