@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster on a free loopback port, for tests.
 #   pg-cluster.sh start DIR   initialises and starts it; prints its URL
+#   pg-cluster.sh pause DIR   stops the server, keeping its data (outage tests)
+#   pg-cluster.sh resume DIR  starts it again on the same port
 #   pg-cluster.sh stop DIR    stops it and removes DIR
 # initdb refuses to run as root, so the cluster belongs to user postgres.
 set -euo pipefail
 
-command=${1:?usage: pg-cluster.sh start|stop DIR}
-dir=${2:?usage: pg-cluster.sh start|stop DIR}
+usage="usage: pg-cluster.sh start|pause|resume|stop DIR"
+command=${1:?$usage}
+dir=${2:?$usage}
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 as_postgres() { runuser -u postgres -- "$@"; }
+server_start() {
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+        -o "-p $(cat "$dir/port") -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off" \
+        start >/dev/null
+}
 
 case "$command" in
 start)
@@ -20,10 +28,16 @@ start)
     chown postgres: "$dir/pwfile"
     as_postgres "$bin/initdb" -D "$dir/data" -U postgres --pwfile="$dir/pwfile" \
         --auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1
-    as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off" start >/dev/null
+    echo "$port" > "$dir/port"
+    server_start
     as_postgres "$bin/createdb" -h "$dir" -p "$port" -U postgres books
     echo "postgres://postgres:$password@127.0.0.1:$port/books?sslmode=disable"
+    ;;
+pause)
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+    ;;
+resume)
+    server_start
     ;;
 stop)
     if [ -d "$dir/data" ]; then
@@ -32,7 +46,7 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: pg-cluster.sh start|stop DIR" >&2
+    echo "$usage" >&2
     exit 2
     ;;
 esac
