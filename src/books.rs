@@ -1,8 +1,10 @@
 //! The book resource: its JSON shape, the rules a client-supplied book must
 //! pass (decisions.md), and the four book handlers over a `BookStore`.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 
 use crate::envelope::Response;
 use crate::error::ApiError;
@@ -40,7 +42,9 @@ impl BookChanges {
     /// Reads a JSON object's book fields. Every field present must be valid
     /// (`null` is not); `id` and unknown fields are ignored.
     pub fn from_json(body: &[u8]) -> Result<BookChanges, ApiError> {
-        let Ok(Value::Object(mut fields)) = serde_json::from_slice::<Value>(body) else {
+        // Raw values keep each field's JSON text, so `year` is judged by its
+        // literal; a repeated key keeps its last value.
+        let Ok(mut fields) = serde_json::from_slice::<RawFields>(body) else {
             return Err(ApiError::InvalidBook);
         };
         Ok(BookChanges {
@@ -85,33 +89,43 @@ impl NewBook {
     }
 }
 
+/// A JSON object's members as unparsed JSON texts. (A `BTreeMap`, not a
+/// `HashMap`: no random hash seed to ask the host for.)
+type RawFields = BTreeMap<String, Box<RawValue>>;
+
 /// A non-blank string of at most `MAX_TEXT_CHARS` characters, without NUL
 /// (which PostgreSQL cannot store in `text`, so neither store accepts it).
-fn take_text(fields: &mut Map<String, Value>, name: &str) -> Result<Option<String>, ApiError> {
-    match fields.remove(name) {
-        None => Ok(None),
-        Some(Value::String(text))
+fn take_text(fields: &mut RawFields, name: &str) -> Result<Option<String>, ApiError> {
+    let Some(raw) = fields.remove(name) else {
+        return Ok(None);
+    };
+    match serde_json::from_str::<String>(raw.get()) {
+        Ok(text)
             if !text.trim().is_empty()
                 && !text.contains('\0')
                 && text.chars().count() <= MAX_TEXT_CHARS =>
         {
             Ok(Some(text))
         }
-        Some(_) => Err(ApiError::InvalidBook),
+        _ => Err(ApiError::InvalidBook),
     }
 }
 
-/// A JSON integer (no fraction or exponent) that fits in 32 bits.
-fn take_year(fields: &mut Map<String, Value>) -> Result<Option<i32>, ApiError> {
-    match fields.remove("year") {
-        None => Ok(None),
-        Some(Value::Number(number)) => number
-            .as_i64()
-            .and_then(|year| i32::try_from(year).ok())
-            .map(Some)
-            .ok_or(ApiError::InvalidBook),
-        Some(_) => Err(ApiError::InvalidBook),
+/// A JSON integer literal (RFC 8259: `-`? then `0` or a non-zero digit and
+/// more digits; no fraction, no exponent) that fits in 32 bits. `-0` is 0.
+fn take_year(fields: &mut RawFields) -> Result<Option<i32>, ApiError> {
+    let Some(raw) = fields.remove("year") else {
+        return Ok(None);
+    };
+    let literal = raw.get();
+    let digits = literal.strip_prefix('-').unwrap_or(literal);
+    let integer_literal = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if !integer_literal {
+        return Err(ApiError::InvalidBook);
     }
+    literal.parse::<i32>().map(Some).map_err(|_| ApiError::InvalidBook)
 }
 
 pub fn create(store: &mut dyn BookStore, body: &[u8]) -> Result<Response, ApiError> {
@@ -159,5 +173,41 @@ pub fn delete(store: &mut dyn BookStore, id: BookId) -> Result<Response, ApiErro
         Ok(Response::ok::<()>(200, "Book deleted successfully", None))
     } else {
         Err(ApiError::BookNotFound)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn year_of(body: &str) -> Result<Option<i32>, ApiError> {
+        BookChanges::from_json(body.as_bytes()).map(|changes| changes.year)
+    }
+
+    #[test]
+    fn years_are_integer_literals_within_32_bits() {
+        assert_eq!(year_of(r#"{"year": 1999}"#), Ok(Some(1999)));
+        assert_eq!(year_of(r#"{"year": -0}"#), Ok(Some(0)));
+        assert_eq!(year_of(r#"{"year":-2147483648}"#), Ok(Some(i32::MIN)));
+        assert_eq!(year_of(r#"{"year": 2147483647 }"#), Ok(Some(i32::MAX)));
+        for bad in ["2147483648", "-2147483649", "1999.0", "-0.0", "1e3", "0e0", "\"1999\"", "null", "true", "[1999]", "1e400"] {
+            assert_eq!(year_of(&format!(r#"{{"year": {bad}}}"#)), Err(ApiError::InvalidBook), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_last_of_repeated_keys_counts() {
+        assert_eq!(year_of(r#"{"year": "x", "year": 5}"#), Ok(Some(5)));
+        assert_eq!(year_of(r#"{"year": 5, "year": null}"#), Err(ApiError::InvalidBook));
+    }
+
+    #[test]
+    fn deep_nesting_in_an_ignored_field_costs_no_stack() {
+        // Half a million levels: the largest nesting a 1 MiB body can hold.
+        let depth = 500_000;
+        let body = format!(r#"{{"extra":{}{},"year":7}}"#, "[".repeat(depth), "]".repeat(depth));
+        assert_eq!(year_of(&body), Ok(Some(7)));
+        let unclosed = format!(r#"{{"extra":{}"#, "[".repeat(depth));
+        assert_eq!(year_of(&unclosed), Err(ApiError::InvalidBook));
     }
 }
