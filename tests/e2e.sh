@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# End-to-end tests: the real host serving the real component over HTTP.
+#
+#   tests/e2e.sh [--store sqlite|postgres] [--host-bin PATH] [--wasm PATH]
+#
+# Starts `book-host` on a free loopback port with a throwaway state directory,
+# a random signing secret and custom credentials, runs every
+# tests/hurl/*.hurl file against it (hurl --test --jobs 1), then checks that
+# a book survives a restart and that the host exits 0 on SIGTERM.
+#
+# --store postgres needs E2E_PG_URL (postgres://user:pass@127.0.0.1:PORT/db);
+# the database may already hold books: the suite does not assume it is empty.
+#
+# Output: a line `e2e STORE: N passed, M failed`; `N M` is appended to the
+# file named by E2E_TALLY when set. Exit status 0 only when nothing failed.
+# Set E2E_KEEP=1 to keep the temporary directory (logs, reports).
+#
+# Needs: bash, python3, hurl (8.x).
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STORE=sqlite
+HOST_BIN="$ROOT/target/release/book-host"
+WASM=""
+START_TIMEOUT="${E2E_START_TIMEOUT:-60}"
+STOP_TIMEOUT="${E2E_STOP_TIMEOUT:-20}"
+
+usage() {
+    sed -n '2,4p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --store) STORE="${2:?--store needs a value}"; shift 2 ;;
+        --store=*) STORE="${1#*=}"; shift ;;
+        --host-bin) HOST_BIN="${2:?--host-bin needs a path}"; shift 2 ;;
+        --host-bin=*) HOST_BIN="${1#*=}"; shift ;;
+        --wasm) WASM="${2:?--wasm needs a path}"; shift 2 ;;
+        --wasm=*) WASM="${1#*=}"; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "e2e: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+case "$STORE" in
+    sqlite|postgres) ;;
+    *) echo "e2e: --store must be sqlite or postgres, not '$STORE'" >&2; exit 2 ;;
+esac
+
+PASSED=0
+FAILED=0
+HOST_PID=""
+TMP=""
+
+pass() { PASSED=$((PASSED + 1)); echo "e2e $STORE: PASS $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "e2e $STORE: FAIL $*" >&2; }
+
+tally() {
+    echo "e2e $STORE: $PASSED passed, $FAILED failed"
+    if [ -n "${E2E_TALLY:-}" ]; then
+        echo "$PASSED $FAILED" >> "$E2E_TALLY"
+    fi
+}
+
+# A setup problem: counted as one failed test, reported, and the run ends.
+abort() {
+    echo "e2e $STORE: $*" >&2
+    FAILED=$((FAILED + 1))
+    tally
+    exit 1
+}
+
+show_host_log() {
+    if [ -n "$TMP" ] && [ -f "$TMP/host.log" ]; then
+        echo "---- host log (last 80 lines): $TMP/host.log ----" >&2
+        tail -n 80 "$TMP/host.log" >&2 || true
+        echo "---- end of host log ----" >&2
+    fi
+}
+
+cleanup() {
+    local status=$?
+    if [ -n "$HOST_PID" ] && kill -0 "$HOST_PID" 2>/dev/null; then
+        kill -TERM "$HOST_PID" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "$HOST_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$HOST_PID" 2>/dev/null; then
+            kill -KILL "$HOST_PID" 2>/dev/null || true
+        fi
+        wait "$HOST_PID" 2>/dev/null || true
+    fi
+    HOST_PID=""
+    if [ -n "$TMP" ] && [ -d "$TMP" ]; then
+        if [ "${E2E_KEEP:-0}" = 1 ] || { [ "$status" -ne 0 ] && [ "${E2E_KEEP_ON_FAILURE:-0}" = 1 ]; }; then
+            echo "e2e $STORE: kept $TMP" >&2
+        else
+            rm -rf "$TMP"
+        fi
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- Preconditions -----------------------------------------------------------
+
+command -v hurl >/dev/null || abort "hurl is not installed (https://hurl.dev)"
+command -v python3 >/dev/null || abort "python3 is not installed"
+[ -x "$HOST_BIN" ] || abort "host binary not found or not executable: $HOST_BIN (cargo build --release --locked -p book-host)"
+
+MANIFEST="$ROOT/spin.toml"
+[ -f "$MANIFEST" ] || abort "manifest not found: $MANIFEST"
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/book-e2e-$STORE.XXXXXX")"
+STATE_DIR="$TMP/state"
+mkdir -p "$STATE_DIR"
+
+if [ -n "$WASM" ]; then
+    [ -f "$WASM" ] || abort "component not found: $WASM"
+    WASM="$(cd "$(dirname "$WASM")" && pwd)/$(basename "$WASM")"
+    # The same manifest, pointing at the given component.
+    MANIFEST="$TMP/spin.toml"
+    python3 - "$ROOT/spin.toml" "$MANIFEST" "$WASM" <<'EOF' || abort "could not write $MANIFEST"
+import json, re, sys
+source, target, wasm = sys.argv[1:4]
+text = open(source, encoding="utf-8").read()
+text, count = re.subn(r'(?m)^source\s*=\s*".*"\s*$', "source = " + json.dumps(wasm), text)
+if count != 1:
+    sys.exit("e2e: expected exactly one `source = ...` line in spin.toml, found %d" % count)
+open(target, "w", encoding="utf-8").write(text)
+EOF
+else
+    DEFAULT_WASM="$ROOT/target/wasm32-wasip2/release/book_catalog.wasm"
+    [ -f "$DEFAULT_WASM" ] || abort "component not found: $DEFAULT_WASM (cargo build --release --locked --target wasm32-wasip2 -p book-catalog, or pass --wasm)"
+fi
+
+random_text() { # length
+    python3 -c 'import secrets, string, sys
+alphabet = string.ascii_letters + string.digits
+print("".join(secrets.choice(alphabet) for _ in range(int(sys.argv[1]))))' "$1"
+}
+
+free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+SECRET="$(random_text 48)"
+RUN_ID="run$(date +%s)$(random_text 6)"
+USERNAME="e2e-user-$(random_text 8 | tr 'A-Z' 'a-z')"
+PASSWORD="E2e.pass-$(random_text 16)"
+
+HOST_ENV=(
+    "SECRET_TOKEN=$SECRET"
+    "AUTH_USERNAME=$USERNAME"
+    "AUTH_PASSWORD=$PASSWORD"
+)
+if [ "$STORE" = postgres ]; then
+    [ -n "${E2E_PG_URL:-}" ] || abort "--store postgres needs E2E_PG_URL (postgres://user:password@127.0.0.1:PORT/database)"
+    # spin.toml allows postgres://{{ db_host }}: host[:port] of the URL.
+    DB_HOST="$(python3 - "$E2E_PG_URL" <<'EOF'
+import sys
+from urllib.parse import urlsplit
+url = urlsplit(sys.argv[1])
+if url.scheme not in ("postgres", "postgresql") or not url.hostname:
+    sys.exit("e2e: E2E_PG_URL must be a postgres://user:password@host:port/database URL")
+host = url.hostname if ":" not in url.hostname else "[%s]" % url.hostname
+print(host + ":" + str(url.port or 5432))
+EOF
+)" || abort "bad E2E_PG_URL"
+    HOST_ENV+=("DB_URL=$E2E_PG_URL" "SPIN_VARIABLE_DB_HOST=$DB_HOST")
+fi
+
+# --- The host ----------------------------------------------------------------
+
+PORT=""
+BASE_URL=""
+
+start_host() {
+    PORT="$(free_port)"
+    BASE_URL="http://127.0.0.1:$PORT"
+    echo "e2e $STORE: starting $HOST_BIN on 127.0.0.1:$PORT" >&2
+    # A clean environment for the settings (no SPIN_VARIABLE_* or DB_URL from
+    # the caller's shell), run from the temporary directory (no stray .env).
+    (
+        cd "$TMP"
+        exec env -u SPIN_VARIABLE_SECRET_TOKEN -u SPIN_VARIABLE_DB_URL \
+            -u SPIN_VARIABLE_AUTH_USERNAME -u SPIN_VARIABLE_AUTH_PASSWORD \
+            -u SPIN_VARIABLE_DB_HOST -u DB_URL \
+            "${HOST_ENV[@]}" \
+            "$HOST_BIN" --from "$MANIFEST" --listen "127.0.0.1:$PORT" --state-dir "$STATE_DIR"
+    ) >> "$TMP/host.log" 2>&1 &
+    HOST_PID=$!
+    local deadline=$((SECONDS + START_TIMEOUT))
+    while true; do
+        if ! kill -0 "$HOST_PID" 2>/dev/null; then
+            local status=0
+            wait "$HOST_PID" || status=$?
+            HOST_PID=""
+            show_host_log
+            abort "the host exited (status $status) before listening on port $PORT"
+        fi
+        if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+            return 0
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            show_host_log
+            abort "the host did not listen on port $PORT within ${START_TIMEOUT}s"
+        fi
+        sleep 0.2
+    done
+}
+
+# Sends SIGTERM and waits; sets STOP_STATUS to the exit status, or "timeout".
+STOP_STATUS=""
+stop_host() {
+    local pid="$HOST_PID"
+    STOP_STATUS=0
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + STOP_TIMEOUT))
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            kill -KILL "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+            HOST_PID=""
+            STOP_STATUS="timeout after ${STOP_TIMEOUT}s"
+            return 0
+        fi
+        sleep 0.1
+    done
+    wait "$pid" || STOP_STATUS=$?
+    HOST_PID=""
+}
+
+check_stop() { # when
+    stop_host
+    if [ "$STOP_STATUS" = 0 ]; then
+        pass "host exits 0 on SIGTERM ($1)"
+    else
+        fail "host exit status on SIGTERM ($1): $STOP_STATUS, expected 0"
+    fi
+}
+
+start_host
+
+# --- Variables and files for the suite ---------------------------------------
+
+VARS="$TMP/variables.env"
+SECRET_TOKEN="$SECRET" python3 "$ROOT/tests/hurl/forge_tokens.py" --output "$VARS" \
+    || abort "tests/hurl/forge_tokens.py failed"
+NOW="$(date +%s)"
+python3 - "$VARS" "$TMP" "$USERNAME" "$PASSWORD" "$RUN_ID" "$NOW" <<'EOF' || abort "could not write the suite's variables"
+import sys
+path, tmp, username, password, run_id, now = sys.argv[1:7]
+now = int(now)
+lines = {
+    "run_id": run_id,
+    "username_upper": username.upper(),
+    "password_prefix": password[:-1],
+    # An `exp` issued during this run: now + 900 s, give or take the run.
+    "exp_min": now + 900,
+    "exp_max": now + 900 + 1800,
+    "text_1000": "a" * 1000,
+    "text_1001": "a" * 1001,
+    "wide_1000": "\u00e9" * 1000,
+    "wide_1001": "\u00e9" * 1001,
+    "astral_1000": "\U0001F4DA" * 1000,
+    "astral_1001": "\U0001F4DA" * 1001,
+}
+with open(path, "a", encoding="utf-8") as out:
+    for name, value in lines.items():
+        out.write(f"{name}={value}\n")
+# Bodies at and just over the 1 MiB limit.
+book = '{"title": "At Limit", "author": "Padding", "year": 2024}'
+with open(f"{tmp}/at_limit.json", "w", encoding="ascii") as out:
+    out.write(book.ljust(1024 * 1024))
+over = '{"title": "Over Limit", "author": "Padding", "year": 2024}'
+with open(f"{tmp}/over_limit.json", "w", encoding="ascii") as out:
+    out.write(over.ljust(1024 * 1024 + 1))
+EOF
+
+# --- The hurl suite ----------------------------------------------------------
+
+shopt -s nullglob
+HURL_FILES=("$ROOT"/tests/hurl/*.hurl)
+shopt -u nullglob
+[ "${#HURL_FILES[@]}" -gt 0 ] || abort "no tests/hurl/*.hurl files"
+
+REPORT="$TMP/report"
+hurl_status=0
+hurl --test --jobs 1 --no-color --max-time 60 \
+    --file-root "$TMP" \
+    --variables-file "$VARS" \
+    --variable "base_url=$BASE_URL" \
+    --variable "username=$USERNAME" \
+    --variable "password=$PASSWORD" \
+    --variable "secret=$SECRET" \
+    --report-json "$REPORT" \
+    "${HURL_FILES[@]}" || hurl_status=$?
+# hurl: 0 all passed, 3 runtime error, 4 assert error; anything else is hurl
+# itself failing (usage, parse error).
+
+# One test per request: a request passes when all its asserts pass; requests
+# a failure stopped before they ran count as failed.
+read -r hurl_passed hurl_failed < <(python3 - "$REPORT/report.json" "${HURL_FILES[@]}" <<'EOF'
+import json, os, re, sys
+report_path, files = sys.argv[1], sys.argv[2:]
+request_line = re.compile(r"^(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS|CONNECT|TRACE) \S")
+expected = {}
+for name in files:
+    with open(name, encoding="utf-8") as source:
+        expected[os.path.realpath(name)] = sum(1 for line in source if request_line.match(line))
+try:
+    with open(report_path, encoding="utf-8") as report_file:
+        report = json.load(report_file)
+except (OSError, ValueError) as error:
+    print(f"e2e: no hurl report ({error})", file=sys.stderr)
+    report = []
+passed = failed = 0
+seen = set()
+for result in report:
+    name = os.path.realpath(result["filename"])
+    seen.add(name)
+    entries = result.get("entries", [])
+    ok = sum(1 for entry in entries if all(a.get("success") for a in entry.get("asserts", [])))
+    bad = len(entries) - ok
+    not_run = max(expected.get(name, len(entries)) - len(entries), 0)
+    if not result.get("success", False) and bad == 0 and not_run == 0:
+        bad = 1  # failed without a failing request: count the file once
+    passed += ok
+    failed += bad + not_run
+    state = "PASS" if bad + not_run == 0 else "FAIL"
+    print(f"  {state} {os.path.basename(name)}: {ok} passed, {bad} failed, {not_run} not run", file=sys.stderr)
+for name, count in expected.items():
+    if name not in seen:
+        print(f"  FAIL {os.path.basename(name)}: not run ({count} requests)", file=sys.stderr)
+        failed += max(count, 1)
+print(passed, failed)
+EOF
+)
+hurl_passed="${hurl_passed:-0}"
+hurl_failed="${hurl_failed:-1}"
+PASSED=$((PASSED + hurl_passed))
+FAILED=$((FAILED + hurl_failed))
+if [ "$hurl_status" -ne 0 ] && [ "$hurl_failed" -eq 0 ]; then
+    fail "hurl exited with status $hurl_status"
+fi
+echo "e2e $STORE: hurl: $hurl_passed requests passed, $hurl_failed failed" >&2
+
+# --- Persistence across a restart --------------------------------------------
+
+# Phase 1 creates a book and prints `id token`; phase 2 reads it back with the
+# old token (same secret: still valid) and a new one, then deletes it.
+RESTART_PY='
+import json, os, sys, urllib.request, urllib.error
+
+base, phase = sys.argv[1], sys.argv[2]
+username, password, run_id = os.environ["E2E_USER"], os.environ["E2E_PASS"], os.environ["E2E_RUN"]
+expected = {"title": "Restart \u2713 " + run_id, "author": "Persistence \u00e9", "year": 1851}
+
+def call(method, path, body=None, token=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", token)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+def login():
+    status, envelope = call("POST", "/token", {"username": username, "password": password})
+    assert status == 200, ("login", status, envelope)
+    return envelope["data"]["token"]
+
+def check(status, envelope, want_status, want_message):
+    assert status == want_status and envelope.get("status") == want_status \
+        and envelope.get("message") == want_message, (status, envelope)
+
+if phase == "create":
+    token = login()
+    status, envelope = call("POST", "/book", expected, token)
+    check(status, envelope, 201, "Book created successfully")
+    print(envelope["data"]["id"], token)
+else:
+    book_id, old_token = sys.argv[3], sys.argv[4]
+    for token in (old_token, login()):
+        status, envelope = call("GET", "/book/" + book_id, None, token)
+        check(status, envelope, 200, "Book retrieved successfully")
+        assert envelope["data"] == dict(expected, id=int(book_id)), envelope["data"]
+    status, envelope = call("GET", "/books", None, old_token)
+    check(status, envelope, 200, "Books retrieved successfully")
+    assert [b for b in envelope["data"] if b["id"] == int(book_id)] == [dict(expected, id=int(book_id))]
+    status, envelope = call("DELETE", "/book/" + book_id, None, old_token)
+    check(status, envelope, 200, "Book deleted successfully")
+'
+export E2E_USER="$USERNAME" E2E_PASS="$PASSWORD" E2E_RUN="$RUN_ID"
+
+restart_ok=1
+created=""
+if ! created="$(python3 -c "$RESTART_PY" "$BASE_URL" create)"; then
+    restart_ok=0
+    fail "restart: could not create a book before the restart"
+fi
+
+check_stop "after the suite"
+
+if [ "$STORE" = sqlite ]; then
+    if [ -s "$STATE_DIR/sqlite_db.db" ]; then
+        pass "the default SQLite database is <state-dir>/sqlite_db.db"
+    else
+        fail "no $STATE_DIR/sqlite_db.db after the suite (files: $(ls -A "$STATE_DIR" | tr '\n' ' '))"
+    fi
+fi
+
+start_host
+if [ "$restart_ok" = 1 ]; then
+    read -r book_id old_token <<< "$created"
+    if python3 -c "$RESTART_PY" "$BASE_URL" verify "$book_id" "$old_token"; then
+        pass "a book survives a restart (id $book_id, same fields; old token still valid)"
+    else
+        fail "the book created before the restart (id $book_id) is not the same after it"
+    fi
+fi
+
+check_stop "after the restart"
+
+# --- Result ------------------------------------------------------------------
+
+if [ "$FAILED" -gt 0 ]; then
+    show_host_log
+fi
+tally
+[ "$FAILED" -eq 0 ]
