@@ -48,9 +48,17 @@ if ! make --no-print-directory build; then
     exit 1
 fi
 
+step "throwaway PostgreSQL cluster"
+pg_dir=$(mktemp -d /tmp/book-catalog-pg.XXXXXX)
+if ! pg_url=$(scripts/pg-cluster.sh start "$pg_dir"); then
+    echo "could not start a PostgreSQL cluster; see $pg_dir" >&2
+    record 0 1
+    pg_url=
+fi
+
 step "native tests: cargo test --workspace"
 cargo_log="$build_dir/cargo-test.log"
-cargo test --release --locked --workspace 2>&1 | tee "$cargo_log"
+BOOK_HOST_TEST_PG_URL="$pg_url" cargo test --release --locked --workspace 2>&1 | tee "$cargo_log"
 cargo_status=${PIPESTATUS[0]}
 read -r cargo_passed cargo_failed < <(
     sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$cargo_log" |
@@ -67,12 +75,8 @@ step "end to end on SQLite"
 tests/e2e.sh --store sqlite || true
 
 step "end to end on PostgreSQL"
-pg_dir=$(mktemp -d /tmp/book-catalog-pg.XXXXXX)
-if pg_url=$(scripts/pg-cluster.sh start "$pg_dir"); then
+if [ -n "$pg_url" ]; then
     E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres || true
-else
-    echo "could not start a PostgreSQL cluster; see $pg_dir" >&2
-    record 0 1
 fi
 
 summary

@@ -1,0 +1,312 @@
+//! The subset of a Spin 2 manifest (`spin.toml`) this host understands: one
+//! HTTP-triggered component with its source, route, variables, SQLite grants
+//! and outbound hosts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::variables::{validate_name, Template};
+
+/// One application variable (`[variables]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppVariable {
+    pub default: Option<String>,
+    pub required: bool,
+    pub secret: bool,
+}
+
+/// The parsed manifest, with paths resolved against the manifest's folder.
+#[derive(Debug)]
+pub struct Manifest {
+    /// Folder holding the manifest: `source` and the default state dir are
+    /// relative to it.
+    pub dir: PathBuf,
+    pub component_id: String,
+    pub source: PathBuf,
+    pub route: Route,
+    pub variables: BTreeMap<String, AppVariable>,
+    /// Component variable name -> template over application variables.
+    pub component_variables: BTreeMap<String, Template>,
+    pub sqlite_databases: Vec<String>,
+    /// Raw entries; templates are expanded once variables are resolved.
+    pub allowed_outbound_hosts: Vec<String>,
+}
+
+/// An HTTP trigger route: `/...` style wildcard or an exact path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// The route as written, e.g. `/...`.
+    pub raw: String,
+    /// Path prefix without the wildcard, e.g. `` for `/...`, `/api` for `/api/...`.
+    pub base: String,
+    pub wildcard: bool,
+}
+
+impl Route {
+    fn parse(raw: &str) -> Result<Route> {
+        if !raw.starts_with('/') {
+            bail!("http trigger route {raw:?} must start with '/'");
+        }
+        let (base, wildcard) = match raw.strip_suffix("/...") {
+            Some(base) => (base, true),
+            None => (raw, false),
+        };
+        Ok(Route {
+            raw: raw.to_string(),
+            base: base.trim_end_matches('/').to_string(),
+            wildcard,
+        })
+    }
+
+    /// Whether the route serves `path`; if so, the part after the route's
+    /// base (Spin's `spin-path-info`).
+    pub fn matches<'a>(&self, path: &'a str) -> Option<&'a str> {
+        let rest = path.strip_prefix(self.base.as_str())?;
+        if self.wildcard {
+            (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+        } else {
+            (rest.is_empty() || rest == "/").then_some("")
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RawManifest {
+    spin_manifest_version: toml::Value,
+    #[serde(default)]
+    variables: BTreeMap<String, RawVariable>,
+    #[serde(default)]
+    trigger: RawTriggers,
+    #[serde(default)]
+    component: BTreeMap<String, RawComponent>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVariable {
+    default: Option<String>,
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    secret: bool,
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawTriggers {
+    #[serde(default)]
+    http: Vec<RawHttpTrigger>,
+}
+
+#[derive(Deserialize)]
+struct RawHttpTrigger {
+    route: toml::Value,
+    component: toml::Value,
+}
+
+#[derive(Deserialize)]
+struct RawComponent {
+    source: toml::Value,
+    #[serde(default)]
+    sqlite_databases: Vec<String>,
+    #[serde(default)]
+    allowed_outbound_hosts: Vec<String>,
+    #[serde(default)]
+    variables: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    pub fn load(path: &Path) -> Result<Manifest> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read manifest {}", path.display()))?;
+        let dir = path
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        Self::parse(&text, dir).with_context(|| format!("invalid manifest {}", path.display()))
+    }
+
+    pub fn parse(text: &str, dir: PathBuf) -> Result<Manifest> {
+        let raw: RawManifest = toml::from_str(text).map_err(|e| {
+            // toml's message spans several lines; keep the CLI error to one.
+            anyhow::anyhow!("{}", e.message())
+        })?;
+        let version_ok = match &raw.spin_manifest_version {
+            toml::Value::Integer(2) => true,
+            toml::Value::String(s) => s == "2",
+            _ => false,
+        };
+        if !version_ok {
+            bail!("only spin_manifest_version = 2 is supported");
+        }
+
+        let mut variables = BTreeMap::new();
+        for (name, v) in raw.variables {
+            validate_name(&name).map_err(|e| anyhow::anyhow!("variable {name:?}: {e}"))?;
+            match (&v.default, v.required) {
+                (Some(_), true) => {
+                    bail!("variable {name:?} cannot be both required and have a default")
+                }
+                (None, false) => {
+                    bail!("variable {name:?} must either be required or have a default")
+                }
+                _ => {}
+            }
+            variables.insert(
+                name,
+                AppVariable {
+                    default: v.default,
+                    required: v.required,
+                    secret: v.secret,
+                },
+            );
+        }
+
+        let [trigger] = raw.trigger.http.as_slice() else {
+            bail!(
+                "expected exactly one [[trigger.http]], found {}",
+                raw.trigger.http.len()
+            );
+        };
+        let route = match &trigger.route {
+            toml::Value::String(s) => Route::parse(s)?,
+            _ => bail!("the http trigger's route must be a string"),
+        };
+        let toml::Value::String(component_id) = &trigger.component else {
+            bail!("the http trigger's component must name a [component.X] table");
+        };
+        let Some(component) = raw.component.get(component_id) else {
+            bail!("the http trigger names component {component_id:?}, which is not defined");
+        };
+        let toml::Value::String(source) = &component.source else {
+            bail!("component {component_id:?}: only a local file `source` is supported");
+        };
+
+        let mut component_variables = BTreeMap::new();
+        for (name, template) in &component.variables {
+            validate_name(name).map_err(|e| anyhow::anyhow!("component variable {name:?}: {e}"))?;
+            let template = Template::parse(template)
+                .map_err(|e| anyhow::anyhow!("component variable {name:?}: {e}"))?;
+            // Like Spin: a component variable may only refer to declared
+            // application variables.
+            if let Some(unknown) = template.references().find(|r| !variables.contains_key(*r)) {
+                bail!("component variable {name:?} refers to unknown variable {unknown:?}");
+            }
+            component_variables.insert(name.clone(), template);
+        }
+
+        Ok(Manifest {
+            source: dir.join(source),
+            dir,
+            component_id: component_id.clone(),
+            route,
+            variables,
+            component_variables,
+            sqlite_databases: component.sqlite_databases.clone(),
+            allowed_outbound_hosts: component.allowed_outbound_hosts.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: &str = include_str!("../../spin.toml");
+
+    #[test]
+    fn parses_our_manifest() {
+        let m = Manifest::parse(OURS, PathBuf::from("/app")).unwrap();
+        assert_eq!(m.component_id, "book-catalog");
+        assert_eq!(
+            m.source,
+            PathBuf::from("/app/target/wasm32-wasip2/release/book_catalog.wasm")
+        );
+        assert_eq!(m.route.raw, "/...");
+        assert_eq!(m.sqlite_databases, vec!["default"]);
+        assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
+        assert!(m.variables["secret_token"].secret);
+        assert_eq!(
+            m.variables["db_host"].default.as_deref(),
+            Some("127.0.0.1:5432")
+        );
+        let refs: Vec<_> = m.component_variables["secret_token"].references().collect();
+        assert_eq!(refs, vec!["secret_token"]);
+    }
+
+    fn manifest(extra_vars: &str, component_extra: &str) -> String {
+        format!(
+            r#"
+spin_manifest_version = 2
+[application]
+name = "t"
+[variables]
+{extra_vars}
+[[trigger.http]]
+route = "/api/..."
+component = "c"
+[component.c]
+source = "c.wasm"
+{component_extra}
+"#
+        )
+    }
+
+    #[test]
+    fn variables_required_and_templates() {
+        let text = manifest(
+            "token = { required = true, secret = true }\nhost = { default = \"db:5432\" }",
+            "allowed_outbound_hosts = [\"postgres://{{ host }}\", \"postgres://x:1\"]\nsqlite_databases = []\n[component.c.variables]\nsecret = \"pre-{{ token }}-post\"",
+        );
+        let m = Manifest::parse(&text, PathBuf::from(".")).unwrap();
+        assert!(m.variables["token"].required);
+        assert_eq!(m.variables["token"].default, None);
+        assert!(m.sqlite_databases.is_empty());
+        assert_eq!(m.allowed_outbound_hosts.len(), 2);
+        assert_eq!(m.route.base, "/api");
+    }
+
+    #[test]
+    fn rejects_bad_manifests() {
+        let bad = [
+            manifest("a = { default = \"x\", required = true }", ""),
+            manifest("a = { secret = true }", ""),
+            manifest("Bad = { default = \"x\" }", ""),
+            manifest("", "[component.c.variables]\nx = \"{{ nope }}\""),
+            manifest("", "[component.c.variables]\nx = \"{{ unclosed\""),
+            "spin_manifest_version = 1".to_string(),
+            "not toml [".to_string(),
+        ];
+        for text in bad {
+            assert!(
+                Manifest::parse(&text, PathBuf::from(".")).is_err(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn route_matching() {
+        let all = Route::parse("/...").unwrap();
+        assert_eq!(all.matches("/book/1"), Some("/book/1"));
+        assert_eq!(all.matches("/"), Some("/"));
+        let api = Route::parse("/api/...").unwrap();
+        assert_eq!(api.matches("/api/x"), Some("/x"));
+        assert_eq!(api.matches("/api"), Some(""));
+        assert_eq!(api.matches("/apix"), None);
+        let exact = Route::parse("/hello").unwrap();
+        assert_eq!(exact.matches("/hello"), Some(""));
+        assert_eq!(exact.matches("/hello/x"), None);
+    }
+}

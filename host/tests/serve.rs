@@ -1,0 +1,533 @@
+//! Starts the real `book-host` binary against the real component and talks
+//! HTTP to it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "test-secret-0123456789abcdef0123456789abcdef";
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn component_path() -> PathBuf {
+    let path = std::env::var_os("BOOK_CATALOG_WASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/wasm32-wasip2/release/book_catalog.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: build the component first \
+         (cargo build --release --locked --target wasm32-wasip2 -p book-catalog), \
+         or point BOOK_CATALOG_WASM at it",
+        path.display()
+    );
+    path.canonicalize().unwrap()
+}
+
+/// Our spin.toml with `source` pointing at the built component, optionally
+/// edited, written into `dir`.
+fn write_manifest(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(workspace().join("spin.toml")).unwrap();
+    let source = component_path();
+    let text: String = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("source = ") {
+                format!("source = {:?}", source.display().to_string())
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = dir.join("spin.toml");
+    std::fs::write(&path, edit(text)).unwrap();
+    path
+}
+
+struct Host {
+    child: Child,
+    port: u16,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let out = Arc::new(Mutex::new(String::new()));
+    let sink = out.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    out
+}
+
+fn command(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_book-host"));
+    // A hermetic environment and working directory (no stray .env).
+    cmd.env_clear().current_dir(dir);
+    cmd
+}
+
+impl Host {
+    fn start(dir: &Path, manifest: &Path, args: &[&str], env: &[(&str, &str)]) -> Host {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let state = dir.join("state");
+        let mut cmd = command(dir);
+        cmd.arg("--from")
+            .arg(manifest)
+            .arg("--listen")
+            .arg(&listen)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        let mut host = Host {
+            child,
+            port,
+            stdout,
+            stderr,
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !host.stdout().contains("Serving http://") {
+            if let Ok(Some(status)) = host.child.try_wait() {
+                panic!("book-host exited with {status}: {}", host.stderr());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "book-host did not start: {}",
+                host.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        host
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> (u16, String, String) {
+        request(self.port, method, path, token, body)
+    }
+
+    fn token(&self) -> String {
+        let (status, _, body) = self.request(
+            "POST",
+            "/token",
+            None,
+            r#"{"username":"admin","password":"password"}"#,
+        );
+        assert_eq!(status, 200, "{body}");
+        let start = body.find(r#""token":""#).expect("token in body") + 9;
+        let end = body[start..].find('"').unwrap() + start;
+        body[start..end].to_string()
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(mut self) -> ExitStatus {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "book-host did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 client: one request per connection.
+fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{auth}\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = raw.split_once("\r\n\r\n").expect("response head");
+    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    (status, head.to_string(), body)
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    out
+}
+
+fn book_id(body: &str) -> String {
+    let start = body.find(r#""id":"#).expect("id in body") + 5;
+    body[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect()
+}
+
+#[test]
+fn serves_tokens_and_books_from_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path(), |t| t);
+    let host = Host::start(
+        dir.path(),
+        &manifest,
+        &[],
+        &[
+            ("SPIN_VARIABLE_SECRET_TOKEN", SECRET),
+            ("BOOK_HOST_COUNT_DB_CALLS", "1"),
+        ],
+    );
+    assert!(
+        host.stdout().contains("Store: SQLite default database at"),
+        "{}",
+        host.stdout()
+    );
+    assert!(!host.stdout().contains(SECRET) && !host.stderr().contains(SECRET));
+
+    let token = host.token();
+    let (status, _, body) = host.request("GET", "/books", None, "");
+    assert_eq!(status, 401, "{body}");
+
+    let (status, head, body) = host.request(
+        "POST",
+        "/book",
+        Some(&token),
+        r#"{"title":"Dune","author":"Frank Herbert","year":1965}"#,
+    );
+    assert_eq!(status, 201, "{body}");
+    assert!(head
+        .to_ascii_lowercase()
+        .contains("content-type: application/json"));
+    let id = book_id(&body);
+    let (status, _, body) = host.request("GET", &format!("/book/{id}"), Some(&token), "");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Frank Herbert"));
+    let (status, _, body) = host.request("GET", "/books", Some(&token), "");
+    assert_eq!(status, 200, "{body}");
+
+    let sqlite_file = dir.path().join("state/sqlite_db.db");
+    assert!(sqlite_file.exists(), "no {}", sqlite_file.display());
+
+    // The per-request DB call counter (debug hook).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let wanted = format!("db-calls method=GET path=/book/{id} open=1 execute=1");
+    while !host.stderr().contains(&wanted) {
+        assert!(
+            Instant::now() < deadline,
+            "no {wanted:?} in {}",
+            host.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let status = host.terminate();
+    assert_eq!(status.code(), Some(0), "{status}");
+}
+
+#[test]
+fn denied_database_answers_500_and_the_host_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path(), |t| {
+        t.replace(r#"sqlite_databases = ["default"]"#, "sqlite_databases = []")
+    });
+    let host = Host::start(
+        dir.path(),
+        &manifest,
+        &["--max-instance-reuse", "4"],
+        &[("SPIN_VARIABLE_SECRET_TOKEN", SECRET)],
+    );
+    let token = host.token();
+    for _ in 0..3 {
+        let (status, head, body) = host.request("GET", "/books", Some(&token), "");
+        assert_eq!(status, 500, "{body}");
+        assert_eq!(
+            body,
+            r#"{"status":500,"message":"Internal server error","data":null}"#
+        );
+        assert!(head
+            .to_ascii_lowercase()
+            .contains("content-type: application/json"));
+    }
+    // Still serving.
+    host.token();
+    assert!(!dir.path().join("state/sqlite_db.db").exists());
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
+#[test]
+fn postgres_address_outside_allowed_hosts_is_refused_without_leaking_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path(), |t| t);
+    let password = "pg-pass-do-not-print";
+    let db_url = format!("postgres://book:{password}@127.0.0.1:1/books");
+    let host = Host::start(
+        dir.path(),
+        &manifest,
+        &[],
+        &[
+            ("SPIN_VARIABLE_SECRET_TOKEN", SECRET),
+            ("DB_URL", db_url.as_str()),
+        ],
+    );
+    assert!(
+        host.stdout()
+            .contains("Store: PostgreSQL at postgres://book:***@127.0.0.1:1/books"),
+        "{}",
+        host.stdout()
+    );
+    let token = host.token();
+    let (status, _, body) = host.request("GET", "/books", Some(&token), "");
+    assert_eq!(status, 500, "{body}");
+    std::thread::sleep(Duration::from_millis(200));
+    let logs = format!("{}{}", host.stdout(), host.stderr());
+    assert!(!logs.contains(password), "{logs}");
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
+#[test]
+fn start_up_errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let out = command(dir.path())
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (status, err) = run(&["--from", "missing.toml"], &[]);
+    assert!(!status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot read manifest"), "{err}");
+
+    let (status, err) = run(&["--listen", "not-an-address"], &[]);
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "spin_manifest_version = 2\n[[trigger.http]]\n",
+    )
+    .unwrap();
+    let (status, err) = run(&["--from", "bad.toml"], &[]);
+    assert!(!status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("invalid manifest"), "{err}");
+
+    let manifest = write_manifest(dir.path(), |t| {
+        t.replace(
+            r#"secret_token = { default = "", secret = true }"#,
+            "secret_token = { required = true, secret = true }",
+        )
+    });
+    let manifest = manifest.display().to_string();
+    let (status, err) = run(&["--from", &manifest], &[]);
+    assert!(!status.success());
+    assert!(
+        err.contains("no provider resolved required variable(s): secret_token"),
+        "{err}"
+    );
+
+    let out = command(dir.path()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in ["--from", "--listen", "--state-dir", "--max-instance-reuse"] {
+        assert!(help.contains(flag), "{help}");
+    }
+}
+
+/// A component whose handler traps (`unreachable`) before answering.
+const TRAPPING_COMPONENT: &str = r#"
+(component
+  (import "wasi:http/types@0.2.0" (instance $types
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))
+  ))
+  (alias export $types "incoming-request" (type $request))
+  (alias export $types "response-outparam" (type $outparam))
+  (core module $m
+    (func (export "handle") (param i32 i32) unreachable)
+  )
+  (core instance $i (instantiate $m))
+  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
+    (canon lift (core func $i "handle")))
+  (instance $handler (export "handle" (func $handle)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $handler))
+)
+"#;
+
+#[test]
+fn a_trap_becomes_a_500_envelope_and_the_host_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = wat::parse_str(TRAPPING_COMPONENT).unwrap();
+    let source = dir.path().join("trap.wasm");
+    std::fs::write(&source, wasm).unwrap();
+    let manifest = write_manifest(dir.path(), |t| {
+        t.lines()
+            .map(|l| {
+                if l.starts_with("source = ") {
+                    format!("source = {:?}", source.display().to_string())
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    for reuse in ["1", "3"] {
+        let host = Host::start(dir.path(), &manifest, &["--max-instance-reuse", reuse], &[]);
+        for _ in 0..4 {
+            let (status, head, body) = host.request("GET", "/anything", None, "");
+            assert_eq!(status, 500);
+            assert_eq!(
+                body,
+                r#"{"status":500,"message":"Internal server error","data":null}"#
+            );
+            assert!(head
+                .to_ascii_lowercase()
+                .contains("content-type: application/json"));
+        }
+        assert!(host.stderr().contains("unreachable"), "{}", host.stderr());
+        assert_eq!(host.terminate().code(), Some(0));
+    }
+}
+
+/// Needs a server: `BOOK_HOST_TEST_PG_URL=postgres://user:pw@127.0.0.1:5432/db`
+/// (the component creates its table there). `make test` starts a throwaway
+/// cluster and sets it; without one this test fails rather than pass unrun.
+#[test]
+fn books_on_postgres() {
+    let url = std::env::var("BOOK_HOST_TEST_PG_URL").expect(
+        "BOOK_HOST_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
+    );
+    let authority = url.rsplit('@').next().unwrap();
+    let host_port = authority.split(['/', '?']).next().unwrap();
+    let host_port = if host_port.contains(':') {
+        host_port.to_string()
+    } else {
+        format!("{host_port}:5432")
+    };
+    let password = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.rsplit_once('@'))
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, pw)| pw.to_string());
+
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path(), |t| t);
+    let host = Host::start(
+        dir.path(),
+        &manifest,
+        &["--max-instance-reuse", "2"],
+        &[
+            ("SPIN_VARIABLE_SECRET_TOKEN", SECRET),
+            ("SPIN_VARIABLE_DB_HOST", host_port.as_str()),
+            ("DB_URL", url.as_str()),
+            ("BOOK_HOST_COUNT_DB_CALLS", "1"),
+        ],
+    );
+    let token = host.token();
+    let (status, _, body) = host.request(
+        "POST",
+        "/book",
+        Some(&token),
+        r#"{"title":"Solaris","author":"Stanislaw Lem","year":1961}"#,
+    );
+    assert_eq!(status, 201, "{body}\n{}", host.stderr());
+    let id = book_id(&body);
+    for _ in 0..3 {
+        let (status, _, body) = host.request("GET", &format!("/book/{id}"), Some(&token), "");
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("Stanislaw Lem"));
+    }
+    let (status, _, _) = host.request("DELETE", &format!("/book/{id}"), Some(&token), "");
+    assert_eq!(status, 200);
+    let (status, _, _) = host.request("GET", &format!("/book/{id}"), Some(&token), "");
+    assert_eq!(status, 404);
+    assert!(!dir.path().join("state/sqlite_db.db").exists());
+    if let Some(password) = password.filter(|p| !p.is_empty()) {
+        let logs = format!("{}{}", host.stdout(), host.stderr());
+        assert!(!logs.contains(&password), "password in the logs: {logs}");
+    }
+    assert_eq!(host.terminate().code(), Some(0));
+}
