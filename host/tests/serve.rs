@@ -284,17 +284,7 @@ fn serves_tokens_and_books_from_sqlite() {
     let sqlite_file = dir.path().join("state/sqlite_db.db");
     assert!(sqlite_file.exists(), "no {}", sqlite_file.display());
 
-    // The per-request DB call counter (debug hook).
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let wanted = format!("db-calls method=GET path=/book/{id} open=1 execute=1");
-    while !host.stderr().contains(&wanted) {
-        assert!(
-            Instant::now() < deadline,
-            "no {wanted:?} in {}",
-            host.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_one_database_call_per_book_request(&host, &token, "open=1 execute=1 query=0");
 
     let status = host.terminate();
     assert_eq!(status.code(), Some(0), "{status}");
@@ -507,6 +497,7 @@ fn books_on_postgres() {
         ],
     );
     let token = host.token();
+    assert_one_database_call_per_book_request(&host, &token, "open=1 execute=0 query=1");
     let (status, _, body) = host.request(
         "POST",
         "/book",
@@ -530,4 +521,41 @@ fn books_on_postgres() {
         assert!(!logs.contains(&password), "password in the logs: {logs}");
     }
     assert_eq!(host.terminate().code(), Some(0));
+}
+
+/// Once the schema exists, each single-book read or write costs the component
+/// exactly one database call (after opening its connection): the host counts
+/// them (`BOOK_HOST_COUNT_DB_CALLS=1`) and logs a line per request.
+fn assert_one_database_call_per_book_request(host: &Host, token: &str, calls: &str) {
+    let book = r#"{"title":"Counted","author":"Host Calls","year":2001}"#;
+    // The first create may also create the schema; it is not counted.
+    let (status, _, body) = host.request("POST", "/book", Some(token), book);
+    assert_eq!(status, 201, "{body}\n{}", host.stderr());
+    let (status, _, body) = host.request("POST", "/book", Some(token), book);
+    assert_eq!(status, 201, "{body}");
+    let path = format!("/book/{}", book_id(&body));
+    let (status, _, body) = host.request("GET", &path, Some(token), "");
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = host.request("PUT", &path, Some(token), r#"{"year":2002}"#);
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = host.request("DELETE", &path, Some(token), "");
+    assert_eq!(status, 200, "{body}");
+
+    for (method, path) in [
+        ("POST", "/book"),
+        ("GET", &path),
+        ("PUT", &path),
+        ("DELETE", &path),
+    ] {
+        let wanted = format!("db-calls method={method} path={path} {calls}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !host.stderr().lines().any(|line| line.trim() == wanted) {
+            assert!(
+                Instant::now() < deadline,
+                "no line {wanted:?} in:\n{}",
+                host.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
