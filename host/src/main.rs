@@ -9,6 +9,9 @@ mod sqlite;
 mod state;
 mod variables;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -342,6 +345,10 @@ fn engine(state_dir: &Path) -> Result<Engine> {
         Err(e) => eprintln!("warning: compilation cache disabled: {e:#}"),
     }
 
+    /// Dirty memory per instance reset by memset rather than madvise: more
+    /// than a request of our component touches (its stack, data and heap).
+    const MEMORY_KEEP_RESIDENT_BYTES: usize = 2 << 20;
+    const TABLE_KEEP_RESIDENT_BYTES: usize = 64 << 10;
     let instances = server::MAX_ACTIVE_INSTANCES + server::MAX_IDLE_INSTANCES;
     let mut pooling = wasmtime::PoolingAllocationConfig::default();
     pooling
@@ -355,7 +362,15 @@ fn engine(state_dir: &Path) -> Result<Engine> {
         .total_memories(instances * 2)
         .total_tables(instances * 4)
         .total_stacks(instances)
-        .max_memory_size(256 << 20);
+        .max_memory_size(256 << 20)
+        // Reset a finished instance's memory by rewriting only the pages it
+        // dirtied (found with Linux's PAGEMAP_SCAN, 6.7+), instead of
+        // madvise-ing the whole memory away: no TLB shootdown across cores
+        // and no page faults when the next instance touches the same pages.
+        // Measured: see the README's performance section.
+        .pagemap_scan(wasmtime::Enabled::Auto)
+        .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT_BYTES)
+        .table_keep_resident(TABLE_KEEP_RESIDENT_BYTES);
     let mut pooled = config.clone();
     pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
     match Engine::new(&pooled) {
