@@ -4,7 +4,8 @@
 # also on failure, and exits non-zero if anything failed.
 #   1. the component and the host, built (release)
 #   2. native unit and integration tests (cargo test --workspace)
-#   3. the hurl suite against the real component served by the host, on SQLite
+#   3. the hurl suite against the real component served by the host, on SQLite,
+#      with a fresh instance per request and with instances reused
 #   4. the same on a throwaway PostgreSQL cluster
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,10 +74,14 @@ record "$cargo_passed" "$cargo_failed"
 export E2E_TALLY="$tally"
 step "end to end on SQLite"
 tests/e2e.sh --store sqlite || true
+# Hosts may serve several requests with one instance (book-host
+# --max-instance-reuse, Spin for WASI 0.3): the component must be right there too.
+tests/e2e.sh --store sqlite --reuse 50 || true
 
 step "end to end on PostgreSQL"
 if [ -n "$pg_url" ]; then
     E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres || true
+    E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --reuse 50 || true
 fi
 
 summary

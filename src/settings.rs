@@ -85,6 +85,13 @@ mod tests {
     }
 
     #[test]
+    fn each_setting_indexes_its_place_in_all() {
+        for (index, setting) in Setting::ALL.into_iter().enumerate() {
+            assert_eq!(setting as usize, index, "{setting:?}");
+        }
+    }
+
+    #[test]
     fn names_match_the_manifest_and_the_environment() {
         let names: Vec<_> = Setting::ALL
             .iter()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end tests: the real host serving the real component over HTTP.
 #
-#   tests/e2e.sh [--store sqlite|postgres] [--host-bin PATH] [--wasm PATH]
+#   tests/e2e.sh [--store sqlite|postgres] [--reuse N] [--host-bin PATH] [--wasm PATH]
+# --reuse N serves with `book-host --max-instance-reuse N` (one instance
+# serves up to N requests in turn) instead of a fresh instance per request.
 #
 # Starts `book-host` on a free loopback port with a throwaway state directory,
 # a random signing secret and custom credentials, runs every
@@ -23,6 +25,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STORE=sqlite
 HOST_BIN="$ROOT/target/release/book-host"
 WASM=""
+REUSE=1
 START_TIMEOUT="${E2E_START_TIMEOUT:-60}"
 STOP_TIMEOUT="${E2E_STOP_TIMEOUT:-20}"
 
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
         --store=*) STORE="${1#*=}"; shift ;;
         --host-bin) HOST_BIN="${2:?--host-bin needs a path}"; shift 2 ;;
         --host-bin=*) HOST_BIN="${1#*=}"; shift ;;
+        --reuse) REUSE="${2:?--reuse needs a count}"; shift 2 ;;
         --wasm) WASM="${2:?--wasm needs a path}"; shift 2 ;;
         --wasm=*) WASM="${1#*=}"; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -47,17 +51,21 @@ case "$STORE" in
     sqlite|postgres) ;;
     *) echo "e2e: --store must be sqlite or postgres, not '$STORE'" >&2; exit 2 ;;
 esac
+LABEL="$STORE"
+if [ "$REUSE" != 1 ]; then
+    LABEL="$STORE, instance reuse $REUSE"
+fi
 
 PASSED=0
 FAILED=0
 HOST_PID=""
 TMP=""
 
-pass() { PASSED=$((PASSED + 1)); echo "e2e $STORE: PASS $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "e2e $STORE: FAIL $*" >&2; }
+pass() { PASSED=$((PASSED + 1)); echo "e2e $LABEL: PASS $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "e2e $LABEL: FAIL $*" >&2; }
 
 tally() {
-    echo "e2e $STORE: $PASSED passed, $FAILED failed"
+    echo "e2e $LABEL: $PASSED passed, $FAILED failed"
     if [ -n "${E2E_TALLY:-}" ]; then
         echo "$PASSED $FAILED" >> "$E2E_TALLY"
     fi
@@ -65,7 +73,7 @@ tally() {
 
 # A setup problem: counted as one failed test, reported, and the run ends.
 abort() {
-    echo "e2e $STORE: $*" >&2
+    echo "e2e $LABEL: $*" >&2
     FAILED=$((FAILED + 1))
     tally
     exit 1
@@ -95,7 +103,7 @@ cleanup() {
     HOST_PID=""
     if [ -n "$TMP" ] && [ -d "$TMP" ]; then
         if [ "${E2E_KEEP:-0}" = 1 ] || { [ "$status" -ne 0 ] && [ "${E2E_KEEP_ON_FAILURE:-0}" = 1 ]; }; then
-            echo "e2e $STORE: kept $TMP" >&2
+            echo "e2e $LABEL: kept $TMP" >&2
         else
             rm -rf "$TMP"
         fi
@@ -186,7 +194,7 @@ BASE_URL=""
 start_host() {
     PORT="$(free_port)"
     BASE_URL="http://127.0.0.1:$PORT"
-    echo "e2e $STORE: starting $HOST_BIN on 127.0.0.1:$PORT" >&2
+    echo "e2e $LABEL: starting $HOST_BIN on 127.0.0.1:$PORT" >&2
     # A clean environment for the settings (no SPIN_VARIABLE_* or DB_URL from
     # the caller's shell), run from the temporary directory (no stray .env).
     (
@@ -195,7 +203,8 @@ start_host() {
             -u SPIN_VARIABLE_AUTH_USERNAME -u SPIN_VARIABLE_AUTH_PASSWORD \
             -u SPIN_VARIABLE_DB_HOST -u DB_URL \
             "${HOST_ENV[@]}" \
-            "$HOST_BIN" --from "$MANIFEST" --listen "127.0.0.1:$PORT" --state-dir "$STATE_DIR"
+            "$HOST_BIN" --from "$MANIFEST" --listen "127.0.0.1:$PORT" --state-dir "$STATE_DIR" \
+            --max-instance-reuse "$REUSE"
     ) >> "$TMP/host.log" 2>&1 &
     HOST_PID=$!
     local deadline=$((SECONDS + START_TIMEOUT))
@@ -352,7 +361,7 @@ FAILED=$((FAILED + hurl_failed))
 if [ "$hurl_status" -ne 0 ] && [ "$hurl_failed" -eq 0 ]; then
     fail "hurl exited with status $hurl_status"
 fi
-echo "e2e $STORE: hurl: $hurl_passed requests passed, $hurl_failed failed" >&2
+echo "e2e $LABEL: hurl: $hurl_passed requests passed, $hurl_failed failed" >&2
 
 # --- Persistence across a restart --------------------------------------------
 

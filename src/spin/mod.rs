@@ -5,6 +5,7 @@ mod postgres;
 mod sqlite;
 
 use std::io::Write;
+use std::sync::OnceLock;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use spin_sdk::http::{Fields, IncomingRequest, OutgoingResponse, ResponseOutparam};
@@ -131,11 +132,21 @@ impl Body for RequestBody {
 /// Spin as the core's `Context`.
 struct SpinContext;
 
+/// Settings as this instance first read them. An instance serves one
+/// request under Spin's WASI 0.2 model; where a host reuses instances, the
+/// configuration of a running app does not change, so each is read once.
+static SETTINGS: [OnceLock<Option<String>>; Setting::ALL.len()] =
+    [const { OnceLock::new() }; Setting::ALL.len()];
+
 impl Context for SpinContext {
     fn setting(&mut self, setting: Setting) -> Option<String> {
-        let variable = spin_sdk::variables::get(setting.variable_name()).ok();
-        let environment = std::env::var(setting.env_name()).ok();
-        settings::resolve(variable, environment)
+        SETTINGS[setting as usize]
+            .get_or_init(|| {
+                let variable = spin_sdk::variables::get(setting.variable_name()).ok();
+                let environment = std::env::var(setting.env_name()).ok();
+                settings::resolve(variable, environment)
+            })
+            .clone()
     }
 
     fn now(&self) -> u64 {
