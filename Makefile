@@ -5,7 +5,7 @@ WASM := target/wasm32-wasip2/release/book_catalog.wasm
 HOST := target/release/book-host
 LISTEN ?= 0.0.0.0:8080
 
-.PHONY: run test build component host clean
+.PHONY: run test build toolchain component host clean
 
 ## Build the component and the host, then serve on $(LISTEN) (SQLite default).
 run: build
@@ -17,10 +17,15 @@ test:
 
 build: component host
 
-component:
+# The toolchain, wasm32-wasip2 target and components rust-toolchain.toml pins
+# (a no-op once installed; some rustup versions do not install them on use).
+toolchain:
+	@rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
+
+component: toolchain
 	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
 
-host:
+host: toolchain
 	$(CARGO) build --release --locked -p book-host
 
 clean:
