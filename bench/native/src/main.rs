@@ -1,0 +1,627 @@
+//! `book-native`: the benchmark's native comparator. The same core as the
+//! component (`book_catalog::handle`: router, handlers, tokens), served by a
+//! small hyper server with native stores and no WebAssembly:
+//!
+//! - SQLite (an empty `DB_URL`): `<state dir>/sqlite_db.db` through rusqlite,
+//!   WAL, `synchronous=NORMAL`, a busy timeout, a pool of reading connections
+//!   and one writing connection;
+//! - PostgreSQL (`DB_URL=postgres://...`): tokio-postgres, a pool of
+//!   connections with their prepared statements.
+//!
+//! The store work is blocking (the core is synchronous), so each request that
+//! needs the store takes a pooled connection on the async side and then runs
+//! on tokio's blocking threads. The stores issue the component's SQL.
+//!
+//! Configuration: the component's names, from the environment (SECRET_TOKEN,
+//! DB_URL, AUTH_USERNAME, AUTH_PASSWORD).
+//!
+//! Usage: book-native [--listen 127.0.0.1:8080] [--state-dir .spin] [--pool 16]
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context as _};
+use book_catalog::books::{Book, BookChanges, NewBook};
+use book_catalog::router::BookId;
+use book_catalog::settings::Setting;
+use book_catalog::store::{update_statement, BookStore, SqlParam, StoreTarget, BOOK_COLUMNS};
+use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::runtime::Handle;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+const SQLITE_MIGRATION: &str = include_str!("../../../migrations/sqlite.sql");
+const POSTGRES_MIGRATION: &str = include_str!("../../../migrations/postgres.sql");
+
+struct Options {
+    listen: SocketAddr,
+    state_dir: PathBuf,
+    pool: usize,
+}
+
+fn parse_options() -> anyhow::Result<Options> {
+    let mut options = Options {
+        listen: "127.0.0.1:8080".parse()?,
+        state_dir: PathBuf::from(".spin"),
+        pool: 16,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| anyhow!("{name} needs a value"));
+        match arg.as_str() {
+            "--listen" => options.listen = value("--listen")?.parse().context("--listen")?,
+            "--state-dir" => options.state_dir = PathBuf::from(value("--state-dir")?),
+            "--pool" => options.pool = value("--pool")?.parse().context("--pool")?,
+            "-h" | "--help" => {
+                println!("usage: book-native [--listen ADDR] [--state-dir DIR] [--pool N]");
+                println!("env: SECRET_TOKEN, DB_URL (empty = SQLite in DIR), AUTH_USERNAME, AUTH_PASSWORD");
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument {other:?} (try --help)"),
+        }
+    }
+    if options.pool == 0 {
+        bail!("--pool must be at least 1");
+    }
+    Ok(options)
+}
+
+/// The settings, read once from the environment.
+struct Settings {
+    values: HashMap<&'static str, String>,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let values = Setting::ALL
+            .iter()
+            .filter_map(|setting| {
+                let value = std::env::var(setting.env_name()).ok()?;
+                (!value.is_empty()).then_some((setting.env_name(), value))
+            })
+            .collect();
+        Settings { values }
+    }
+
+    fn get(&self, setting: Setting) -> Option<String> {
+        self.values.get(setting.env_name()).cloned()
+    }
+}
+
+// ---------------------------------------------------------------- pool
+
+/// A fixed set of connections; a request waits (asynchronously) for one.
+struct Pool<T> {
+    items: Mutex<Vec<T>>,
+    available: Arc<Semaphore>,
+}
+
+struct Pooled<T: Send + 'static> {
+    item: Option<T>,
+    pool: Arc<Pool<T>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl<T: Send + 'static> Pool<T> {
+    fn new(items: Vec<T>) -> Arc<Pool<T>> {
+        let available = Arc::new(Semaphore::new(items.len()));
+        Arc::new(Pool {
+            items: Mutex::new(items),
+            available,
+        })
+    }
+
+    async fn get(self: &Arc<Self>) -> Pooled<T> {
+        let permit = self
+            .available
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the pool's semaphore is never closed");
+        let item = self.items.lock().unwrap().pop();
+        Pooled {
+            item,
+            pool: self.clone(),
+            _permit: permit,
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Pooled<T> {
+    fn drop(&mut self) {
+        // Back in the pool before the permit (dropped after this) frees it.
+        if let Some(item) = self.item.take() {
+            self.pool.items.lock().unwrap().push(item);
+        }
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for Pooled<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.item
+            .as_ref()
+            .expect("a pooled item is present until dropped")
+    }
+}
+
+impl<T: Send + 'static> std::ops::DerefMut for Pooled<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.item
+            .as_mut()
+            .expect("a pooled item is present until dropped")
+    }
+}
+
+// ---------------------------------------------------------------- SQLite
+
+fn open_sqlite(path: &Path) -> anyhow::Result<rusqlite::Connection> {
+    let connection =
+        rusqlite::Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
+    connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    connection.set_prepared_statement_cache_capacity(32);
+    Ok(connection)
+}
+
+fn migrate_sqlite(connection: &rusqlite::Connection) -> anyhow::Result<()> {
+    // The migration's own `PRAGMA journal_mode = WAL` returns a row, which
+    // execute_batch accepts.
+    connection
+        .execute_batch(SQLITE_MIGRATION)
+        .context("creating the SQLite schema")
+}
+
+struct SqliteStore<'a> {
+    connection: &'a mut rusqlite::Connection,
+}
+
+fn sqlite_value(param: &SqlParam) -> rusqlite::types::Value {
+    match *param {
+        SqlParam::Text(text) => rusqlite::types::Value::Text(text.to_string()),
+        SqlParam::Int32(value) => rusqlite::types::Value::Integer(value.into()),
+        SqlParam::Int64(value) => rusqlite::types::Value::Integer(value),
+    }
+}
+
+fn sqlite_book(row: &rusqlite::Row) -> rusqlite::Result<Book> {
+    Ok(Book {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        author: row.get(2)?,
+        year: row.get(3)?,
+    })
+}
+
+impl BookStore for SqliteStore<'_> {
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
+        let mut statement = self.connection.prepare_cached(&sql)?;
+        let books = statement
+            .query_map([], sqlite_book)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(books)
+    }
+
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = ?1");
+        let mut statement = self.connection.prepare_cached(&sql)?;
+        let mut rows = statement.query([id.get()])?;
+        Ok(rows.next()?.map(sqlite_book).transpose()?)
+    }
+
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        let sql = "INSERT INTO books (title, author, year) VALUES (?1, ?2, ?3) RETURNING id";
+        let mut statement = self.connection.prepare_cached(sql)?;
+        let id: i64 = statement.query_row(
+            rusqlite::params![book.title, book.author, book.year],
+            |row| row.get(0),
+        )?;
+        Ok(Book {
+            id,
+            title: book.title.clone(),
+            author: book.author.clone(),
+            year: book.year,
+        })
+    }
+
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        let (sql, params) = update_statement(changes, '?');
+        let mut values: Vec<rusqlite::types::Value> = params.iter().map(sqlite_value).collect();
+        values.push(rusqlite::types::Value::Integer(id.get()));
+        let mut statement = self.connection.prepare_cached(&sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(values))?;
+        Ok(rows.next()?.map(sqlite_book).transpose()?)
+    }
+
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        let mut statement = self
+            .connection
+            .prepare_cached("DELETE FROM books WHERE id = ?1 RETURNING id")?;
+        let mut rows = statement.query([id.get()])?;
+        Ok(rows.next()?.is_some())
+    }
+}
+
+// ---------------------------------------------------------------- PostgreSQL
+
+/// One PostgreSQL connection and the statements prepared on it.
+struct PgConnection {
+    client: tokio_postgres::Client,
+    statements: HashMap<String, tokio_postgres::Statement>,
+}
+
+async fn connect_postgres(url: &str) -> anyhow::Result<PgConnection> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .context("connecting to PostgreSQL")?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            eprintln!("error: PostgreSQL connection: {error}");
+        }
+    });
+    Ok(PgConnection {
+        client,
+        statements: HashMap::new(),
+    })
+}
+
+async fn migrate_postgres(connection: &PgConnection) -> anyhow::Result<()> {
+    connection
+        .client
+        .batch_execute(POSTGRES_MIGRATION)
+        .await
+        .context("creating the PostgreSQL schema")
+}
+
+/// The store on a pooled connection, used from a blocking thread: each query
+/// is driven to completion on the runtime with `Handle::block_on`.
+struct PgStore<'a> {
+    connection: &'a mut PgConnection,
+    runtime: Handle,
+}
+
+type PgParam<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
+
+impl PgStore<'_> {
+    fn query(&mut self, sql: &str, params: &[PgParam]) -> anyhow::Result<Vec<tokio_postgres::Row>> {
+        let PgConnection { client, statements } = &mut *self.connection;
+        self.runtime
+            .block_on(async {
+                let statement = match statements.get(sql) {
+                    Some(statement) => statement.clone(),
+                    None => {
+                        let statement = client.prepare(sql).await?;
+                        statements.insert(sql.to_string(), statement.clone());
+                        statement
+                    }
+                };
+                client.query(&statement, params).await
+            })
+            .map_err(|error| anyhow!("PostgreSQL: {error}"))
+    }
+}
+
+fn pg_book(row: &tokio_postgres::Row) -> anyhow::Result<Book> {
+    Ok(Book {
+        id: row.try_get(0)?,
+        title: row.try_get(1)?,
+        author: row.try_get(2)?,
+        year: row.try_get(3)?,
+    })
+}
+
+impl BookStore for PgStore<'_> {
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
+        self.query(&sql, &[])?.iter().map(pg_book).collect()
+    }
+
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = $1");
+        self.query(&sql, &[&id.get()])?
+            .first()
+            .map(pg_book)
+            .transpose()
+    }
+
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        let sql = "INSERT INTO books (title, author, year) VALUES ($1, $2, $3) RETURNING id";
+        let rows = self.query(sql, &[&book.title, &book.author, &book.year])?;
+        let id: i64 = rows
+            .first()
+            .ok_or_else(|| anyhow!("INSERT returned no row"))?
+            .try_get(0)?;
+        Ok(Book {
+            id,
+            title: book.title.clone(),
+            author: book.author.clone(),
+            year: book.year,
+        })
+    }
+
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        let (sql, params) = update_statement(changes, '$');
+        let id = id.get();
+        let mut bound: Vec<PgParam> = params
+            .iter()
+            .map(|param| -> PgParam {
+                match param {
+                    SqlParam::Text(text) => text,
+                    SqlParam::Int32(value) => value,
+                    SqlParam::Int64(value) => value,
+                }
+            })
+            .collect();
+        bound.push(&id);
+        self.query(&sql, &bound)?.first().map(pg_book).transpose()
+    }
+
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        let rows = self.query("DELETE FROM books WHERE id = $1 RETURNING id", &[&id.get()])?;
+        Ok(!rows.is_empty())
+    }
+}
+
+// ---------------------------------------------------------------- the core's Context
+
+enum Stores {
+    /// Readers share a pool; writes go through one connection, so writers
+    /// queue on the async side instead of sleeping in SQLite's busy handler.
+    Sqlite {
+        readers: Arc<Pool<rusqlite::Connection>>,
+        writer: Arc<Pool<rusqlite::Connection>>,
+    },
+    Postgres(Arc<Pool<PgConnection>>),
+}
+
+enum Lease {
+    Sqlite(Pooled<rusqlite::Connection>),
+    Postgres(Pooled<PgConnection>),
+}
+
+struct NativeContext {
+    settings: Arc<Settings>,
+    lease: Option<Lease>,
+    runtime: Handle,
+}
+
+impl Context for NativeContext {
+    fn setting(&mut self, setting: Setting) -> Option<String> {
+        self.settings.get(setting)
+    }
+
+    fn now(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs())
+    }
+
+    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>> {
+        let runtime = self.runtime.clone();
+        let wanted = match target {
+            StoreTarget::Sqlite(label) => label == book_catalog::store::DEFAULT_SQLITE_LABEL,
+            StoreTarget::Postgres(_) => true,
+        };
+        let store: Box<dyn BookStore + '_> = match &mut self.lease {
+            Some(Lease::Sqlite(connection))
+                if wanted && matches!(target, StoreTarget::Sqlite(_)) =>
+            {
+                Box::new(SqliteStore { connection })
+            }
+            Some(Lease::Postgres(connection))
+                if wanted && matches!(target, StoreTarget::Postgres(_)) =>
+            {
+                Box::new(PgStore {
+                    connection,
+                    runtime,
+                })
+            }
+            _ => bail!(
+                "{} is not the store this server was started with",
+                target.describe()
+            ),
+        };
+        Ok(store)
+    }
+
+    fn log(&mut self, line: &str) {
+        eprintln!("{line}");
+    }
+}
+
+/// A body read (up to the limit) before the core runs.
+enum ReadBody {
+    Read(Bytes),
+    TooLarge,
+    Unreadable,
+}
+
+impl Body for ReadBody {
+    fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
+        match self {
+            ReadBody::Read(bytes) if bytes.len() <= limit => Ok(bytes.to_vec()),
+            ReadBody::Read(_) | ReadBody::TooLarge => Err(BodyError::TooLarge),
+            ReadBody::Unreadable => Err(BodyError::Unreadable),
+        }
+    }
+}
+
+struct Server {
+    settings: Arc<Settings>,
+    stores: Stores,
+}
+
+async fn serve(
+    server: Arc<Server>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = request.into_parts();
+    let method = parts.method.as_str().to_string();
+    let path = parts.uri.path().to_string();
+    let mut authorization: Option<Vec<u8>> = None;
+    for value in parts.headers.get_all(AUTHORIZATION) {
+        let joined = authorization.get_or_insert_with(Vec::new);
+        if !joined.is_empty() {
+            joined.extend_from_slice(b", ");
+        }
+        joined.extend_from_slice(value.as_bytes());
+    }
+    let declared_too_large = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.trim().parse::<u64>().ok())
+        .is_some_and(|length| length > MAX_BODY_BYTES as u64);
+    let body = if declared_too_large {
+        ReadBody::TooLarge
+    } else {
+        match Limited::new(body, MAX_BODY_BYTES).collect().await {
+            Ok(collected) => ReadBody::Read(collected.to_bytes()),
+            Err(error) if error.is::<http_body_util::LengthLimitError>() => ReadBody::TooLarge,
+            Err(_) => ReadBody::Unreadable,
+        }
+    };
+
+    // Only the book routes touch the store: take a connection for them here,
+    // waiting on the async side rather than on a blocking thread.
+    let lease = if path.starts_with("/book") {
+        Some(match &server.stores {
+            Stores::Sqlite { readers, writer } => Lease::Sqlite(if method == "GET" {
+                readers.get().await
+            } else {
+                writer.get().await
+            }),
+            Stores::Postgres(pool) => Lease::Postgres(pool.get().await),
+        })
+    } else {
+        None
+    };
+    let blocking = lease.is_some();
+    let mut context = NativeContext {
+        settings: server.settings.clone(),
+        lease,
+        runtime: Handle::current(),
+    };
+    let run = move || {
+        let head = RequestHead {
+            method: &method,
+            path: &path,
+            authorization: authorization.as_deref(),
+        };
+        book_catalog::handle(&mut context, &head, body)
+    };
+    // Store work blocks: it runs on tokio's blocking threads. The rest
+    // (POST /token, refusals) is cheap and stays on the async thread.
+    let response = if blocking {
+        tokio::task::spawn_blocking(run)
+            .await
+            .unwrap_or_else(|_| book_catalog::Response::internal_error())
+    } else {
+        run()
+    };
+
+    let mut http = Response::new(Full::new(Bytes::from(response.body)));
+    *http.status_mut() = hyper::StatusCode::from_u16(response.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    http.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(allow) = response.allow {
+        http.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static(allow));
+    }
+    Ok(http)
+}
+
+async fn start(options: Options) -> anyhow::Result<()> {
+    let settings = Arc::new(Settings::from_env());
+    let target = StoreTarget::from_db_url(settings.get(Setting::DbUrl).as_deref())
+        .map_err(|error| anyhow!("{error}"))?;
+    let stores = match &target {
+        StoreTarget::Sqlite(label) => {
+            if label != book_catalog::store::DEFAULT_SQLITE_LABEL {
+                bail!("only the default SQLite database is served natively, not {label:?}");
+            }
+            std::fs::create_dir_all(&options.state_dir)
+                .with_context(|| format!("creating {}", options.state_dir.display()))?;
+            let path = options.state_dir.join("sqlite_db.db");
+            let first = open_sqlite(&path)?;
+            migrate_sqlite(&first)?;
+            let mut readers = Vec::with_capacity(options.pool);
+            for _ in 0..options.pool {
+                readers.push(open_sqlite(&path)?);
+            }
+            Stores::Sqlite {
+                readers: Pool::new(readers),
+                writer: Pool::new(vec![first]),
+            }
+        }
+        StoreTarget::Postgres(url) => {
+            let first = connect_postgres(url).await?;
+            migrate_postgres(&first).await?;
+            let mut connections = vec![first];
+            for _ in 1..options.pool {
+                connections.push(connect_postgres(url).await?);
+            }
+            Stores::Postgres(Pool::new(connections))
+        }
+    };
+    let server = Arc::new(Server { settings, stores });
+
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("listening on {}", options.listen))?;
+    eprintln!(
+        "book-native: {} on http://{} (pool of {} connections)",
+        target.describe(),
+        listener.local_addr()?,
+        options.pool
+    );
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    eprintln!("error: accept: {error}");
+                    continue;
+                }
+            },
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        };
+        let _ = stream.set_nodelay(true);
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| serve(server.clone(), request));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn main() {
+    let result = parse_options().and_then(|options| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(start(options))
+    });
+    if let Err(error) = result {
+        eprintln!(
+            "book-native: {}",
+            book_catalog::store::redact_password(&format!("{error:#}"))
+        );
+        std::process::exit(1);
+    }
+}
