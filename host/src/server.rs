@@ -35,7 +35,7 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Instances running at once; more requests wait for a slot.
-pub const MAX_ACTIVE_INSTANCES: u32 = 256;
+pub const MAX_ACTIVE_INSTANCES: u32 = 32;
 /// Idle instances kept for reuse (only with `--max-instance-reuse` > 1).
 pub const MAX_IDLE_INSTANCES: u32 = 32;
 
