@@ -125,7 +125,10 @@ fn take_year(fields: &mut RawFields) -> Result<Option<i32>, ApiError> {
     if !integer_literal {
         return Err(ApiError::InvalidBook);
     }
-    literal.parse::<i32>().map(Some).map_err(|_| ApiError::InvalidBook)
+    literal
+        .parse::<i32>()
+        .map(Some)
+        .map_err(|_| ApiError::InvalidBook)
 }
 
 pub fn create(store: &mut dyn BookStore, body: &[u8]) -> Result<Response, ApiError> {
@@ -190,22 +193,45 @@ mod tests {
         assert_eq!(year_of(r#"{"year": -0}"#), Ok(Some(0)));
         assert_eq!(year_of(r#"{"year":-2147483648}"#), Ok(Some(i32::MIN)));
         assert_eq!(year_of(r#"{"year": 2147483647 }"#), Ok(Some(i32::MAX)));
-        for bad in ["2147483648", "-2147483649", "1999.0", "-0.0", "1e3", "0e0", "\"1999\"", "null", "true", "[1999]", "1e400"] {
-            assert_eq!(year_of(&format!(r#"{{"year": {bad}}}"#)), Err(ApiError::InvalidBook), "{bad}");
+        for bad in [
+            "2147483648",
+            "-2147483649",
+            "1999.0",
+            "-0.0",
+            "1e3",
+            "0e0",
+            "\"1999\"",
+            "null",
+            "true",
+            "[1999]",
+            "1e400",
+        ] {
+            assert_eq!(
+                year_of(&format!(r#"{{"year": {bad}}}"#)),
+                Err(ApiError::InvalidBook),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn the_last_of_repeated_keys_counts() {
         assert_eq!(year_of(r#"{"year": "x", "year": 5}"#), Ok(Some(5)));
-        assert_eq!(year_of(r#"{"year": 5, "year": null}"#), Err(ApiError::InvalidBook));
+        assert_eq!(
+            year_of(r#"{"year": 5, "year": null}"#),
+            Err(ApiError::InvalidBook)
+        );
     }
 
     #[test]
     fn deep_nesting_in_an_ignored_field_costs_no_stack() {
         // Half a million levels: the largest nesting a 1 MiB body can hold.
         let depth = 500_000;
-        let body = format!(r#"{{"extra":{}{},"year":7}}"#, "[".repeat(depth), "]".repeat(depth));
+        let body = format!(
+            r#"{{"extra":{}{},"year":7}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
         assert_eq!(year_of(&body), Ok(Some(7)));
         let unclosed = format!(r#"{{"extra":{}"#, "[".repeat(depth));
         assert_eq!(year_of(&unclosed), Err(ApiError::InvalidBook));

@@ -259,7 +259,10 @@ mod tests {
             redact_password("postgres://db/books?user=u&password=s3cret&sslmode=require"),
             "postgres://db/books?user=u&password=***&sslmode=require"
         );
-        assert_eq!(redact_password("postgres://u:p@ss@db/x"), "postgres://u:***@db/x");
+        assert_eq!(
+            redact_password("postgres://u:p@ss@db/x"),
+            "postgres://u:***@db/x"
+        );
         for password in ["hunter/2", "hunter#2", "hunter?2", "p@ss/hunter2"] {
             let redacted = redact_password(&format!("postgres://u:{password}@db:5432/x"));
             assert_eq!(redacted, "postgres://u:***@db:5432/x");
