@@ -50,10 +50,14 @@ impl Setting {
 /// environment value; otherwise nothing (the caller applies the default).
 /// Empty counts as unset so that the manifest's empty defaults fall through,
 /// and so that an empty secret can never become a signing key.
-pub fn resolve(variable: Option<String>, environment: Option<String>) -> Option<String> {
+/// The environment is read only when the variable gives nothing.
+pub fn resolve(
+    variable: Option<String>,
+    environment: impl FnOnce() -> Option<String>,
+) -> Option<String> {
     variable
         .filter(|value| !value.is_empty())
-        .or_else(|| environment.filter(|value| !value.is_empty()))
+        .or_else(|| environment().filter(|value| !value.is_empty()))
 }
 
 #[cfg(test)]
@@ -66,22 +70,20 @@ mod tests {
 
     #[test]
     fn variable_wins_over_environment() {
-        assert_eq!(
-            resolve(some("from-var"), some("from-env")),
-            some("from-var")
-        );
+        let unread = || panic!("the environment is not read when the variable is set");
+        assert_eq!(resolve(some("from-var"), unread), some("from-var"));
     }
 
     #[test]
     fn empty_variable_falls_back_to_environment() {
-        assert_eq!(resolve(some(""), some("from-env")), some("from-env"));
-        assert_eq!(resolve(None, some("from-env")), some("from-env"));
+        assert_eq!(resolve(some(""), || some("from-env")), some("from-env"));
+        assert_eq!(resolve(None, || some("from-env")), some("from-env"));
     }
 
     #[test]
     fn empty_everywhere_is_unset() {
-        assert_eq!(resolve(some(""), some("")), None);
-        assert_eq!(resolve(None, None), None);
+        assert_eq!(resolve(some(""), || some("")), None);
+        assert_eq!(resolve(None, || None), None);
     }
 
     #[test]

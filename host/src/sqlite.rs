@@ -229,7 +229,10 @@ impl HostConnection for State {
         let resource = self.table.get_mut(&this)?;
         let db = resource.db.clone();
         let held = resource.conn.take();
-        let job = tokio::task::spawn_blocking(move || {
+        // block_in_place: the statement runs on this worker thread, whose
+        // other tasks tokio hands to another thread meanwhile, so the runtime
+        // keeps serving; unlike spawn_blocking, nothing crosses threads.
+        let (conn, result) = tokio::task::block_in_place(move || {
             let conn = match held {
                 Some(conn) => conn,
                 None => match db.checkout() {
@@ -240,10 +243,6 @@ impl HostConnection for State {
             let result = run(&db, &conn, &statement, parameters);
             (Some(conn), result)
         });
-        let (conn, result) = match job.await {
-            Ok(done) => done,
-            Err(e) => (None, Err(Error::Io(format!("sqlite worker failed: {e}")))),
-        };
         if let Ok(resource) = self.table.get_mut(&this) {
             resource.conn = conn;
         }

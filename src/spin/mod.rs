@@ -143,8 +143,7 @@ impl Context for SpinContext {
         SETTINGS[setting as usize]
             .get_or_init(|| {
                 let variable = spin_sdk::variables::get(setting.variable_name()).ok();
-                let environment = std::env::var(setting.env_name()).ok();
-                settings::resolve(variable, environment)
+                settings::resolve(variable, || std::env::var(setting.env_name()).ok())
             })
             .clone()
     }
