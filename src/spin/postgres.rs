@@ -11,8 +11,10 @@ use crate::store::{redact_password, update_statement, BookStore, SqlParam, BOOK_
 /// SQLSTATE codes the store reacts to.
 const UNDEFINED_TABLE: &str = "42P01";
 /// Two first requests racing to create the table: the loser's
-/// `CREATE TABLE IF NOT EXISTS` fails with one of these, and the table exists.
-const CONCURRENT_CREATE: [&str; 2] = ["42P07", "23505"];
+/// `CREATE TABLE IF NOT EXISTS` fails with one of these (duplicate table,
+/// duplicate object: the table's row type, unique violation in the
+/// catalogue), and the table exists.
+const CONCURRENT_CREATE: [&str; 3] = ["42P07", "42710", "23505"];
 
 /// Connects on its first query (Spin pools the connections host-side).
 pub struct PostgresStore {
