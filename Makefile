@@ -5,7 +5,7 @@ WASM := target/wasm32-wasip2/release/book_catalog.wasm
 HOST := target/release/book-host
 LISTEN ?= 0.0.0.0:8080
 
-.PHONY: run test bench build toolchain component host clean
+.PHONY: run test soak bench build toolchain component host clean
 
 ## Build the component and the host, then serve on $(LISTEN) (SQLite default).
 run: build
@@ -14,6 +14,14 @@ run: build
 ## Every test: native, then end to end on SQLite and PostgreSQL. Last line: N passed, M failed.
 test:
 	@scripts/test-all.sh
+
+## Full-size fuzzing (10 min per store) and fault tests on SQLite and PostgreSQL.
+soak: build
+	@scripts/ensure-tools.sh postgres
+	@status=0; for store in sqlite postgres; do \
+	    scripts/fuzz.sh --store $$store --scale full || status=1; \
+	    tests/faults/run.py --store $$store --scale full || status=1; \
+	done; exit $$status
 
 ## Load benchmark (wrk on loopback): native vs floor vs component, SQLite and
 ## PostgreSQL, isolated and reuse; writes bench/results/latest.{md,json}.

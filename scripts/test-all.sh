@@ -6,7 +6,10 @@
 #   2. native unit and integration tests (cargo test --workspace)
 #   3. the hurl suite against the real component served by the host, on SQLite,
 #      with a fresh instance per request and with instances reused
-#   4. the same on a throwaway PostgreSQL cluster
+#   4. schema-driven fuzzing (schemathesis) and the fault tests (attacks,
+#      concurrency, crashes, outages, limits), sized for CI (`make soak` runs
+#      them at full size)
+#   5. the same on a throwaway PostgreSQL cluster
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,10 +81,18 @@ tests/e2e.sh --store sqlite || true
 # --max-instance-reuse, Spin for WASI 0.3): the component must be right there too.
 tests/e2e.sh --store sqlite --reuse 50 || true
 
+step "fuzzing and fault tests on SQLite"
+scripts/fuzz.sh --store sqlite || true
+tests/faults/run.py --store sqlite || true
+
 step "end to end on PostgreSQL"
 if [ -n "$pg_url" ]; then
     E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres || true
     E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --reuse 50 || true
+
+    step "fuzzing and fault tests on PostgreSQL"
+    FAULTS_PG_DIR="$pg_dir" scripts/fuzz.sh --store postgres || true
+    FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres || true
 fi
 
 summary

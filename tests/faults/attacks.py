@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Token attacks over HTTP against the real host (standard library only).
+
+    tests/faults/attacks.py --store sqlite|postgres [--scale quick|full]
+
+Forged tokens (alg none/None/NONE, HS384/HS512, RS256 header with an HMAC
+signature, kid/jku/x5u headers pointing at a local listener that must never
+be contacted, exp edge cases, malformed segments), a 1 MiB Authorization
+header repeated 50 times (host stays up, RSS bounded), and a host started
+without SECRET_TOKEN (POST /token -> 500, every token -> 401, also one
+signed with the empty key). Every check is one test.
+"""
+
+import base64
+import hashlib
+import hmac
+import http.server
+import json
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lib  # noqa: E402
+
+INVALID = "Invalid token"
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def seg(obj):
+    return b64url(json.dumps(obj, separators=(",", ":")).encode())
+
+
+def seg_raw(text):
+    return b64url(text.encode())
+
+
+def forge(key, header, claims, digest=hashlib.sha256, raw_claims=None):
+    signing_input = seg(header) + "." + (seg_raw(raw_claims) if raw_claims is not None else seg(claims))
+    sig = hmac.new(key, signing_input.encode(), digest).digest()
+    return signing_input + "." + b64url(sig)
+
+
+class Listener:
+    """A tiny HTTP server on 127.0.0.1 that counts every request it gets."""
+
+    def __init__(self):
+        self.hits = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                outer.hits.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b'{"keys":[]}')
+
+            do_POST = do_GET  # noqa: N815
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        # Also count bare TCP connections (a fetch that gives up early).
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def raw_auth_request(port, auth_bytes, timeout=30):
+    """GET /books with an Authorization header given as raw bytes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(b"GET /books HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: "
+                  + auth_bytes + b"\r\n\r\n")
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            data += chunk
+    return data
+
+
+def status_of(raw):
+    try:
+        return int(raw.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def run(ctx):
+    t = ctx.tally
+    host = ctx.host().start()
+    key = host.secret.encode()
+    good = host.token()
+    now = int(time.time())
+    future = now + 600
+    listener = Listener()
+    jku = f"http://127.0.0.1:{listener.port}/jwks.json"
+    x5u = f"http://127.0.0.1:{listener.port}/cert.pem"
+    hs = {"alg": "HS256", "typ": "JWT"}
+    valid_claims = {"exp": future}
+    attacks = 0
+
+    def expect(token, status, message, name, headers=None):
+        nonlocal attacks
+        attacks += 1
+        r = lib.try_request(host.port, "GET", "/books", token=token, headers=headers)
+        t.check(r.is_envelope(status, message), name, f"{r!r}")
+
+    def refused(token, name):
+        expect(token, 401, INVALID, f"refused: {name}")
+
+    def accepted(token, name):
+        expect(token, 200, "Books retrieved successfully", f"accepted: {name}")
+
+    accepted(good, "the token from POST /token")
+    # alg none in three spellings, with an empty and with a real signature.
+    for alg in ("none", "None", "NONE", "nOnE"):
+        unsigned = seg({"alg": alg, "typ": "JWT"}) + "." + seg(valid_claims) + "."
+        refused(unsigned, f"alg {alg}, empty signature")
+        refused(forge(key, {"alg": alg, "typ": "JWT"}, valid_claims), f"alg {alg}, HMAC-SHA256 signature")
+    refused(seg({"alg": "none"}) + "." + seg(valid_claims), "alg none, two segments")
+    refused(forge(key, {"alg": "HS384", "typ": "JWT"}, valid_claims, hashlib.sha384), "HS384, correctly signed")
+    refused(forge(key, {"alg": "HS512", "typ": "JWT"}, valid_claims, hashlib.sha512), "HS512, correctly signed")
+    refused(forge(key, {"alg": "HS384", "typ": "JWT"}, valid_claims), "HS384 header, SHA-256 signature")
+    refused(forge(key, {"alg": "RS256", "typ": "JWT"}, valid_claims), "RS256 header, HMAC-SHA256 signature")
+    refused(forge(key, {"alg": "ES256", "typ": "JWT"}, valid_claims), "ES256 header, HMAC-SHA256 signature")
+    refused(forge(key, {"alg": "hs256", "typ": "JWT"}, valid_claims), "alg hs256 (lower case)")
+    refused(forge(key, {"typ": "JWT"}, valid_claims), "no alg")
+    refused(forge(key, {"alg": ["HS256"]}, valid_claims), "alg as an array")
+    refused(forge(key, dict(hs, crit=["exp"]), valid_claims), "crit header")
+    # kid / jku / x5u: ignored, never fetched.
+    accepted(forge(key, dict(hs, kid="../../../../etc/passwd"), valid_claims), "kid path traversal (ignored)")
+    accepted(forge(key, dict(hs, kid="' OR 1=1 --"), valid_claims), "kid SQL (ignored)")
+    accepted(forge(key, dict(hs, jku=jku), valid_claims), "jku to a local listener (ignored)")
+    accepted(forge(key, dict(hs, x5u=x5u), valid_claims), "x5u to a local listener (ignored)")
+    accepted(forge(key, dict(hs, jku=jku, x5u=x5u, kid="k1", jwk={"kty": "oct", "k": b64url(b"attacker")}),
+                   valid_claims), "jku + x5u + kid + embedded jwk (ignored)")
+    refused(forge(b"attacker", dict(hs, jku=jku, x5u=x5u, jwk={"kty": "oct", "k": b64url(b"attacker")}),
+                  valid_claims), "signed with the key of an embedded jwk / jku")
+    time.sleep(0.5)
+    t.check(not listener.hits, "the jku/x5u listener received zero requests", f"{listener.hits}")
+    listener.close()
+    # exp edge cases.
+    refused(forge(key, hs, {"exp": int(time.time())}), "exp exactly now")
+    refused(forge(key, hs, {"exp": int(time.time()) - 1}), "exp one second ago")
+    accepted(forge(key, hs, {"exp": future + 0.25}), "exp fractional, in the future")
+    refused(forge(key, hs, {"exp": now - 0.5}), "exp fractional, in the past")
+    accepted(forge(key, hs, None, raw_claims='{"exp":1e300}'), "exp 1e300 (signed, far future)")
+    refused(forge(key, hs, None, raw_claims='{"exp":1e999}'), "exp 1e999 (overflows a double)")
+    refused(forge(key, hs, {"exp": -1}), "exp negative")
+    refused(forge(key, hs, {"exp": -1e300}), "exp -1e300")
+    refused(forge(key, hs, {"exp": str(future)}), "exp as a string")
+    refused(forge(key, hs, {"exp": None}), "exp null")
+    refused(forge(key, hs, {"exp": True}), "exp true")
+    refused(forge(key, hs, {"exp": [future]}), "exp as an array")
+    refused(forge(key, hs, {}), "no exp")
+    refused(forge(key, hs, [future]), "claims an array")
+    refused(forge(key, hs, None, raw_claims="null"), "claims null")
+    refused(forge(key, hs, None, raw_claims='{"exp":%d,"exp":1}' % future), "duplicate exp, last one expired")
+    # Malformed segments (each otherwise correct and signed).
+    h, c, s = good.split(".")
+    refused(f"{h}.{c}.{s}=", "padding on the signature")
+    refused(f"{h}=.{c}.{s}", "padding on the header")
+    refused(f"{h}.{c}==.{s}", "padding on the claims")
+    refused(f"{h} .{c}.{s}", "space inside the token")
+    refused(f"{h}.{c[:5]} {c[5:]}.{s}", "space inside a segment")
+    refused(f"{h}.{c}\t.{s}", "tab inside the token")
+    refused(f"{h}.{c}.{s[:-2]}+/", "'+' and '/' (standard base64 alphabet)")
+    refused(f"{h}.{c}.{s[:-1]}*", "'*' in the signature")
+    refused(f"{h}.{c}.{s}.", "four segments")
+    refused(f"{h}.{c}.{s}.{s}", "four segments, repeated signature")
+    refused(f"{h}.{c}", "two segments")
+    refused(f"{h}..{s}", "empty claims segment")
+    refused(f".{c}.{s}", "empty header segment")
+    refused(f"{h}.{c}.", "empty signature segment")
+    refused(f"{h}.{c}.{s[:-1]}", "signature truncated by one character")
+    refused("Bearer " + good, "Bearer prefix")
+    refused(good + good, "token twice, concatenated")
+    accepted(f"  {good}  ", "surrounding spaces (trimmed, documented)")
+    for label, raw in (("byte 0xff", b"\xff"), ("NUL byte", b"\x00"), ("UTF-8 e-acute", "\u00e9".encode())):
+        attacks += 1
+        resp = raw_auth_request(host.port, good.encode()[:10] + raw + good.encode()[10:])
+        st = status_of(resp)
+        body_ok = b'"message":"Invalid token"' in resp
+        t.check(st == 400 or (st == 401 and body_ok),
+                f"refused: {label} inside the token (401 Invalid token, or 400 from HTTP parsing)",
+                f"{resp[:200]!r}")
+    # 1 MiB Authorization header, 50 times.
+    big = ("A" * (1024 * 1024)).encode()
+    r0 = host.rss_kib()
+    statuses, worst = {}, 0.0
+    for i in range(50):
+        attacks += 1
+        started = time.monotonic()
+        try:
+            resp = raw_auth_request(host.port, big, timeout=10)
+            st = status_of(resp)
+        except OSError as e:
+            st = f"connection error {type(e).__name__}"
+        worst = max(worst, time.monotonic() - started)
+        statuses[st] = statuses.get(st, 0) + 1
+        if i == 0:
+            first = resp[:300] if isinstance(st, int) else st
+    r1 = host.rss_kib()
+    t.note(f"1 MiB Authorization header x50: answers {statuses}, slowest {worst * 1000:.0f} ms, "
+           f"RSS {r0} -> {r1} KiB; first answer {first!r}")
+    t.check(set(statuses) <= {401, 431, 400} or all(isinstance(k, str) for k in statuses),
+            "1 MiB Authorization header: refused (401/431/400 or connection closed), never 5xx",
+            f"{statuses}")
+    t.check(worst < 5, "1 MiB Authorization header: answered within 5 s each", f"slowest {worst:.2f}s")
+    t.check(r0 is not None and r1 is not None and r1 - r0 < 8 * 1024,
+            "1 MiB Authorization header x50: host RSS grows by less than 8 MiB", f"{r0} -> {r1} KiB")
+    t.check(host.alive() and lib.try_request(host.port, "GET", "/books", token=good).status == 200,
+            "the host is up and serves after the attacks")
+    host.stop()
+
+    # A host without SECRET_TOKEN.
+    bare = ctx.host(secret=None).start()
+    r = lib.try_request(bare.port, "POST", "/token", body={"username": bare.username, "password": bare.password})
+    t.check(r.is_envelope(500, "Could not generate token"), "no secret: POST /token -> 500 Could not generate token",
+            f"{r!r}")
+    r = lib.try_request(bare.port, "POST", "/token", body={"username": bare.username, "password": "wrong"})
+    t.check(r.is_envelope(401, "Invalid credentials"), "no secret: wrong credentials -> 401 Invalid credentials",
+            f"{r!r}")
+    for name, token in (("signed with the empty key", forge(b"", hs, valid_claims)),
+                        ("signed with the empty key, 1e300 exp", forge(b"", hs, {"exp": 1e300})),
+                        ("alg none", seg({"alg": "none"}) + "." + seg(valid_claims) + "."),
+                        ("a token of another host", good)):
+        attacks += 1
+        r = lib.try_request(bare.port, "GET", "/books", token=token)
+        t.check(r.is_envelope(401, INVALID), f"no secret: {name} -> 401 Invalid token", f"{r!r}")
+    r = lib.try_request(bare.port, "POST", "/book", body={"title": "x", "author": "y", "year": 1},
+                        token=forge(b"", hs, valid_claims))
+    t.check(r.is_envelope(401, INVALID), "no secret: POST /book with an empty-key token -> 401", f"{r!r}")
+    bare.stop()
+    t.note(f"token attacks tried: {attacks}")
+
+
+if __name__ == "__main__":
+    lib.main("attacks", run)

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Concurrent creates, updates and deletes on the same and on different ids.
+
+    tests/faults/concurrency.py --store sqlite|postgres [--scale quick|full]
+
+quick: 200 of each operation, up to 200 requests in flight; full: 2,000.
+Invariants: every 201 is readable afterwards with its fields, ids are
+distinct, no 5xx, no lost update reported as success (concurrent PUTs to
+one id: the final record equals one of the PUTs answered 200), exactly one
+of N concurrent DELETEs of one id answers 200 and the rest 404, and a
+DELETE answered 200 means the book is gone.
+"""
+
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lib  # noqa: E402
+
+
+def parallel(fn, items, workers):
+    """Runs fn(item) for every item, `workers` at a time, all released at once."""
+    start = threading.Event()
+
+    def wrapped(item):
+        start.wait(10)
+        return fn(item)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(wrapped, item) for item in items]
+        start.set()
+        return [f.result() for f in futures]
+
+
+def schema_race(ctx):
+    """The very first requests on an empty database arrive together: the
+    component creates its schema on the first "no such table" error, so
+    several requests create it at once. Tried on several fresh databases."""
+    t = ctx.tally
+    # A brand-new cluster (cold) is where the race showed most; fresh
+    # databases in the running cluster are cheaper.
+    new_clusters = (3 if ctx.full else 1) if ctx.store == "postgres" else 0
+    tries = 10 if ctx.full else 4
+    failures = []
+    for k in range(tries):
+        cluster = None
+        db_url = None
+        if ctx.store == "postgres":
+            if k < new_clusters:
+                cluster = lib.Pg()
+                ctx.extra_clusters.append(cluster)
+                db_url = cluster.url
+            else:
+                db_url = ctx.pg.fresh_database()
+        host = ctx.host(db_url=db_url).start()
+        token = host.token()
+        books = [{"title": f"First {k} {i}", "author": "Race", "year": i} for i in range(200)]
+        answers = parallel(lambda b: lib.try_request(host.port, "POST", "/book", body=b, token=token,
+                                                     timeout=60), books, 200)
+        bad = [r for r in answers if r.status != 201]
+        if bad:
+            errors = [l for l in host.tail(400).splitlines() if l.startswith("error")]
+            failures.append(f"database {k + 1}: {len(bad)} of 200 not 201 ({bad[0]!r}); log: {errors[:2]}")
+        host.stop()
+        ctx.hosts.remove(host)
+        if cluster is not None:
+            cluster.close()
+    t.check(not failures, f"200 parallel creates as the first requests on an empty database "
+            f"({tries} fresh databases): all 201", "; ".join(failures))
+
+
+def run(ctx):
+    schema_race(ctx)
+    t = ctx.tally
+    n = 2000 if ctx.full else 200
+    workers = 200
+    host = ctx.host().start()
+    token = host.token()
+    tag = lib.random_text(8)
+
+    def call(method, path, body=None):
+        return lib.try_request(host.port, method, path, body=body, token=token, timeout=60)
+
+    def no_5xx(responses):
+        return [r for r in responses if r.status >= 500 or r.status == 0]
+
+    # 1. Creates.
+    books = [{"title": f"Conc {tag} #{i}", "author": f"Author {i} \u00e9", "year": 1900 + i % 120}
+             for i in range(n)]
+    started = time.monotonic()
+    created = parallel(lambda b: call("POST", "/book", b), books, workers)
+    elapsed = time.monotonic() - started
+    t.note(f"{n} parallel creates (up to {workers} in flight) in {elapsed:.1f}s")
+    bad = no_5xx(created)
+    t.check(not bad, f"{n} parallel creates: no 5xx or dropped connection",
+            f"{len(bad)} bad, e.g. {bad[:2]}")
+    ok = [(b, r) for b, r in zip(books, created) if r.status == 201 and r.is_envelope(201, "Book created successfully")]
+    t.check(len(ok) == n, f"{n} parallel creates: all answered 201 with the envelope",
+            f"{n - len(ok)} not; e.g. {[r for r in created if r.status != 201][:2]}")
+    ids = [r.data["id"] for _, r in ok]
+    t.check(len(set(ids)) == len(ids), "created ids are distinct", f"{len(ids) - len(set(ids))} duplicates")
+    t.check(all(r.data == dict(b, id=r.data["id"]) for b, r in ok), "each 201 echoes the fields sent")
+    reads = parallel(lambda i: call("GET", f"/book/{i}"), ids, 50)
+    want = {r.data["id"]: dict(b, id=r.data["id"]) for b, r in ok}
+    wrong = [(i, r) for i, r in zip(ids, reads) if r.status != 200 or r.data != want[i]]
+    t.check(not wrong, "every created book is readable afterwards with its fields", f"{wrong[:2]}")
+    listing = call("GET", "/books")
+    listed = {b["id"]: b for b in (listing.data or [])} if listing.status == 200 else {}
+    t.check(all(listed.get(i) == want[i] for i in ids), "GET /books lists every created book")
+
+    # 2. Concurrent PUTs to one id: the final state is one of the 200-answered PUTs.
+    target = ids[0]
+    puts = [{"title": f"Put {tag} {k}", "author": f"Writer {k}", "year": 2000 + k % 20} for k in range(n)]
+    answers = parallel(lambda b: call("PUT", f"/book/{target}", b), puts, workers)
+    bad = no_5xx(answers)
+    t.check(not bad, f"{n} concurrent PUTs to one id: no 5xx", f"{bad[:2]}")
+    accepted = [dict(b, id=target) for b, r in zip(puts, answers) if r.status == 200]
+    t.check(len(accepted) == n, f"{n} concurrent PUTs to one id: all answered 200",
+            f"{n - len(accepted)} not")
+    t.check(all(r.data == dict(b, id=target) for b, r in zip(puts, answers) if r.status == 200),
+            "each PUT answered 200 returns exactly what it wrote")
+    final = call("GET", f"/book/{target}")
+    t.check(final.status == 200 and final.data in accepted,
+            "after concurrent PUTs the book equals one of the PUTs answered 200", f"{final!r}")
+
+    # 3. Concurrent partial PUTs to one id, each changing one field: no torn record.
+    partial = ([{"title": f"T{k}"} for k in range(n // 4)] + [{"author": f"A{k}"} for k in range(n // 4)]
+               + [{"year": k} for k in range(n // 4)])
+    answers = parallel(lambda b: call("PUT", f"/book/{target}", b), partial, workers)
+    t.check(all(r.status == 200 for r in answers), f"{len(partial)} concurrent partial PUTs: all 200",
+            f"{[r for r in answers if r.status != 200][:2]}")
+    final = call("GET", f"/book/{target}").data or {}
+    titles = {b["title"] for b in partial if "title" in b}
+    authors = {b["author"] for b in partial if "author" in b}
+    years = {b["year"] for b in partial if "year" in b}
+    t.check(final.get("title") in titles and final.get("author") in authors and final.get("year") in years,
+            "after concurrent partial PUTs each field holds a value some PUT answered 200 wrote", f"{final}")
+
+    # 4. PUTs on different ids at once: each book ends with its own update.
+    others = ids[1:]
+    updates = {i: {"title": f"Own {tag} {i}", "author": "Own", "year": i % 2000} for i in others}
+    answers = parallel(lambda i: call("PUT", f"/book/{i}", updates[i]), others, workers)
+    t.check(all(r.status == 200 for r in answers), f"{len(others)} concurrent PUTs on different ids: all 200")
+    reads = parallel(lambda i: call("GET", f"/book/{i}"), others, 50)
+    t.check(all(r.status == 200 and r.data == dict(updates[i], id=i) for i, r in zip(others, reads)),
+            "each book holds its own update afterwards")
+
+    # 5. N concurrent DELETEs of one id: exactly one 200, the rest 404.
+    answers = parallel(lambda _: call("DELETE", f"/book/{target}"), range(n), workers)
+    statuses = sorted(r.status for r in answers)
+    t.check(statuses.count(200) == 1 and statuses.count(404) == n - 1,
+            f"{n} concurrent DELETEs of one id: exactly one 200, {n - 1} 404",
+            f"200: {statuses.count(200)}, 404: {statuses.count(404)}, other: "
+            f"{[s for s in statuses if s not in (200, 404)][:5]}")
+    t.check(call("GET", f"/book/{target}").status == 404, "the deleted book is gone (404)")
+
+    # 6. DELETE and PUT racing on the same ids, and DELETEs of different ids.
+    racing = others[: n // 2]
+    ops = [("DELETE", i) for i in racing] + [("PUT", i) for i in racing]
+    answers = parallel(lambda op: call(op[0], f"/book/{op[1]}",
+                                       {"year": 1} if op[0] == "PUT" else None), ops, workers)
+    bad = no_5xx(answers)
+    t.check(not bad, f"{len(ops)} racing DELETEs and PUTs: no 5xx", f"{bad[:2]}")
+    deletes = dict(zip(racing, answers[: len(racing)]))
+    t.check(all(r.status == 200 for r in deletes.values()),
+            "each DELETE racing a PUT answered 200 (one DELETE per id)")
+    reads = parallel(lambda i: call("GET", f"/book/{i}"), racing, 50)
+    t.check(all(r.status == 404 for r in reads), "every book whose DELETE answered 200 is gone")
+    rest = others[n // 2:]
+    answers = parallel(lambda i: call("DELETE", f"/book/{i}"), rest, workers)
+    t.check(all(r.status == 200 for r in answers), f"{len(rest)} concurrent DELETEs of different ids: all 200")
+    listing = call("GET", "/books")
+    left = {b["id"] for b in listing.data or []} & set(ids)
+    t.check(listing.status == 200 and not left, "GET /books no longer lists any of them", f"{sorted(left)[:5]}")
+    t.check(host.alive(), "the host is still up")
+    host.stop()
+
+
+if __name__ == "__main__":
+    lib.main("concurrency", run)

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Schema-driven fuzzing with schemathesis; run through scripts/fuzz.sh, which
+installs schemathesis into build/venv first.
+
+    tests/faults/fuzz.py --store sqlite|postgres [--scale quick|full]
+
+Starts its own host (PostgreSQL: the cluster in FAULTS_PG_DIR, else its own),
+logs in with the credentials of the `POST /token` example in openapi.yaml
+(admin / password: the documented defaults, set explicitly here), and runs
+
+    schemathesis run openapi.yaml --url http://127.0.0.1:PORT \\
+        -H "Authorization: TOKEN" --checks all \\
+        --phases examples,coverage,fuzzing,stateful -n N --max-time T
+
+quick: -n 100, --max-time 75 (a few thousand cases per store in `make test`)
+full:  -n 2000, --max-time 600 (below the token's 15-minute lifetime)
+FUZZ_MAX_EXAMPLES / FUZZ_MAX_TIME / FUZZ_SEED override them.
+
+Every check is on, none excluded. One documented contract point that JSON
+Schema cannot express (a whole float such as `1999.0` is not a `year`) is
+handled by tests/faults/st_hooks.py: see the reason there.
+
+Tally (`fuzz STORE: N passed, M failed`, `N M` appended to $E2E_TALLY):
+one test per junit testcase of schemathesis (each API operation, passed
+every check in every phase or not, and "Stateful tests"), plus: all 6
+operations tested, the stateful phase ran, at least 1,000 cases generated, schemathesis exit status
+0, the host still up and answering, no trapped component or panic in the
+host log. The number of generated cases is printed as a NOTE line.
+Reports: build/fuzz/STORE/ (junit.xml, schemathesis.log).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lib  # noqa: E402
+
+VENV = lib.ROOT / "build" / "venv"
+ST = VENV / "bin" / "schemathesis"
+MIN_CASES = 1000  # a sanity floor: a run that did not really fuzz fails
+
+
+def run(ctx):
+    t = ctx.tally
+    quick = not ctx.full
+    max_examples = os.environ.get("FUZZ_MAX_EXAMPLES") or ("100" if quick else "2000")
+    max_time = os.environ.get("FUZZ_MAX_TIME") or ("75" if quick else "600")
+    out_dir = lib.ROOT / "build" / "fuzz" / ctx.store
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    if not ST.exists():
+        raise RuntimeError(f"{ST} missing: run scripts/fuzz.sh, which installs it")
+
+    host = ctx.host(username="admin", password="password").start()
+    token = host.token()
+    junit = out_dir / "junit.xml"
+    cmd = [str(ST), "--no-color", "run", str(lib.ROOT / "openapi.yaml"),
+           "--url", f"http://127.0.0.1:{host.port}",
+           "-H", f"Authorization: {token}",
+           "--checks", "all",
+           "--phases", "examples,coverage,fuzzing,stateful",
+           "--max-examples", max_examples, "--max-time", max_time,
+           "--request-timeout", "30",
+           "--generation-database", "none",
+           "--report", "junit", "--report-junit-path", str(junit)]
+    if os.environ.get("FUZZ_SEED"):
+        cmd += ["--seed", os.environ["FUZZ_SEED"]]
+    env = dict(os.environ)
+    env["SCHEMATHESIS_HOOKS"] = "st_hooks"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ beside st_hooks.py
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent) + os.pathsep + env.get("PYTHONPATH", "")
+    lib.log(f"fuzz {ctx.store}: schemathesis -n {max_examples} --max-time {max_time} "
+            f"against 127.0.0.1:{host.port}")
+    started = time.monotonic()
+    text_log = out_dir / "schemathesis.log"
+    with open(text_log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, cwd=out_dir, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace")
+        try:
+            for line in proc.stdout:
+                out.write(line)
+                sys.stdout.write(line)
+            status = proc.wait(timeout=int(max_time) + 300)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    elapsed = time.monotonic() - started
+    text = text_log.read_text(encoding="utf-8", errors="replace")
+
+    m = re.search(r"(\d+) generated(?:, (\d+) found (\d+) unique failures?)?", text)
+    generated = int(m.group(1)) if m else 0
+    failing = int(m.group(2) or 0) if m else 0
+    unique = int(m.group(3) or 0) if m else 0
+    operations = []  # (name, ok) per junit testcase: one per API operation, and "Stateful tests"
+    if junit.exists():
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            ok = case.find("failure") is None and case.find("error") is None
+            operations.append((case.get("name"), ok))
+    t.note(f"schemathesis: {generated} cases generated in {elapsed:.0f}s over {len(operations)} operations, "
+           f"{failing} failing, {unique} unique failures, exit {status}")
+    for name, ok in operations:
+        t.check(ok, f"schemathesis: {name}", f"see {junit}")
+    names = [name for name, _ in operations]
+    api_ops = [n for n in names if n and n.split(" ")[0] in ("GET", "POST", "PUT", "DELETE")]
+    t.check(len(api_ops) == 6, "schemathesis tested all 6 operations", f"{names} in {junit}")
+    t.check("Stateful tests" in names, "schemathesis ran the stateful phase (API links)", f"{names}")
+    t.check(generated >= MIN_CASES, f"schemathesis generated at least {MIN_CASES} cases", f"{generated}")
+    t.check(status == 0, "schemathesis exits 0", f"exit status {status}; see {text_log}")
+    up = host.alive() and lib.try_request(host.port, "GET", "/books", token=token).status == 200
+    t.check(up, "the host is up and answers after fuzzing")
+    traps = [l for l in host.tail(100000).splitlines() if "component failed" in l or "panicked" in l]
+    t.check(not traps, "no trapped component or panic in the host log", "; ".join(traps[:3]))
+    host.stop()
+
+
+if __name__ == "__main__":
+    args = lib.parse_args("fuzz")
+    lib.install_signal_handlers()
+    ctx = lib.Context(args.store, args.scale, label="fuzz")
+    import atexit
+    atexit.register(ctx.cleanup)
+    try:
+        lib.preconditions(ctx)
+        ctx.setup_pg()
+    except Exception as e:  # noqa: BLE001
+        ctx.tally.check(False, "fuzz: setup", repr(e))
+        sys.exit(ctx.tally.finish())
+    lib.run_guarded(ctx, "fuzz", run)
+    code = ctx.tally.finish()
+    ctx.cleanup(failed=code != 0)
+    sys.exit(code)

@@ -1,0 +1,394 @@
+"""Shared plumbing for the fault tests (tests/faults/*.py) and scripts/fuzz.sh.
+
+Standard library only. Everything talks to 127.0.0.1 only, every loop is
+bounded, and everything a test starts (hosts, a PostgreSQL cluster) is
+stopped on exit, also on failure or on SIGINT/SIGTERM.
+
+A test module defines `run(ctx)` and ends with `lib.main("name", run)`; the
+runner tests/faults/run.py calls several `run(ctx)` with one context.
+"""
+
+import argparse
+import atexit
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST_BIN = Path(os.environ.get("FAULTS_HOST_BIN", ROOT / "target/release/book-host"))
+MANIFEST = ROOT / "spin.toml"
+WASM = ROOT / "target/wasm32-wasip2/release/book_catalog.wasm"
+PG_CLUSTER = ROOT / "scripts/pg-cluster.sh"
+
+ENVELOPE_KEYS = {"status", "message", "data"}
+
+
+def random_text(n):
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log(*parts):
+    print(*parts, file=sys.stderr, flush=True)
+
+
+# --- Results -----------------------------------------------------------------
+
+
+class Tally:
+    """Named checks: each `check` is one test."""
+
+    def __init__(self, label, store):
+        self.label, self.store = label, store
+        self.passed = self.failed = 0
+        self.failures = []
+        self.prefix = ""  # the module name, set by run.py
+
+    def check(self, ok, name, detail=""):
+        name = self.prefix + name
+        if ok:
+            self.passed += 1
+            print(f"{self.label} {self.store}: PASS {name}", flush=True)
+        else:
+            self.failed += 1
+            self.failures.append(name)
+            extra = f" -- {detail}" if detail else ""
+            print(f"{self.label} {self.store}: FAIL {name}{extra}", file=sys.stderr, flush=True)
+        return ok
+
+    def note(self, text):
+        """A figure worth recording (not a test)."""
+        print(f"{self.label} {self.store}: NOTE {self.prefix}{text}", flush=True)
+
+    def finish(self):
+        print(f"{self.label} {self.store}: {self.passed} passed, {self.failed} failed", flush=True)
+        tally_file = os.environ.get("E2E_TALLY")
+        if tally_file:
+            with open(tally_file, "a", encoding="utf-8") as out:
+                out.write(f"{self.passed} {self.failed}\n")
+        return 0 if self.failed == 0 else 1
+
+
+# --- HTTP --------------------------------------------------------------------
+
+
+class Response:
+    def __init__(self, status, headers, raw, elapsed):
+        self.status, self.headers, self.raw, self.elapsed = status, headers, raw, elapsed
+        try:
+            self.json = json.loads(raw) if raw else None
+        except ValueError:
+            self.json = None
+
+    @property
+    def message(self):
+        return self.json.get("message") if isinstance(self.json, dict) else None
+
+    @property
+    def data(self):
+        return self.json.get("data") if isinstance(self.json, dict) else None
+
+    def is_envelope(self, status=None, message=None):
+        j = self.json
+        if not (isinstance(j, dict) and set(j) == ENVELOPE_KEYS and j["status"] == self.status):
+            return False
+        if status is not None and self.status != status:
+            return False
+        if message is not None and j["message"] != message:
+            return False
+        return True
+
+    def __repr__(self):
+        return f"<{self.status} {self.raw[:200]!r} in {self.elapsed:.3f}s>"
+
+
+def request(port, method, path, body=None, token=None, headers=None, timeout=30, raw=None):
+    """One request on a fresh connection. `body` is JSON-encoded; `raw` is sent
+    as is. Raises OSError / http.client errors on connection problems."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        h = dict(headers or {})
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            h.setdefault("Content-Type", "application/json")
+        if token is not None:
+            h["Authorization"] = token
+        started = time.monotonic()
+        conn.request(method, path, body=data, headers=h)
+        resp = conn.getresponse()
+        content = resp.read()
+        return Response(resp.status, dict(resp.getheaders()), content, time.monotonic() - started)
+    finally:
+        conn.close()
+
+
+def try_request(*args, **kwargs):
+    """Like request, but a connection problem becomes a Response with status 0."""
+    started = time.monotonic()
+    try:
+        return request(*args, **kwargs)
+    except (OSError, http.client.HTTPException) as e:
+        return Response(0, {}, repr(e).encode(), time.monotonic() - started)
+
+
+# --- PostgreSQL --------------------------------------------------------------
+
+
+class Pg:
+    """A pg-cluster.sh cluster: the one named by FAULTS_PG_DIR (left running),
+    or our own (removed on exit)."""
+
+    def __init__(self, directory=None):
+        self.own = directory is None
+        if self.own:
+            directory = tempfile.mkdtemp(prefix="book-faults-pg.")
+            out = subprocess.run([str(PG_CLUSTER), "start", directory], check=True,
+                                 capture_output=True, text=True, timeout=120)
+            self.url = out.stdout.strip().splitlines()[-1]
+        else:
+            d = Path(directory)
+            password = (d / "pwfile").read_text().strip()
+            port = (d / "port").read_text().strip()
+            self.url = f"postgres://postgres:{password}@127.0.0.1:{port}/books?sslmode=disable"
+        self.dir = directory
+        u = urlsplit(self.url)
+        self.host_port = f"{u.hostname}:{u.port or 5432}"
+
+    def fresh_database(self):
+        """Creates an empty database in the cluster; returns its URL."""
+        name = "faults_" + random_text(10).lower()
+        bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: [
+            int(x) if x.isdigit() else x for x in p.parent.name.split(".")])[-1]
+        subprocess.run([str(bindir / "psql"), self.url, "-q", "-v", "ON_ERROR_STOP=1",
+                        "-c", f"CREATE DATABASE {name}"], check=True, timeout=60,
+                       stdout=subprocess.DEVNULL)
+        u = urlsplit(self.url)
+        return u._replace(path="/" + name).geturl()
+
+    def pause(self):
+        subprocess.run([str(PG_CLUSTER), "pause", self.dir], check=True, timeout=60)
+
+    def resume(self):
+        subprocess.run([str(PG_CLUSTER), "resume", self.dir], check=True, timeout=60)
+
+    def close(self):
+        if self.own and self.dir:
+            subprocess.run([str(PG_CLUSTER), "stop", self.dir], timeout=60,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.dir = None
+
+
+# --- The host ----------------------------------------------------------------
+
+
+class Host:
+    """book-host on a free loopback port, with its own state directory."""
+
+    def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None):
+        self.ctx = ctx
+        self.db_url = db_url  # PostgreSQL: another database of the cluster
+        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="state.", dir=ctx.tmp))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.secret = random_text(48) if secret is True else (secret or None)
+        self.username = username or "faults-" + random_text(8).lower()
+        self.password = password or "Faults." + random_text(16)
+        self.proc = None
+        self.port = None
+        self.log_path = None
+
+    def env(self):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("SPIN_VARIABLE_")
+               and k not in ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD")}
+        if self.secret:
+            env["SECRET_TOKEN"] = self.secret
+        env["AUTH_USERNAME"] = self.username
+        env["AUTH_PASSWORD"] = self.password
+        if self.ctx.store == "postgres":
+            url = self.db_url or self.ctx.pg.url
+            u = urlsplit(url)
+            env["DB_URL"] = url
+            env["SPIN_VARIABLE_DB_HOST"] = f"{u.hostname}:{u.port or 5432}"
+        return env
+
+    def start(self, timeout=60):
+        self.port = free_port()
+        self.ctx.host_count += 1
+        self.log_path = Path(self.ctx.tmp) / f"host-{self.ctx.host_count}.log"
+        logfile = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [str(HOST_BIN), "--from", str(MANIFEST), "--listen", f"127.0.0.1:{self.port}",
+             "--state-dir", str(self.state_dir)],
+            cwd=self.ctx.tmp, env=self.env(), stdout=logfile, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        logfile.close()
+        self.ctx.hosts.append(self)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"host exited with {self.proc.returncode} before listening; "
+                                   f"log: {self.tail()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"host did not listen within {timeout}s; log: {self.tail()}")
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=20):
+        """SIGTERM, then SIGKILL after `timeout`; returns the exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def rss_kib(self):
+        try:
+            for line in open(f"/proc/{self.proc.pid}/status", encoding="ascii"):
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return None
+
+    def tail(self, lines=30):
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def token(self):
+        r = request(self.port, "POST", "/token", {"username": self.username, "password": self.password})
+        if r.status != 200:
+            raise RuntimeError(f"login failed: {r!r}")
+        return r.data["token"]
+
+    def call(self, method, path, body=None, token=None, **kwargs):
+        return request(self.port, method, path, body=body, token=token, **kwargs)
+
+
+# --- Context and main --------------------------------------------------------
+
+
+class Context:
+    def __init__(self, store, scale, label="faults", pg=None):
+        self.store, self.scale, self.full = store, scale, scale == "full"
+        self.tally = Tally(label, store)
+        self.tmp = tempfile.mkdtemp(prefix=f"book-faults-{store}.")
+        self.hosts = []
+        self.host_count = 0
+        self.pg = pg
+        self._own_pg = False
+        self.extra_clusters = []  # clusters a test started for itself
+
+    def setup_pg(self):
+        if self.store == "postgres" and self.pg is None:
+            self.pg = Pg(os.environ.get("FAULTS_PG_DIR") or None)
+            self._own_pg = True
+
+    def host(self, **kwargs):
+        return Host(self, **kwargs)
+
+    def cleanup(self, failed=False):
+        for h in self.hosts:
+            h.kill()
+        self.hosts = []
+        for cluster in self.extra_clusters:
+            cluster.close()
+        self.extra_clusters = []
+        if self.pg is not None and self._own_pg:
+            self.pg.close()
+            self.pg = None
+        if self.tmp and os.path.isdir(self.tmp):
+            if os.environ.get("FAULTS_KEEP") == "1" or (failed and os.environ.get("FAULTS_KEEP_ON_FAILURE") == "1"):
+                log(f"{self.tally.label} {self.store}: kept {self.tmp}")
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+def parse_args(description, argv=None):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    p.add_argument("--scale", choices=["quick", "full"],
+                   default=os.environ.get("FAULTS_SCALE", "quick") or "quick")
+    return p.parse_args(argv)
+
+
+def preconditions(ctx):
+    for path, hint in ((HOST_BIN, "cargo build --release --locked -p book-host"),
+                       (WASM, "cargo build --release --locked --target wasm32-wasip2 -p book-catalog")):
+        if not path.exists():
+            raise RuntimeError(f"{path} not found ({hint})")
+
+
+def install_signal_handlers():
+    def handler(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def run_guarded(ctx, name, fn):
+    """Runs one test module; an exception counts as one failed test."""
+    try:
+        fn(ctx)
+    except Exception as e:  # noqa: BLE001 - any crash of a test is a failure
+        import traceback
+        traceback.print_exc()
+        ctx.tally.check(False, f"{name}: ran to the end", repr(e))
+    finally:
+        for h in ctx.hosts:
+            if h.alive():
+                log(f"{name}: host log tail ({h.log_path}):\n{h.tail(15)}") if ctx.tally.failures else None
+            h.kill()
+        ctx.hosts = []
+
+
+def main(name, fn, description=""):
+    args = parse_args(description or name)
+    install_signal_handlers()
+    ctx = Context(args.store, args.scale)
+    atexit.register(ctx.cleanup)
+    try:
+        preconditions(ctx)
+        ctx.setup_pg()
+    except Exception as e:  # noqa: BLE001
+        ctx.tally.check(False, f"{name}: setup", repr(e))
+        sys.exit(ctx.tally.finish())
+    run_guarded(ctx, name, fn)
+    code = ctx.tally.finish()
+    ctx.cleanup(failed=code != 0)
+    sys.exit(code)
