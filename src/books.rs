@@ -72,6 +72,16 @@ impl BookChanges {
 }
 
 impl NewBook {
+    /// The stored book, once the store has assigned its id.
+    pub fn with_id(&self, id: i64) -> Book {
+        Book {
+            id,
+            title: self.title.clone(),
+            author: self.author.clone(),
+            year: self.year,
+        }
+    }
+
     pub fn from_json(body: &[u8]) -> Result<NewBook, ApiError> {
         let changes = BookChanges::from_json(body)?;
         match changes {

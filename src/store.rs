@@ -50,6 +50,20 @@ pub enum SqlParam<'a> {
 /// The columns every book query returns, in `Book` field order.
 pub const BOOK_COLUMNS: &str = "id, title, author, year";
 
+/// The `INSERT` of a new book, returning its id, with numbered placeholders
+/// (`?1` for SQLite, `$1` for PostgreSQL).
+pub fn insert_statement(book: &NewBook, marker: char) -> (String, [SqlParam<'_>; 3]) {
+    let sql = format!(
+        "INSERT INTO books (title, author, year) VALUES ({marker}1, {marker}2, {marker}3) RETURNING id"
+    );
+    let params = [
+        SqlParam::Text(&book.title),
+        SqlParam::Text(&book.author),
+        SqlParam::Int32(book.year),
+    ];
+    (sql, params)
+}
+
 /// An `UPDATE ... RETURNING` of only the fields `changes` holds, with
 /// numbered placeholders (`?1` for SQLite, `$1` for PostgreSQL) and the id
 /// last. Only present fields are bound: no NULL parameter whose type a
@@ -179,12 +193,7 @@ impl BookStore for MemoryStore {
             .and_then(BookId::new)
             .ok_or_else(|| anyhow::anyhow!("book ids exhausted"))?;
         self.last_id = id.get();
-        let book = Book {
-            id: id.get(),
-            title: book.title.clone(),
-            author: book.author.clone(),
-            year: book.year,
-        };
+        let book = book.with_id(id.get());
         self.books.insert(id, book.clone());
         Ok(book)
     }
@@ -269,6 +278,24 @@ mod tests {
         }
         let described = StoreTarget::Postgres("postgres://a:b@h/d".into()).describe();
         assert_eq!(described, "PostgreSQL postgres://a:***@h/d");
+    }
+
+    #[test]
+    fn insert_statement_binds_the_three_fields() {
+        let book = NewBook {
+            title: "T".into(),
+            author: "A".into(),
+            year: 7,
+        };
+        let (sql, params) = insert_statement(&book, '?');
+        assert_eq!(
+            sql,
+            "INSERT INTO books (title, author, year) VALUES (?1, ?2, ?3) RETURNING id"
+        );
+        assert_eq!(
+            params,
+            [SqlParam::Text("T"), SqlParam::Text("A"), SqlParam::Int32(7)]
+        );
     }
 
     #[test]

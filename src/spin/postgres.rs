@@ -6,7 +6,9 @@ use spin_sdk::pg4::{Connection, DbValue, ParameterValue, PgError as Error, Query
 use crate::books::{Book, BookChanges, NewBook};
 use crate::router::BookId;
 use crate::schema;
-use crate::store::{redact_password, update_statement, BookStore, SqlParam, BOOK_COLUMNS};
+use crate::store::{
+    insert_statement, redact_password, update_statement, BookStore, SqlParam, BOOK_COLUMNS,
+};
 
 /// SQLSTATE codes the store reacts to.
 const UNDEFINED_TABLE: &str = "42P01";
@@ -129,20 +131,10 @@ impl BookStore for PostgresStore {
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let sql = "INSERT INTO books (title, author, year) VALUES ($1, $2, $3) RETURNING id";
-        let params = bind(&[
-            SqlParam::Text(&book.title),
-            SqlParam::Text(&book.author),
-            SqlParam::Int32(book.year),
-        ]);
-        let rows = self.query(sql, &params)?;
+        let (sql, params) = insert_statement(book, '$');
+        let rows = self.query(&sql, &bind(&params))?;
         match rows.rows.first().map(Vec::as_slice) {
-            Some([DbValue::Int64(id)]) => Ok(Book {
-                id: *id,
-                title: book.title.clone(),
-                author: book.author.clone(),
-                year: book.year,
-            }),
+            Some([DbValue::Int64(id)]) => Ok(book.with_id(*id)),
             other => bail!("INSERT returned {other:?}"),
         }
     }

@@ -6,7 +6,7 @@ use spin_sdk::sqlite::{Connection, Error, QueryResult, Value};
 use crate::books::{Book, BookChanges, NewBook};
 use crate::router::BookId;
 use crate::schema;
-use crate::store::{update_statement, BookStore, SqlParam, BOOK_COLUMNS};
+use crate::store::{insert_statement, update_statement, BookStore, SqlParam, BOOK_COLUMNS};
 
 /// Opens the database on its first query, so requests that fail before
 /// touching the store never open it.
@@ -113,20 +113,10 @@ impl BookStore for SqliteStore {
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let sql = "INSERT INTO books (title, author, year) VALUES (?1, ?2, ?3) RETURNING id";
-        let params = bind(&[
-            SqlParam::Text(&book.title),
-            SqlParam::Text(&book.author),
-            SqlParam::Int32(book.year),
-        ]);
-        let result = self.execute(sql, &params)?;
+        let (sql, params) = insert_statement(book, '?');
+        let result = self.execute(&sql, &bind(&params))?;
         match result.rows.first().map(|row| row.values.as_slice()) {
-            Some([Value::Integer(id)]) => Ok(Book {
-                id: *id,
-                title: book.title.clone(),
-                author: book.author.clone(),
-                year: book.year,
-            }),
+            Some([Value::Integer(id)]) => Ok(book.with_id(*id)),
             other => bail!("INSERT returned {other:?}"),
         }
     }
