@@ -28,12 +28,9 @@ fn component_path() -> PathBuf {
     path.canonicalize().unwrap()
 }
 
-/// Our spin.toml with `source` pointing at the built component, optionally
-/// edited, written into `dir`.
-fn write_manifest(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(workspace().join("spin.toml")).unwrap();
-    let source = component_path();
-    let text: String = text
+/// A manifest's text with its `source` line pointing at `source`.
+fn with_source(manifest: &str, source: &Path) -> String {
+    manifest
         .lines()
         .map(|line| {
             if line.starts_with("source = ") {
@@ -43,7 +40,14 @@ fn write_manifest(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
             }
         })
         .collect::<Vec<_>>()
-        .join("\n");
+        .join("\n")
+}
+
+/// Our spin.toml with `source` pointing at the built component, optionally
+/// edited, written into `dir`.
+fn write_manifest(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(workspace().join("spin.toml")).unwrap();
+    let text = with_source(&text, &component_path());
     let path = dir.join("spin.toml");
     std::fs::write(&path, edit(text)).unwrap();
     path
@@ -431,18 +435,7 @@ fn a_trap_becomes_a_500_envelope_and_the_host_keeps_serving() {
     let wasm = wat::parse_str(TRAPPING_COMPONENT).unwrap();
     let source = dir.path().join("trap.wasm");
     std::fs::write(&source, wasm).unwrap();
-    let manifest = write_manifest(dir.path(), |t| {
-        t.lines()
-            .map(|l| {
-                if l.starts_with("source = ") {
-                    format!("source = {:?}", source.display().to_string())
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    let manifest = write_manifest(dir.path(), |t| with_source(&t, &source));
     for reuse in ["1", "3"] {
         let host = Host::start(dir.path(), &manifest, &["--max-instance-reuse", reuse], &[]);
         for _ in 0..4 {
