@@ -53,6 +53,9 @@ pub struct RequestHead<'a> {
     pub method: &'a str,
     /// The path, without the query string.
     pub path: &'a str,
+    /// The query string after `?`, without the `?`; `None` when the target
+    /// has no `?`. Only `GET /books` reads it.
+    pub query: Option<&'a str>,
     /// The `Authorization` value; several headers are joined with ", ".
     pub authorization: Option<&'a [u8]>,
 }

@@ -104,6 +104,11 @@ pub fn path_of(target: &str) -> &str {
     target.split_once('?').map_or(target, |(path, _)| path)
 }
 
+/// The query string of a request target (after the first `?`), if any.
+pub fn query_of(target: &str) -> Option<&str> {
+    target.split_once('?').map(|(_, query)| query)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +218,8 @@ mod tests {
         assert_eq!(path_of("/books?limit=1"), "/books");
         assert_eq!(path_of("/books"), "/books");
         assert_eq!(path_of("/book/1?"), "/book/1");
+        assert_eq!(query_of("/books?limit=1&a=?"), Some("limit=1&a=?"));
+        assert_eq!(query_of("/books?"), Some(""));
+        assert_eq!(query_of("/books"), None);
     }
 }

@@ -932,6 +932,7 @@ fn responses_are_json_envelopes_with_matching_status() {
     let head = book_catalog::RequestHead {
         method: "GET",
         path: "/books",
+        query: None,
         authorization: None,
     };
     let response = book_catalog::handle(&mut ctx, &head, &b""[..]);
@@ -944,6 +945,7 @@ fn responses_are_json_envelopes_with_matching_status() {
     let head = book_catalog::RequestHead {
         method: "GET",
         path: "/token",
+        query: None,
         authorization: None,
     };
     let response = book_catalog::handle(&mut ctx, &head, &b""[..]);

@@ -176,6 +176,7 @@ proptest! {
         let head = RequestHead {
             method: &method,
             path: &path,
+            query: None,
             authorization: authorized.then_some(token.as_bytes()),
         };
         let response = handle(&mut ctx, &head, body.as_slice());

@@ -36,6 +36,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let head = RequestHead {
         method: &method,
         path,
+        query: router::query_of(&target),
         authorization: authorization.as_deref(),
     };
     let body = RequestBody {

@@ -185,6 +185,7 @@ impl TestContext {
         let head = RequestHead {
             method,
             path,
+            query: None,
             authorization: auth,
         };
         let response = handle(self, &head, body);

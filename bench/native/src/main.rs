@@ -471,6 +471,7 @@ async fn serve(
     let (parts, body) = request.into_parts();
     let method = parts.method.as_str().to_string();
     let path = parts.uri.path().to_string();
+    let query = parts.uri.query().map(str::to_string);
     let mut authorization: Option<Vec<u8>> = None;
     for value in parts.headers.get_all(AUTHORIZATION) {
         let joined = authorization.get_or_insert_with(Vec::new);
@@ -518,6 +519,7 @@ async fn serve(
         let head = RequestHead {
             method: &method,
             path: &path,
+            query: query.as_deref(),
             authorization: authorization.as_deref(),
         };
         book_catalog::handle(&mut context, &head, body)
