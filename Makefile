@@ -5,7 +5,7 @@ WASM := target/wasm32-wasip2/release/book_catalog.wasm
 HOST := target/release/book-host
 LISTEN ?= 0.0.0.0:8080
 
-.PHONY: run test soak bench build toolchain component host clean
+.PHONY: run test soak bench build variants toolchain component host clean
 
 ## Build the component and the host, then serve on $(LISTEN) (SQLite default).
 run: build
@@ -40,6 +40,23 @@ component: toolchain
 
 host: toolchain
 	$(CARGO) build --release --locked -p book-host
+
+## The three builds of the component, by Cargo feature, with distinct names in
+## target/variants/: book-catalog.wasm (SQLite and PostgreSQL),
+## book-catalog-postgres.wasm (no SQLite interface: Akamai Functions) and
+## book-catalog-sqlite.wasm (no PostgreSQL interface). They build in their own
+## target dir, so the default component above is never swapped under a
+## running host.
+VARIANT_TARGET := target/variant-build
+VARIANT_WASM := $(VARIANT_TARGET)/wasm32-wasip2/release/book_catalog.wasm
+variants: toolchain
+	@mkdir -p target/variants
+	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
+	cp $(VARIANT_WASM) target/variants/book-catalog.wasm
+	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog --no-default-features --features postgres
+	cp $(VARIANT_WASM) target/variants/book-catalog-postgres.wasm
+	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog --no-default-features --features sqlite
+	cp $(VARIANT_WASM) target/variants/book-catalog-sqlite.wasm
 
 clean:
 	$(CARGO) clean

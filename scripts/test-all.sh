@@ -45,8 +45,8 @@ if ! scripts/ensure-tools.sh hurl postgres; then
     exit 1
 fi
 
-step "build: component (wasm32-wasip2) and host"
-if ! make --no-print-directory build; then
+step "build: component (wasm32-wasip2), its variants and the host"
+if ! make --no-print-directory build variants; then
     record 0 1
     summary
     exit 1

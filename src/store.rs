@@ -115,7 +115,50 @@ impl fmt::Display for UnsupportedDbUrl {
     }
 }
 
+/// The kinds of store, each a Cargo feature of the component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Sqlite,
+    Postgres,
+}
+
+impl StoreKind {
+    /// Whether this build of the component contains the store.
+    pub fn is_built(self) -> bool {
+        match self {
+            StoreKind::Sqlite => cfg!(feature = "sqlite"),
+            StoreKind::Postgres => cfg!(feature = "postgres"),
+        }
+    }
+
+    /// For an operator whose `DB_URL` names a store this build lacks: which
+    /// build serves it (`make variants` names the files).
+    pub fn missing_build_message(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => {
+                "DB_URL names a SQLite database, but this build of the component has no SQLite \
+                 store (it was built with --no-default-features --features postgres): serve the \
+                 default build (book-catalog.wasm) or the SQLite-only build \
+                 (book-catalog-sqlite.wasm), or set DB_URL to a postgres:// URL"
+            }
+            StoreKind::Postgres => {
+                "DB_URL names a PostgreSQL database, but this build of the component has no \
+                 PostgreSQL store (it was built with --no-default-features --features sqlite): \
+                 serve the default build (book-catalog.wasm) or the PostgreSQL-only build \
+                 (book-catalog-postgres.wasm)"
+            }
+        }
+    }
+}
+
 impl StoreTarget {
+    pub fn kind(&self) -> StoreKind {
+        match self {
+            StoreTarget::Sqlite(_) => StoreKind::Sqlite,
+            StoreTarget::Postgres(_) => StoreKind::Postgres,
+        }
+    }
+
     pub fn from_db_url(db_url: Option<&str>) -> Result<StoreTarget, UnsupportedDbUrl> {
         let db_url = db_url.unwrap_or("").trim();
         if db_url.is_empty() || db_url == "sqlite:" {
@@ -278,6 +321,19 @@ mod tests {
         }
         let described = StoreTarget::Postgres("postgres://a:b@h/d".into()).describe();
         assert_eq!(described, "PostgreSQL postgres://a:***@h/d");
+    }
+
+    #[test]
+    fn a_store_missing_from_the_build_names_the_build_that_has_it() {
+        let sqlite = target("sqlite://default").unwrap().kind();
+        let postgres = target("postgres://h/d").unwrap().kind();
+        assert_eq!((sqlite, postgres), (StoreKind::Sqlite, StoreKind::Postgres));
+        assert!(postgres
+            .missing_build_message()
+            .contains("book-catalog-postgres.wasm"));
+        assert!(sqlite.missing_build_message().contains("book-catalog-sqlite.wasm"));
+        // The native test build has the default features: both stores.
+        assert!(sqlite.is_built() && postgres.is_built());
     }
 
     #[test]

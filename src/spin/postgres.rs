@@ -1,7 +1,8 @@
-//! `BookStore` on PostgreSQL through Spin (`spin:postgres/postgres@4.0.0`).
+//! `BookStore` on PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`,
+//! in every Spin since 2.0).
 
 use anyhow::{anyhow, bail};
-use spin_sdk::pg4::{Connection, DbValue, ParameterValue, PgError as Error, QueryError, RowSet};
+use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
 use crate::books::{Book, BookChanges, NewBook};
 use crate::router::BookId;
@@ -10,13 +11,44 @@ use crate::store::{
     insert_statement, redact_password, update_statement, BookStore, SqlParam, BOOK_COLUMNS,
 };
 
-/// SQLSTATE codes the store reacts to.
+/// SQLSTATE codes the store reacts to. The 2.0 interface reports a failed
+/// query as text only; Spin (and our host) put tokio-postgres' description
+/// of the error there, which names the SQLSTATE (`SqlState(E42P01)`).
 const UNDEFINED_TABLE: &str = "42P01";
 /// Two first requests racing to create the table: the loser's
 /// `CREATE TABLE IF NOT EXISTS` fails with one of these (duplicate table,
 /// duplicate object: the table's row type, unique violation in the
 /// catalogue), and the table exists.
 const CONCURRENT_CREATE: [&str; 3] = ["42P07", "42710", "23505"];
+
+/// Wraps `statement` so that it yields at least one row, whatever the data.
+///
+/// Why: Spin 4.0.0 to 4.0.2 never return from a PostgreSQL `query` that
+/// yields no rows (Spin issue #3671, in all three PostgreSQL interfaces), so a
+/// request for a missing book, or a list of an empty catalog, would hang until
+/// the client gave up. Every statement this store sends through `query` is
+/// built here: the statement becomes a CTE, left-joined to a one-row `VALUES`,
+/// which gives the statement's rows or, when it has none, one row of NULLs
+/// (that `rows_of` then drops). Data-modifying statements (`INSERT`, `UPDATE`,
+/// `DELETE ... RETURNING`) work as CTEs too, and still run exactly once.
+/// `order_by` orders the outer rows (a CTE's order is not kept by the join).
+pub(crate) fn at_least_one_row(statement: &str, order_by: Option<&str>) -> String {
+    let order = order_by.map_or(String::new(), |columns| format!(" ORDER BY {columns}"));
+    format!(
+        "WITH result AS ({statement}) \
+         SELECT result.* FROM (VALUES (1)) AS one(k) LEFT JOIN result ON true{order}"
+    )
+}
+
+/// The rows of a result built by `at_least_one_row`: without the row of NULLs
+/// that stands for "no rows". A row whose first column is NULL is that row:
+/// every statement's first column is a NOT NULL key.
+fn rows_of(result: RowSet) -> impl Iterator<Item = Vec<DbValue>> {
+    result
+        .rows
+        .into_iter()
+        .filter(|row| !matches!(row.first(), Some(DbValue::DbNull) | None))
+}
 
 /// Connects on its first query (Spin pools the connections host-side).
 pub struct PostgresStore {
@@ -32,8 +64,15 @@ impl PostgresStore {
         }
     }
 
-    /// Runs one query; on a missing table, creates the schema and retries.
-    fn query(&mut self, sql: &str, params: &[ParameterValue]) -> anyhow::Result<RowSet> {
+    /// Runs `statement` through `query`, wrapped by `at_least_one_row`; on a
+    /// missing table, creates the schema and runs it again.
+    fn query(
+        &mut self,
+        statement: &str,
+        order_by: Option<&str>,
+        params: &[ParameterValue],
+    ) -> anyhow::Result<Vec<Vec<DbValue>>> {
+        let sql = at_least_one_row(statement, order_by);
         let connection = match &mut self.connection {
             Some(connection) => connection,
             slot => slot.insert(
@@ -41,14 +80,15 @@ impl PostgresStore {
                     .map_err(|error| anyhow!("connecting to PostgreSQL: {}", describe(&error)))?,
             ),
         };
-        match connection.query(sql, params) {
-            Err(error) if sqlstate(&error) == Some(UNDEFINED_TABLE) => {
+        let result = match connection.query(&sql, params) {
+            Err(error) if has_sqlstate(&error, UNDEFINED_TABLE) => {
                 migrate(connection)?;
-                connection.query(sql, params)
+                connection.query(&sql, params)
             }
             result => result,
-        }
-        .map_err(|error| anyhow!("PostgreSQL: {}", describe(&error)))
+        };
+        let rows = result.map_err(|error| anyhow!("PostgreSQL: {}", describe(&error)))?;
+        Ok(rows_of(rows).collect())
     }
 }
 
@@ -57,34 +97,30 @@ fn migrate(connection: &Connection) -> anyhow::Result<()> {
         match connection.execute(&statement, &[]) {
             Ok(_) => {}
             Err(error)
-                if sqlstate(&error).is_some_and(|code| CONCURRENT_CREATE.contains(&code)) => {}
+                if CONCURRENT_CREATE
+                    .iter()
+                    .any(|code| has_sqlstate(&error, code)) => {}
             Err(error) => bail!("creating the schema: {}", describe(&error)),
         }
     }
     Ok(())
 }
 
-fn sqlstate(error: &Error) -> Option<&str> {
-    match error {
-        Error::QueryFailed(QueryError::DbError(db_error)) => Some(db_error.code.as_str()),
-        _ => None,
-    }
+fn has_sqlstate(error: &Error, code: &str) -> bool {
+    matches!(error, Error::QueryFailed(text) if text.contains(code))
 }
 
 /// An error for the log; host messages may quote the address, so any
 /// password in it is masked.
 fn describe(error: &Error) -> String {
     let text = match error {
-        Error::QueryFailed(QueryError::DbError(db_error)) => {
-            format!("{} (SQLSTATE {})", db_error.message, db_error.code)
-        }
-        Error::QueryFailed(QueryError::Text(text))
-        | Error::ConnectionFailed(text)
+        Error::ConnectionFailed(text)
         | Error::BadParameter(text)
+        | Error::QueryFailed(text)
         | Error::ValueConversionFailed(text)
-        | Error::Other(text) => text.clone(),
+        | Error::Other(text) => text,
     };
-    redact_password(&text)
+    redact_password(text)
 }
 
 fn bind(params: &[SqlParam]) -> Vec<ParameterValue> {
@@ -114,26 +150,26 @@ fn book_from_row(row: Vec<DbValue>) -> anyhow::Result<Book> {
     }
 }
 
-fn first_book(rows: RowSet) -> anyhow::Result<Option<Book>> {
-    rows.rows.into_iter().next().map(book_from_row).transpose()
+fn first_book(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<Book>> {
+    rows.into_iter().next().map(book_from_row).transpose()
 }
 
 impl BookStore for PostgresStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
-        let rows = self.query(&sql, &[])?;
-        rows.rows.into_iter().map(book_from_row).collect()
+        let sql = format!("SELECT {BOOK_COLUMNS} FROM books");
+        let rows = self.query(&sql, Some("id"), &[])?;
+        rows.into_iter().map(book_from_row).collect()
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
         let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = $1");
-        first_book(self.query(&sql, &[ParameterValue::Int64(id.get())])?)
+        first_book(self.query(&sql, None, &[ParameterValue::Int64(id.get())])?)
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
         let (sql, params) = insert_statement(book, '$');
-        let rows = self.query(&sql, &bind(&params))?;
-        match rows.rows.first().map(Vec::as_slice) {
+        let rows = self.query(&sql, None, &bind(&params))?;
+        match rows.first().map(Vec::as_slice) {
             Some([DbValue::Int64(id)]) => Ok(book.with_id(*id)),
             other => bail!("INSERT returned {other:?}"),
         }
@@ -143,14 +179,15 @@ impl BookStore for PostgresStore {
         let (sql, params) = update_statement(changes, '$');
         let mut params = bind(&params);
         params.push(ParameterValue::Int64(id.get()));
-        first_book(self.query(&sql, &params)?)
+        first_book(self.query(&sql, None, &params)?)
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
         let rows = self.query(
             "DELETE FROM books WHERE id = $1 RETURNING id",
+            None,
             &[ParameterValue::Int64(id.get())],
         )?;
-        Ok(!rows.rows.is_empty())
+        Ok(!rows.is_empty())
     }
 }
