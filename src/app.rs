@@ -4,6 +4,7 @@
 
 use crate::auth;
 use crate::books;
+use crate::catalog::BookQuery;
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::router::{self, Endpoint};
@@ -92,7 +93,11 @@ fn respond(
             let body = read_body(body, ApiError::InvalidBook)?;
             books::create(&mut *store(ctx)?, &body)
         }
-        Endpoint::ListBooks => books::list(&mut *store(ctx)?),
+        Endpoint::ListBooks => {
+            // Parameters are judged before the store is opened.
+            let query = BookQuery::parse(head.query)?;
+            books::list(&mut *store(ctx)?, &query)
+        }
         Endpoint::GetBook(id) => books::get(&mut *store(ctx)?, id.ok_or(ApiError::BookNotFound)?),
         Endpoint::UpdateBook(id) => {
             let id = id.ok_or(ApiError::BookNotFound)?;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::catalog::BookQuery;
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::router::BookId;
@@ -147,13 +148,29 @@ pub fn create(store: &mut dyn BookStore, body: &[u8]) -> Result<Response, ApiErr
     Ok(Response::ok(201, "Book created successfully", Some(book)))
 }
 
-pub fn list(store: &mut dyn BookStore) -> Result<Response, ApiError> {
-    let books = store.list()?;
-    Ok(Response::ok(
-        200,
-        "Books retrieved successfully",
-        Some(books),
-    ))
+/// `GET /books`. Without parameters, every book through `BookStore::list`,
+/// as before; otherwise one page of the catalog query (decisions.md,
+/// "Catalog queries"), one store call, with a `Link` to the next page.
+pub fn list(store: &mut dyn BookStore, query: &BookQuery) -> Result<Response, ApiError> {
+    if query.is_everything() {
+        let books = store.list()?;
+        return Ok(Response::ok(
+            200,
+            "Books retrieved successfully",
+            Some(books),
+        ));
+    }
+    let found = if query.matches_nothing() {
+        Vec::new()
+    } else {
+        store.list_page(query)?
+    };
+    let (books, link) = query.page(found);
+    let mut response = Response::ok(200, "Books retrieved successfully", Some(books));
+    if response.status == 200 {
+        response.link = link;
+    }
+    Ok(response)
 }
 
 pub fn get(store: &mut dyn BookStore, id: BookId) -> Result<Response, ApiError> {

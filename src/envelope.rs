@@ -14,6 +14,8 @@ pub struct Response {
     pub body: Vec<u8>,
     /// The `Allow` header of a 405.
     pub allow: Option<&'static str>,
+    /// The `Link` header of a `GET /books` page that has a next one.
+    pub link: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -39,6 +41,7 @@ impl Response {
                 status,
                 body,
                 allow: None,
+                link: None,
             },
             // Unreachable for our plain data types; answer 500 rather than panic.
             Err(_) => Response::internal_error(),
@@ -59,6 +62,7 @@ impl Response {
             status: 500,
             body: INTERNAL_ERROR_BODY.to_vec(),
             allow: None,
+            link: None,
         }
     }
 }

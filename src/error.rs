@@ -9,6 +9,8 @@ pub enum ApiError {
     InvalidLoginPayload,
     /// Book body cannot be read as a (partial) book.
     InvalidBook,
+    /// `GET /books` parameters: a known one repeated or out of its rules.
+    InvalidQuery,
     InvalidCredentials,
     TokenRequired,
     InvalidToken,
@@ -28,7 +30,7 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
-            ApiError::InvalidLoginPayload | ApiError::InvalidBook => 400,
+            ApiError::InvalidLoginPayload | ApiError::InvalidBook | ApiError::InvalidQuery => 400,
             ApiError::InvalidCredentials | ApiError::TokenRequired | ApiError::InvalidToken => 401,
             ApiError::BookNotFound | ApiError::RouteNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
@@ -41,6 +43,7 @@ impl ApiError {
         match self {
             ApiError::InvalidLoginPayload => "Invalid request payload",
             ApiError::InvalidBook => "Invalid input",
+            ApiError::InvalidQuery => "Invalid query parameters",
             ApiError::InvalidCredentials => "Invalid credentials",
             ApiError::TokenRequired => "Authorization token required",
             ApiError::InvalidToken => "Invalid token",

@@ -11,6 +11,7 @@
 pub mod app;
 pub mod auth;
 pub mod books;
+pub mod catalog;
 pub mod envelope;
 pub mod error;
 pub mod router;

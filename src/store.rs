@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Bound;
 
 use crate::books::{Book, BookChanges, NewBook};
+use crate::catalog::BookQuery;
 use crate::router::BookId;
 
 /// Storage for books. Each method is one call to the database, so that a
@@ -12,6 +14,15 @@ use crate::router::BookId;
 pub trait BookStore {
     /// Every book, in ascending id order.
     fn list(&mut self) -> anyhow::Result<Vec<Book>>;
+    /// A catalog query (`GET /books` with parameters): the books matching
+    /// its filters with an id above `after`, in ascending id order, at most
+    /// `query.fetch_limit()` of them (one more than the page, so the caller
+    /// knows whether a next page exists). One statement, every value bound,
+    /// with the results of `BookQuery::select` over `list`, which is this
+    /// default for a store without its own query.
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        Ok(query.select(self.list()?))
+    }
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>>;
     /// Stores a book under a new id, never one used before.
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book>;
@@ -24,6 +35,9 @@ pub trait BookStore {
 impl<S: BookStore + ?Sized> BookStore for &mut S {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         (**self).list()
+    }
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        (**self).list_page(query)
     }
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
         (**self).get(id)
@@ -223,6 +237,12 @@ pub struct MemoryStore {
 impl BookStore for MemoryStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         Ok(self.books.values().cloned().collect())
+    }
+
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        let after = query.after.map_or(Bound::Unbounded, Bound::Excluded);
+        let books = self.books.range((after, Bound::Unbounded));
+        Ok(query.select(books.map(|(_, book)| book.clone())))
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {

@@ -103,6 +103,7 @@ fn every_error_message_is_documented_at_its_status() {
     let errors = [
         ApiError::InvalidLoginPayload,
         ApiError::InvalidBook,
+        ApiError::InvalidQuery,
         ApiError::InvalidCredentials,
         ApiError::TokenRequired,
         ApiError::InvalidToken,

@@ -74,6 +74,9 @@ async fn send(response_out: ResponseOutparam, response: Response) {
     if let Some(allow) = response.allow {
         headers.push(("allow".to_string(), allow.as_bytes().to_vec()));
     }
+    if let Some(link) = &response.link {
+        headers.push(("link".to_string(), link.as_bytes().to_vec()));
+    }
     let Ok(fields) = Fields::from_list(&headers) else {
         log("error: could not build response headers");
         return;

@@ -4,6 +4,7 @@ use anyhow::{anyhow, bail, Context as _};
 use spin_sdk::sqlite::{Connection, Error, QueryResult, Value};
 
 use crate::books::{Book, BookChanges, NewBook};
+use crate::catalog::{page_statement, BookQuery, Dialect};
 use crate::router::BookId;
 use crate::schema;
 use crate::store::{insert_statement, update_statement, BookStore, SqlParam, BOOK_COLUMNS};
@@ -100,6 +101,16 @@ impl BookStore for SqliteStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
         let result = self.execute(&sql, &[])?;
+        result
+            .rows
+            .into_iter()
+            .map(|row| book_from_row(row.values))
+            .collect()
+    }
+
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        let (sql, params) = page_statement(query, Dialect::Sqlite);
+        let result = self.execute(&sql, &bind(&params))?;
         result
             .rows
             .into_iter()

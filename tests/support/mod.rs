@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 use book_catalog::books::{Book, BookChanges, NewBook};
+use book_catalog::catalog::BookQuery;
 use book_catalog::router::BookId;
 use book_catalog::settings::Setting;
 use book_catalog::store::{BookStore, MemoryStore, StoreTarget};
@@ -34,6 +35,8 @@ pub type Outcome = (u16, Value, Option<&'static str>);
 pub struct StoreCalls {
     pub opens: usize,
     pub list: usize,
+    /// Catalog queries (`GET /books` with parameters).
+    pub list_page: usize,
     pub get: usize,
     pub create: usize,
     pub update: usize,
@@ -43,7 +46,7 @@ pub struct StoreCalls {
 impl StoreCalls {
     /// Calls to the store's methods (opening not included).
     pub fn total(&self) -> usize {
-        self.list + self.get + self.create + self.update + self.delete
+        self.list + self.list_page + self.get + self.create + self.update + self.delete
     }
 }
 
@@ -69,6 +72,11 @@ impl<S: BookStore> BookStore for CountingStore<'_, S> {
         self.calls.list += 1;
         self.check()?;
         self.inner.list()
+    }
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        self.calls.list_page += 1;
+        self.check()?;
+        self.inner.list_page(query)
     }
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
         self.calls.get += 1;
@@ -192,6 +200,20 @@ impl TestContext {
         self.check_response(&response)
     }
 
+    /// `GET /books` with a query string (`None`: no `?`); the outcome and
+    /// the `Link` header.
+    pub fn get_books(&mut self, query: Option<&str>, auth: Option<&str>) -> (Outcome, Option<String>) {
+        let head = RequestHead {
+            method: "GET",
+            path: "/books",
+            query,
+            authorization: auth.map(str::as_bytes),
+        };
+        let response = handle(self, &head, &b""[..]);
+        let outcome = self.check_response(&response);
+        (outcome, response.link)
+    }
+
     /// Checks what every response must satisfy and returns its parts.
     fn check_response(&mut self, response: &Response) -> Outcome {
         let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_else(|e| {
@@ -217,6 +239,10 @@ impl TestContext {
             response.allow.is_some(),
             response.status == 405,
             "Allow is sent exactly with 405"
+        );
+        assert!(
+            response.link.is_none() || response.status == 200,
+            "Link is sent only with a page"
         );
         if let Some(token) = envelope["data"]["token"].as_str() {
             self.never_logged.push(token.to_string());
@@ -370,6 +396,9 @@ pub fn invalid_payload() -> Outcome {
 }
 pub fn invalid_input() -> Outcome {
     error(400, "Invalid input")
+}
+pub fn invalid_query() -> Outcome {
+    error(400, "Invalid query parameters")
 }
 pub fn book_not_found() -> Outcome {
     error(404, "Book not found")

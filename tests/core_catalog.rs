@@ -1,0 +1,530 @@
+//! Catalog queries on `GET /books` (decisions.md, "Catalog queries") through
+//! `book_catalog::handle`: the unchanged answer without parameters, every
+//! rule of the parameters and every 400, the matching (ASCII letters fold,
+//! nothing else; `%`, `_`, `\` literal), keyset paging with its `Link`
+//! header, one store call per request, and a property: paging through any
+//! filter yields exactly the unpaged filtered list.
+
+mod support;
+
+use book_catalog::catalog::{percent_decode, BookQuery, MAX_LIMIT};
+use book_catalog::store::{BookStore, MemoryStore};
+use book_catalog::{handle, ApiError, RequestHead};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use support::*;
+
+fn listed(books: Value) -> Outcome {
+    ok(200, "Books retrieved successfully", books)
+}
+
+/// A context holding `books` (title, author, year), ids 1, 2, ...
+fn with_books(books: &[(&str, &str, i64)]) -> TestContext {
+    let mut ctx = TestContext::new();
+    for (title, author, year) in books {
+        ctx.create_book(title, author, *year);
+    }
+    ctx.reset_calls();
+    ctx
+}
+
+fn ids(outcome: &Outcome) -> Vec<i64> {
+    assert_eq!(outcome.0, 200, "{}", outcome.1);
+    outcome.1["data"]
+        .as_array()
+        .expect("data is an array")
+        .iter()
+        .map(|book| book["id"].as_i64().expect("id"))
+        .collect()
+}
+
+/// The ids `GET /books?query` returns (no `Link` expected unless `link`).
+fn found(ctx: &mut TestContext, query: &str) -> Vec<i64> {
+    let token = valid_token();
+    let (outcome, _) = ctx.get_books(Some(query), Some(&token));
+    ids(&outcome)
+}
+
+const SAMPLE: [(&str, &str, i64); 6] = [
+    ("Dune", "Frank Herbert", 1965),
+    ("dune messiah", "FRANK HERBERT", 1969),
+    ("100% Pure_Fun", "A\\B", 2001),
+    ("Étoile", "émile", 1900),
+    ("Straße", "İnci", -5),
+    ("1005 Pure-Fun", "a/b", 2001),
+];
+
+#[test]
+fn without_parameters_the_answer_is_byte_for_byte_unchanged() {
+    let mut ctx = with_books(&SAMPLE);
+    let token = valid_token();
+    let list = |ctx: &mut TestContext, query: Option<&str>| {
+        let head = RequestHead {
+            method: "GET",
+            path: "/books",
+            query,
+            authorization: Some(token.as_bytes()),
+        };
+        handle(ctx, &head, &b""[..])
+    };
+    let plain = list(&mut ctx, None);
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.link, None);
+    // Written out field by field in the order the service always used.
+    let books: Vec<String> = SAMPLE
+        .iter()
+        .enumerate()
+        .map(|(i, (title, author, year))| {
+            format!(
+                r#"{{"id":{},"title":{},"author":{},"year":{year}}}"#,
+                i + 1,
+                serde_json::to_string(title).unwrap(),
+                serde_json::to_string(author).unwrap(),
+            )
+        })
+        .collect();
+    let expected = format!(
+        r#"{{"status":200,"message":"Books retrieved successfully","data":[{}]}}"#,
+        books.join(",")
+    )
+    .into_bytes();
+    assert_eq!(plain.body, expected);
+    assert_eq!((ctx.calls.list, ctx.calls.list_page), (1, 0));
+    // No known parameter is no parameter: the same path, the same bytes.
+    for query in [
+        "", "&", "&&", "x=1", "x=1&x=2", "LIMIT=5", "Title=x", "limit2=0", "%zz=1", "tit%le=x",
+        "_=123",
+    ] {
+        ctx.reset_calls();
+        assert_eq!(list(&mut ctx, Some(query)), plain, "{query:?}");
+        assert_eq!((ctx.calls.list, ctx.calls.list_page), (1, 0), "{query:?}");
+    }
+}
+
+#[test]
+fn every_invalid_value_or_repetition_is_400_before_the_store_is_opened() {
+    let mut ctx = with_books(&SAMPLE);
+    let token = valid_token();
+    let long = "x".repeat(1001);
+    let bad_queries = [
+        // limit: an integer literal 1..1000
+        "limit=0",
+        "limit=1001",
+        "limit=x",
+        "limit=",
+        "limit",
+        "limit=-1",
+        "limit=-0",
+        "limit=01",
+        "limit=+5",
+        "limit=1.0",
+        "limit=1e2",
+        "limit=%201",
+        "limit=1+",
+        "limit=99999999999999999999",
+        "limit=4294967297",
+        // after: a canonical book id
+        "after=-1",
+        "after=abc",
+        "after=0",
+        "after=01",
+        "after=",
+        "after",
+        "after=+1",
+        "after=1.5",
+        "after=9223372036854775808",
+        "after=%31%20",
+        // year: a 32-bit integer literal
+        "year=1.5",
+        "year=",
+        "year",
+        "year=2147483648",
+        "year=-2147483649",
+        "year=05",
+        "year=+5",
+        "year=1e3",
+        "year=--1",
+        "year=x",
+        "year=1999+",
+        // text filters: 1..1000 characters
+        "title=",
+        "title",
+        "author=",
+        "author",
+        // repeated known parameters, however they are spelled
+        "limit=1&limit=1",
+        "limit=1&limit=2",
+        "title=a&title=b",
+        "author=a&author=a",
+        "year=1&year=1",
+        "after=1&after=2",
+        "%6Cimit=1&limit=2",
+        "li%6D%69t=3&limit=3",
+        // values that do not decode to UTF-8
+        "title=%zz",
+        "title=%4",
+        "title=%",
+        "title=%FF",
+        "title=%C3",
+        "author=%C3%28",
+        "limit=%",
+        "year=%G1",
+    ];
+    let mut bad: Vec<String> = bad_queries.iter().map(|q| q.to_string()).collect();
+    bad.push(format!("title={long}"));
+    bad.push(format!("author={}", "é".repeat(1001)));
+    bad.push(format!("limit=5&title={long}&year=1"));
+    bad.push("limit=5&x=1&title=ok&limit=6".to_string());
+    for query in &bad {
+        let (outcome, link) = ctx.get_books(Some(query), Some(&token));
+        assert_eq!(outcome, invalid_query(), "{query:?}");
+        assert_eq!(link, None);
+    }
+    assert_eq!(ctx.calls.opens, 0, "no store opened for a 400");
+    assert_eq!(ApiError::InvalidQuery.status(), 400);
+    assert_eq!(ApiError::InvalidQuery.message(), "Invalid query parameters");
+}
+
+#[test]
+fn authentication_and_method_come_before_the_parameters() {
+    let mut ctx = with_books(&SAMPLE);
+    for query in ["limit=0", "title=", "limit=1&limit=1"] {
+        assert_eq!(ctx.get_books(Some(query), None).0, token_required());
+        assert_eq!(
+            ctx.get_books(Some(query), Some("Bearer nope")).0,
+            invalid_token()
+        );
+    }
+    let token = valid_token();
+    let head = RequestHead {
+        method: "POST",
+        path: "/books",
+        query: Some("limit=0"),
+        authorization: Some(token.as_bytes()),
+    };
+    assert_eq!(handle(&mut ctx, &head, &b""[..]).status, 405);
+    assert_eq!(ctx.calls.opens, 0);
+}
+
+#[test]
+fn valid_values_at_their_edges() {
+    let mut ctx = with_books(&SAMPLE);
+    assert_eq!(found(&mut ctx, "limit=1"), [1]);
+    assert_eq!(
+        found(&mut ctx, &format!("limit={MAX_LIMIT}")),
+        [1, 2, 3, 4, 5, 6]
+    );
+    assert_eq!(
+        found(&mut ctx, "after=9223372036854775807"),
+        Vec::<i64>::new()
+    );
+    assert_eq!(found(&mut ctx, "after=5"), [6]);
+    assert_eq!(found(&mut ctx, "year=-5"), [5]);
+    assert_eq!(found(&mut ctx, "year=-0"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "year=-2147483648"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "year=2147483647"), Vec::<i64>::new());
+    // 1,000 characters, not bytes: 1,000 two-byte characters are fine.
+    assert_eq!(
+        found(&mut ctx, &format!("title={}", "é".repeat(1000))),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        found(&mut ctx, &format!("title={}", "x".repeat(1000))),
+        Vec::<i64>::new()
+    );
+    // A space is a character.
+    assert_eq!(found(&mut ctx, "title=+"), [2, 3, 6]);
+    // Unknown parameters beside known ones are ignored, repeated or not.
+    assert_eq!(found(&mut ctx, "x=1&year=2001&x=2&&y"), [3, 6]);
+}
+
+#[test]
+fn text_filters_fold_ascii_letters_only_and_have_no_wildcards() {
+    let mut ctx = with_books(&SAMPLE);
+    assert_eq!(found(&mut ctx, "title=dune"), [1, 2]);
+    assert_eq!(found(&mut ctx, "title=DUNE+M"), [2]);
+    assert_eq!(found(&mut ctx, "author=herbert"), [1, 2]);
+    assert_eq!(found(&mut ctx, "author=Frank&title=messiah"), [2]);
+    assert_eq!(found(&mut ctx, "author=Frank&year=1965"), [1]);
+    assert_eq!(found(&mut ctx, "author=Frank&year=1966"), Vec::<i64>::new());
+    // `%`, `_` and `\` are plain characters.
+    assert_eq!(found(&mut ctx, "title=%25"), [3]);
+    assert_eq!(found(&mut ctx, "title=0%25"), [3]);
+    assert_eq!(found(&mut ctx, "title=_"), [3]);
+    assert_eq!(found(&mut ctx, "title=pure_"), [3]);
+    assert_eq!(found(&mut ctx, "title=e_f"), [3]);
+    assert_eq!(found(&mut ctx, "title=e-f"), [6]);
+    assert_eq!(found(&mut ctx, "title=10%25"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "author=%5C"), [3]);
+    assert_eq!(found(&mut ctx, "author=a%5Cb"), [3]);
+    assert_eq!(found(&mut ctx, "author=a%2Fb"), [6]);
+    assert_eq!(found(&mut ctx, "author=a/b"), [6]);
+    // Non-ASCII letters compare exactly: no folding of É/é, ß/SS, İ/i.
+    assert_eq!(found(&mut ctx, "title=%C3%89toile"), [4]);
+    assert_eq!(found(&mut ctx, "title=%C3%A9toile"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "title=étoile"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "title=ÉTOILE"), [4]);
+    assert_eq!(found(&mut ctx, "author=%C3%89mile"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "author=%C3%A9MILE"), [4]);
+    assert_eq!(found(&mut ctx, "title=strasse"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "title=STRA%C3%9FE"), [5]);
+    assert_eq!(found(&mut ctx, "author=inci"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "author=%C4%B0NCI"), [5]);
+    assert_eq!(found(&mut ctx, "author=%C4%B0nci"), [5]);
+}
+
+#[test]
+fn values_are_percent_decoded_with_plus_as_space() {
+    assert_eq!(percent_decode("a+b%20c%2Bd"), Some("a b c+d".to_string()));
+    assert_eq!(percent_decode("%c3%a9%C3%A9é"), Some("ééé".to_string()));
+    assert_eq!(percent_decode(""), Some(String::new()));
+    for bad in ["%", "%1", "%zz", "%FF", "%C3", "a%2"] {
+        assert_eq!(percent_decode(bad), None, "{bad}");
+    }
+    let mut ctx = with_books(&[("a b", "x", 1), ("a+b", "x", 2), ("a&b=c", "x", 3)]);
+    assert_eq!(found(&mut ctx, "title=a+b"), [1]);
+    assert_eq!(found(&mut ctx, "title=a%20b"), [1]);
+    assert_eq!(found(&mut ctx, "title=a%2Bb"), [2]);
+    assert_eq!(found(&mut ctx, "title=a%26b%3Dc"), [3]);
+    assert_eq!(found(&mut ctx, "title=a&b=c"), [1, 2, 3]);
+    // A parameter name is decoded too.
+    assert_eq!(found(&mut ctx, "%74itle=a%2Bb"), [2]);
+}
+
+#[test]
+fn a_filter_holding_nul_matches_nothing_without_asking_the_store() {
+    let mut ctx = with_books(&SAMPLE);
+    let token = valid_token();
+    let (outcome, link) = ctx.get_books(Some("title=%00&limit=1"), Some(&token));
+    assert_eq!(outcome, listed(json!([])));
+    assert_eq!(link, None);
+    assert_eq!(
+        ctx.get_books(Some("author=a%00"), Some(&token)).0,
+        listed(json!([]))
+    );
+    assert_eq!(ctx.calls.total(), 0);
+}
+
+#[test]
+fn pages_follow_ids_with_a_link_on_every_page_but_the_last() {
+    let mut ctx = with_books(&SAMPLE);
+    let token = valid_token();
+    let (first, link) = ctx.get_books(Some("limit=2"), Some(&token));
+    assert_eq!(
+        first,
+        listed(json!([
+            book(1, "Dune", "Frank Herbert", 1965),
+            book(2, "dune messiah", "FRANK HERBERT", 1969)
+        ]))
+    );
+    assert_eq!(
+        link.as_deref(),
+        Some(r#"</books?limit=2&after=2>; rel="next""#)
+    );
+    let (second, link) = ctx.get_books(Some("limit=2&after=2"), Some(&token));
+    assert_eq!(ids(&second), [3, 4]);
+    assert_eq!(
+        link.as_deref(),
+        Some(r#"</books?limit=2&after=4>; rel="next""#)
+    );
+    // Exactly the last two: no next page, no Link.
+    let (last, link) = ctx.get_books(Some("after=4&limit=2"), Some(&token));
+    assert_eq!(ids(&last), [5, 6]);
+    assert_eq!(link, None);
+    let (past, link) = ctx.get_books(Some("after=6&limit=2"), Some(&token));
+    assert_eq!(past, listed(json!([])));
+    assert_eq!(link, None);
+    // Without a limit every remaining book comes at once, without a Link.
+    let (rest, link) = ctx.get_books(Some("after=3"), Some(&token));
+    assert_eq!(ids(&rest), [4, 5, 6]);
+    assert_eq!(link, None);
+    // `after` need not be an existing id.
+    ctx.call("DELETE", "/book/3", Some(&token), "");
+    assert_eq!(found(&mut ctx, "after=2&limit=1"), [4]);
+    assert_eq!(found(&mut ctx, "after=3&limit=1"), [4]);
+}
+
+#[test]
+fn the_link_keeps_every_filter_percent_encoded() {
+    let title = "a b&c=d/é%_~+.-";
+    let mut ctx = with_books(&[(title, "Ann", 7), (title, "ann", 7), (title, "ANN", 7)]);
+    let token = valid_token();
+    let query = "year=7&author=aNN&limit=1&x=ignored&title=a+b%26c%3Dd%2F%C3%A9%25_~%2B.-";
+    let (page, link) = ctx.get_books(Some(query), Some(&token));
+    assert_eq!(ids(&page), [1]);
+    let link = link.expect("a next page");
+    assert_eq!(
+        link,
+        "</books?title=a%20b%26c%3Dd%2F%C3%A9%25_~%2B.-&author=aNN&year=7&limit=1&after=1>; \
+         rel=\"next\""
+    );
+    assert!(link.is_ascii());
+    // Following the links walks the rest.
+    let (page, link) = ctx.get_books(Some(next_query(&link)), Some(&token));
+    assert_eq!(ids(&page), [2]);
+    let (page, link) = ctx.get_books(Some(next_query(&link.unwrap())), Some(&token));
+    assert_eq!(ids(&page), [3]);
+    assert_eq!(link, None);
+}
+
+#[test]
+fn one_store_call_per_request_and_store_failures_are_500() {
+    let mut ctx = with_books(&SAMPLE);
+    let token = valid_token();
+    for query in [
+        "limit=2",
+        "title=dune",
+        "after=1&limit=1000&year=2001&author=a",
+    ] {
+        ctx.reset_calls();
+        let (outcome, _) = ctx.get_books(Some(query), Some(&token));
+        assert_eq!(outcome.0, 200);
+        assert_eq!(
+            (ctx.calls.opens, ctx.calls.list_page, ctx.calls.total()),
+            (1, 1, 1)
+        );
+    }
+    ctx.fail_store = Some("disk on fire".into());
+    assert_eq!(
+        ctx.get_books(Some("limit=2"), Some(&token)).0,
+        internal_error()
+    );
+    assert!(ctx.logs.iter().any(|line| line.contains("disk on fire")));
+}
+
+/// The query string of a `Link` value `</books?QUERY>; rel="next"`.
+fn next_query(link: &str) -> &str {
+    link.strip_prefix("</books?")
+        .and_then(|rest| rest.strip_suffix(">; rel=\"next\""))
+        .unwrap_or_else(|| panic!("not a next link: {link}"))
+}
+
+// ---- The property ---------------------------------------------------------
+
+/// Text drawn from characters that stress the matching: ASCII letters in
+/// both cases, wildcard characters of SQL, and non-ASCII letters whose case
+/// pairs must not fold.
+fn text(max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        prop::sample::select(vec![
+            'a', 'A', 'b', 'B', 'z', ' ', '%', '_', '\\', '+', '&', 'é', 'É', 'ß', 'İ', 'i', 'ı',
+        ]),
+        1..=max,
+    )
+    .prop_map(|chars| chars.into_iter().collect())
+    .prop_filter("a book's text is not blank", |text: &String| {
+        !text.trim().is_empty()
+    })
+}
+
+/// The matching rule written independently of the service: ASCII letters
+/// lowered one by one, every other character kept, literal substring.
+fn oracle_contains(field: &str, needle: &str) -> bool {
+    let fold = |s: &str| -> Vec<char> {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_uppercase() {
+                    (c as u8 + 32) as char
+                } else {
+                    c
+                }
+            })
+            .collect()
+    };
+    let (field, needle) = (fold(field), fold(needle));
+    needle.is_empty()
+        || field
+            .windows(needle.len())
+            .any(|window| window == needle.as_slice())
+}
+
+fn encode(text: &str) -> String {
+    let mut out = String::new();
+    book_catalog::catalog::percent_encode_into(&mut out, text);
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn paging_through_any_filter_yields_the_unpaged_filtered_list(
+        books in proptest::collection::vec((text(6), text(4), 0..4i32), 0..40),
+        deleted in proptest::collection::vec(any::<bool>(), 40),
+        title in proptest::option::of(text(2)),
+        author in proptest::option::of(text(2)),
+        year in proptest::option::of(0..4i32),
+        limit in 1..8u32,
+    ) {
+        let mut ctx = TestContext::new();
+        let token = valid_token();
+        for (title, author, year) in &books {
+            ctx.create_book(title, author, (*year).into());
+        }
+        for (id, gone) in (1..=books.len()).zip(&deleted) {
+            if *gone {
+                ctx.call("DELETE", &format!("/book/{id}"), Some(&token), "");
+            }
+        }
+        let all: Vec<Value> = ctx.all_books().as_array().unwrap().clone();
+        let expected: Vec<i64> = all
+            .iter()
+            .filter(|b| title.as_ref().is_none_or(|t| oracle_contains(b["title"].as_str().unwrap(), t)))
+            .filter(|b| author.as_ref().is_none_or(|a| oracle_contains(b["author"].as_str().unwrap(), a)))
+            .filter(|b| year.is_none_or(|y| b["year"] == json!(y)))
+            .map(|b| b["id"].as_i64().unwrap())
+            .collect();
+
+        let mut filters = Vec::new();
+        if let Some(title) = &title { filters.push(format!("title={}", encode(title))); }
+        if let Some(author) = &author { filters.push(format!("author={}", encode(author))); }
+        if let Some(year) = year { filters.push(format!("year={year}")); }
+        let unpaged_query = if filters.is_empty() { "x=1".to_string() } else { filters.join("&") };
+        let (unpaged, link) = ctx.get_books(Some(&unpaged_query), Some(&token));
+        prop_assert_eq!(link, None);
+        prop_assert_eq!(ids(&unpaged), expected.clone());
+
+        filters.push(format!("limit={limit}"));
+        let mut query = filters.join("&");
+        let mut paged = Vec::new();
+        for _ in 0..=books.len() + 1 {
+            let (page, link) = ctx.get_books(Some(&query), Some(&token));
+            let page_ids = ids(&page);
+            prop_assert!(page_ids.len() <= limit as usize);
+            paged.extend(page_ids.iter().copied());
+            match link {
+                Some(link) => {
+                    prop_assert_eq!(page_ids.len(), limit as usize);
+                    query = next_query(&link).to_string();
+                }
+                None => break,
+            }
+        }
+        prop_assert_eq!(paged, expected);
+    }
+
+    #[test]
+    fn the_memory_store_agrees_with_the_default_over_list(
+        books in proptest::collection::vec((text(5), text(3), 0..3i32), 0..30),
+        query in "(title=(a|A|%25|_){1,2}&)?(author=[bB]&)?(year=[0-2]&)?(after=[1-9]&)?(limit=[1-5])?",
+    ) {
+        /// A store that only lists: `list_page` is the trait's default.
+        struct ListOnly(MemoryStore);
+        impl BookStore for ListOnly {
+            fn list(&mut self) -> anyhow::Result<Vec<book_catalog::books::Book>> { self.0.list() }
+            fn get(&mut self, id: book_catalog::router::BookId) -> anyhow::Result<Option<book_catalog::books::Book>> { self.0.get(id) }
+            fn create(&mut self, book: &book_catalog::books::NewBook) -> anyhow::Result<book_catalog::books::Book> { self.0.create(book) }
+            fn update(&mut self, id: book_catalog::router::BookId, changes: &book_catalog::books::BookChanges) -> anyhow::Result<Option<book_catalog::books::Book>> { self.0.update(id, changes) }
+            fn delete(&mut self, id: book_catalog::router::BookId) -> anyhow::Result<bool> { self.0.delete(id) }
+        }
+        let mut memory = MemoryStore::default();
+        let mut list_only = ListOnly(MemoryStore::default());
+        for (title, author, year) in &books {
+            let book = book_catalog::books::NewBook { title: title.clone(), author: author.clone(), year: *year };
+            memory.create(&book).unwrap();
+            list_only.create(&book).unwrap();
+        }
+        let query = BookQuery::parse(Some(&query)).unwrap();
+        prop_assert_eq!(memory.list_page(&query).unwrap(), list_only.list_page(&query).unwrap());
+    }
+}
