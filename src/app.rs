@@ -66,7 +66,7 @@ pub fn handle(ctx: &mut impl Context, head: &RequestHead, body: impl Body) -> Re
     match respond(ctx, head, body) {
         Ok(response) => response,
         Err(error) => {
-            if let ApiError::Internal(detail) = &error {
+            if let ApiError::Internal(detail) | ApiError::ServiceUnavailable(detail) = &error {
                 ctx.log(&format!("error: {} {}: {detail}", head.method, head.path));
             }
             Response::error(&error)
@@ -85,6 +85,7 @@ fn respond(
         auth::authorize(ctx, head.authorization)?;
     }
     match route.endpoint? {
+        Endpoint::Health => health(ctx),
         Endpoint::IssueToken => {
             let body = read_body(body, ApiError::InvalidLoginPayload)?;
             auth::issue_token(ctx, &body)
@@ -108,6 +109,20 @@ fn respond(
             books::delete(&mut *store(ctx)?, id.ok_or(ApiError::BookNotFound)?)
         }
     }
+}
+
+/// `GET /health` (decisions.md, "Health"): 200 when the configured store
+/// answers a trivial query; otherwise 503, the reason in the log only.
+fn health<C: Context>(ctx: &mut C) -> Result<Response, ApiError> {
+    let db_url = ctx.setting(Setting::DbUrl);
+    let target = StoreTarget::from_db_url(db_url.as_deref())
+        .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
+    let unavailable = |error: anyhow::Error| {
+        ApiError::ServiceUnavailable(format!("{}: {error:#}", target.describe()))
+    };
+    let mut store = ctx.open_store(&target).map_err(unavailable)?;
+    store.ping().map_err(unavailable)?;
+    Ok(Response::ok::<()>(200, "Service healthy", None))
 }
 
 fn read_body(body: impl Body, unreadable: ApiError) -> Result<Vec<u8>, ApiError> {

@@ -25,6 +25,9 @@ pub enum ApiError {
     /// Anything unexpected (store unreachable, query error, bad setting).
     /// The detail goes to the log, never to the client.
     Internal(String),
+    /// `GET /health`: the configured store did not answer a trivial query.
+    /// The reason goes to the log, never to the client.
+    ServiceUnavailable(String),
 }
 
 impl ApiError {
@@ -36,6 +39,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::BodyTooLarge => 413,
             ApiError::TokenNotIssued | ApiError::Internal(_) => 500,
+            ApiError::ServiceUnavailable(_) => 503,
         }
     }
 
@@ -53,6 +57,7 @@ impl ApiError {
             ApiError::BodyTooLarge => "Request body too large",
             ApiError::TokenNotIssued => "Could not generate token",
             ApiError::Internal(_) => "Internal server error",
+            ApiError::ServiceUnavailable(_) => "Service unavailable",
         }
     }
 
@@ -71,7 +76,9 @@ impl From<anyhow::Error> for ApiError {
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ApiError::Internal(detail) => write!(f, "{}: {detail}", self.message()),
+            ApiError::Internal(detail) | ApiError::ServiceUnavailable(detail) => {
+                write!(f, "{}: {detail}", self.message())
+            }
             _ => f.write_str(self.message()),
         }
     }

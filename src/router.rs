@@ -35,6 +35,8 @@ impl BookId {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
+    /// `GET /health`: whether the configured store answers (decisions.md, "Health").
+    Health,
     IssueToken,
     CreateBook,
     ListBooks,
@@ -53,9 +55,19 @@ pub struct Route {
 
 const BOOK_ITEM_PREFIX: &str = "/book/";
 
+/// The health check's path: public, for load balancers and Kubernetes probes.
+pub const HEALTH_PATH: &str = "/health";
+
 /// Routes a request; `path` excludes the query string.
 pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
     let (protected, endpoint) = match path {
+        HEALTH_PATH => (
+            false,
+            match method {
+                "GET" => Ok(Endpoint::Health),
+                _ => Err(ApiError::MethodNotAllowed("GET")),
+            },
+        ),
         "/token" => (
             false,
             match method {
@@ -129,8 +141,28 @@ mod tests {
     }
 
     #[test]
-    fn only_token_is_public() {
+    fn health_is_public_and_get_only() {
+        let health = route("GET", "/health").unwrap();
+        assert!(!health.protected);
+        assert_eq!(health.endpoint, Ok(Endpoint::Health));
+        for method in ["POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "get"] {
+            let other = route(method, "/health").unwrap();
+            assert!(!other.protected, "{method}");
+            assert_eq!(
+                other.endpoint,
+                Err(ApiError::MethodNotAllowed("GET")),
+                "{method}"
+            );
+        }
+        for path in ["/health/", "/Health", "/healthz", "/health/1"] {
+            assert_eq!(route("GET", path), Err(ApiError::RouteNotFound), "{path}");
+        }
+    }
+
+    #[test]
+    fn only_token_and_health_are_public() {
         assert!(!route("POST", "/token").unwrap().protected);
+        assert!(!route("GET", "/health").unwrap().protected);
         for path in ["/book", "/books", "/book/1", "/book/abc", "/book/"] {
             assert!(route("GET", path).unwrap().protected, "{path}");
         }

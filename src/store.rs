@@ -30,6 +30,13 @@ pub trait BookStore {
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>>;
     /// `false` when there was no such book.
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool>;
+    /// Answers a trivial query, for `GET /health` (decisions.md, "Health"):
+    /// `Ok` when the store is reachable and answering. The real stores run
+    /// `SELECT 1`; this default looks up one book, which any store can do.
+    fn ping(&mut self) -> anyhow::Result<()> {
+        let any = BookId::new(1).ok_or_else(|| anyhow::anyhow!("book id 1 is invalid"))?;
+        self.get(any).map(|_| ())
+    }
 }
 
 impl<S: BookStore + ?Sized> BookStore for &mut S {
@@ -50,6 +57,9 @@ impl<S: BookStore + ?Sized> BookStore for &mut S {
     }
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
         (**self).delete(id)
+    }
+    fn ping(&mut self) -> anyhow::Result<()> {
+        (**self).ping()
     }
 }
 
@@ -270,6 +280,10 @@ impl BookStore for MemoryStore {
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
         Ok(self.books.remove(&id).is_some())
+    }
+
+    fn ping(&mut self) -> anyhow::Result<()> {
+        Ok(())
     }
 }
 

@@ -35,7 +35,7 @@ fn documented_methods(item: &Value) -> Vec<String> {
 fn every_documented_operation_is_routed_and_nothing_else() {
     let doc = document();
     let paths = doc["paths"].as_mapping().expect("paths");
-    assert_eq!(paths.len(), 4, "the API has four paths");
+    assert_eq!(paths.len(), 5, "the API has five paths (with /health)");
     for (template, item) in paths {
         let template = template.as_str().expect("path template");
         let path = concrete(template);
@@ -111,6 +111,7 @@ fn every_error_message_is_documented_at_its_status() {
         ApiError::BodyTooLarge,
         ApiError::TokenNotIssued,
         ApiError::Internal(String::new()),
+        ApiError::ServiceUnavailable(String::new()),
     ];
     let responses = doc["components"]["responses"]
         .as_mapping()

@@ -146,4 +146,13 @@ impl BookStore for SqliteStore {
         )?;
         Ok(!result.rows.is_empty())
     }
+
+    /// `GET /health`: opens the database and runs the most trivial query.
+    fn ping(&mut self) -> anyhow::Result<()> {
+        let result = self.execute("SELECT 1", &[])?;
+        match result.rows.first().map(|row| row.values.as_slice()) {
+            Some([Value::Integer(1)]) => Ok(()),
+            other => bail!("SELECT 1 returned {other:?}"),
+        }
+    }
 }
