@@ -18,7 +18,8 @@ import re
 import statistics
 import subprocess
 
-COMPARATOR_ORDER = ["native", "floor/isolated", "floor/reuse", "component/isolated", "component/reuse"]
+COMPARATOR_ORDER = ["native", "floor/isolated", "floor/reuse", "component/isolated", "component/reuse",
+                    "floor/spin", "component/spin"]
 SCENARIO_ORDER = ["floor", "token", "get", "list100", "list1k", "list10k", "post", "put", "delete", "mix"]
 SCENARIO_TITLE = {
     "floor": "GET / (floor component)",
@@ -99,6 +100,18 @@ def parse_run(raw_dir, meta):
     )
     if "exhausted" in r:
         run["delete_ids_exhausted"] = r["exhausted"]
+    # CPU time (user + system) and context switches of the serving process
+    # (and its children) over the run, from bench/procstat.py, per request.
+    before, after = meta.get("proc_before"), meta.get("proc_after")
+    run.pop("proc_before", None)
+    run.pop("proc_after", None)
+    if before and after and r["requests"]:
+        cpu_s = (after["cpu_ticks"] - before["cpu_ticks"]) / after["clk_tck"]
+        run["cpu_s"] = round(cpu_s, 3)
+        run["cpu_us_per_request"] = round(cpu_s * 1e6 / r["requests"], 2)
+        run["switches_per_request"] = round((after["switches"] - before["switches"]) / r["requests"], 3)
+        # Cores the server kept busy: its CPU time over wrk's wall time.
+        run["server_cores"] = round(cpu_s / r["duration_s"], 2) if r["duration_s"] else None
     return run
 
 
@@ -128,9 +141,36 @@ def ratio_target(name, numerator, denominator, minimum, what):
     }
 
 
+def cpu_target(name, numerator, denominator, maximum, what):
+    """CPU per request of `numerator` at most `maximum` times `denominator`'s."""
+    if (not numerator or not denominator or numerator.get("cpu_us_per_request") is None
+            or not denominator.get("cpu_us_per_request")):
+        return {"target": name, "value": None, "threshold": f"<= {maximum:.1f}x", "result": "n/a",
+                "detail": f"{what}: not measured"}
+    ratio = numerator["cpu_us_per_request"] / denominator["cpu_us_per_request"]
+    return {
+        "target": name,
+        "value": round(ratio, 3),
+        "threshold": f"<= {maximum:.1f}x",
+        "result": "PASS" if ratio <= maximum else "MISS",
+        "detail": f"{what}: {numerator['cpu_us_per_request']:.1f} / {denominator['cpu_us_per_request']:.1f} "
+                  f"us CPU per request = {ratio:.2f}x",
+    }
+
+
 def targets(runs, servers, reuse_measured):
     out = []
     c, store = 16, "sqlite"
+    native_get = find(runs, "native", "get", store, c)
+    out.append(cpu_target("CPU/request: isolated GET <= 2.0x native GET (c16, SQLite)",
+                          find(runs, "component/isolated", "get", store, c), native_get, 2.0,
+                          "component isolated / native GET /book/{id}"))
+    out.append(cpu_target("CPU/request: reuse GET <= 1.3x native GET (c16, SQLite)",
+                          find(runs, "component/reuse", "get", store, c), native_get, 1.3,
+                          "component reuse / native GET /book/{id}"))
+    out.append(cpu_target("CPU/request: isolated floor <= 1.0x native GET (c16)",
+                          find(runs, "floor/isolated", "floor", "-", c), native_get, 1.0,
+                          "floor isolated / native GET /book/{id}"))
     native_get = find(runs, "native", "get", store, c)
     floor_iso = find(runs, "floor/isolated", "floor", "-", c)
     out.append(ratio_target("isolated floor >= 18 % of native GET (c16)", floor_iso, native_get, 0.18,
@@ -198,7 +238,8 @@ def targets(runs, servers, reuse_measured):
     else:
         out.append({"target": "GET /books grows ~linearly (component, c16)", "value": None,
                     "threshold": ">= 50 %", "result": "n/a", "detail": "not measured"})
-    warm = [s["start_ms"] for s in servers if s["comparator"] in ("component", "floor") and s["warm_cache"]]
+    warm = [s["start_ms"] for s in servers
+            if s["comparator"] in ("component", "floor") and s["warm_cache"] and s["mode"] != "spin"]
     out.append({
         "target": "host start <= 1 s with the compilation cache warm",
         "value": max(warm) if warm else None,
@@ -233,6 +274,13 @@ def fmt_rps(value):
     return f"{value:,.0f}"
 
 
+def per_request(run):
+    """The CPU/request and switches/request cells."""
+    if run.get("cpu_us_per_request") is None:
+        return " | "
+    return f"{run['cpu_us_per_request']:,.1f} | {run['switches_per_request']:.2f}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--raw", required=True)
@@ -244,6 +292,7 @@ def main():
     parser.add_argument("--host-available", type=int, default=1)
     parser.add_argument("--reuse-supported", type=int, default=1)
     parser.add_argument("--reuse", type=int, default=1000)
+    parser.add_argument("--spin", default="not recorded")
     parser.add_argument("--load-before", default="")
     parser.add_argument("--load-after", default="")
     parser.add_argument("--md", required=True)
@@ -260,8 +309,10 @@ def main():
     target_rows, growth = targets(runs, servers, reuse_measured)
     info = machine()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    warm = [s for s in servers if s["comparator"] in ("component", "floor") and s["warm_cache"]]
-    cold = [s for s in servers if s["comparator"] in ("component", "floor") and not s["warm_cache"]]
+    host = [s for s in servers if s["comparator"] in ("component", "floor") and s["mode"] != "spin"]
+    warm = [s for s in host if s["warm_cache"]]
+    cold = [s for s in host if not s["warm_cache"]]
+    spin_starts = [s for s in servers if s["mode"] == "spin"]
     native_starts = [s["start_ms"] for s in servers if s["comparator"] == "native"]
 
     notes = []
@@ -273,6 +324,8 @@ def main():
     for r in exhausted:
         notes.append(f"DELETE {label(r)} {r['store']} c{r['concurrency']}: {r['delete_ids_exhausted']} "
                      "requests found no seeded id left (counted as 404 errors).")
+    if not any(r["mode"] == "spin" for r in runs):
+        notes.append(f"Spin comparators: {args.spin}.")
     failed = [r for r in runs if not r.get("ok")]
     for r in failed:
         notes.append(f"{label(r)} {r['store']} {r['scenario']} c{r['concurrency']}: {r['note']}")
@@ -293,6 +346,7 @@ def main():
             "start_ms_first": [s["start_ms"] for s in cold],
             "native_start_ms": native_starts,
         },
+        "spin": {"status": args.spin, "start_ms": [s["start_ms"] for s in spin_starts]},
         "servers": servers,
         "runs": runs,
         "targets": target_rows,
@@ -326,6 +380,12 @@ def main():
               "WebAssembly); **floor** = `book-host --from bench/floor/spin.toml`, a component answering a fixed "
               "envelope; **component** = `book-host --from spin.toml`, **isolated** = a fresh instance per request, "
               f"**reuse** = `--max-instance-reuse {args.reuse}`")
+    md.append(f"- Spin: {args.spin}" + (f"; starts: {', '.join(str(s['start_ms']) + ' ms' for s in spin_starts)}"
+                                        if spin_starts else ""))
+    md.append("- CPU/request = user + system time of the serving process (with its children: `spin up` serves "
+              "from one) over the run, from `/proc/PID/stat`, divided by the requests wrk completed; "
+              "switches/request = voluntary + involuntary context switches summed over `/proc/PID/task/*/status`, "
+              "per request (`bench/procstat.py`). Neither counts wrk, nor PostgreSQL's own processes.")
     md.append("- Stores: SQLite = `<state dir>/sqlite_db.db`; PostgreSQL = a throwaway local cluster "
               "(`scripts/pg-cluster.sh`, fsync off). Every request carries a valid token. Errors = non-2xx "
               "responses + socket errors (connect, read, write, timeout). RSS = the serving process's peak VmRSS "
@@ -345,12 +405,46 @@ def main():
             value = f"{value:,.2f} ms" if isinstance(value, float) else f"{value} ms"
         elif "MiB" in t["threshold"]:
             value = f"{value:.0f} MiB"
+        elif t["threshold"].endswith("x"):
+            value = f"{value:.2f}x"
         md.append(f"| {t['target']} | **{t['result']}** | {value} | {t['detail']} |")
     md.append("")
 
+    present = [c for c in COMPARATOR_ORDER if any(label(r) == c for r in runs)]
+    md.append("## Per request at concurrency 16: CPU time, context switches, p99")
+    md.append("")
+    md.append("CPU/request is what a request costs the machine, and is steadier than requests/s on a shared "
+              "machine; x native = CPU/request over native's for the same scenario and store (the floor is "
+              "compared with native `GET /book/{id}`).")
+    md.append("")
+    for store in ("sqlite", "postgres"):
+        if not any(r["store"] == store for r in runs):
+            continue
+        md.append(f"### {'SQLite' if store == 'sqlite' else 'PostgreSQL'}")
+        md.append("")
+        md.append("| scenario | comparator | CPU us/request | x native | switches/request | req/s | p99 ms | errors |")
+        md.append("|---|---|---:|---:|---:|---:|---:|---:|")
+        for scenario in SCENARIO_ORDER:
+            if scenario == "floor" and store != "sqlite":
+                continue
+            native = find(runs, "native", "get" if scenario == "floor" else scenario, store, 16)
+            for comparator in present:
+                run = find(runs, comparator, scenario, "-" if scenario == "floor" else store, 16)
+                if not run:
+                    continue
+                cpu = run.get("cpu_us_per_request")
+                ratio = ""
+                if cpu is not None and native and native.get("cpu_us_per_request"):
+                    ratio = f"{cpu / native['cpu_us_per_request']:.2f}x"
+                switches = run.get("switches_per_request")
+                cpu_cell = "" if cpu is None else f"{cpu:,.1f}"
+                switches_cell = "" if switches is None else f"{switches:.2f}"
+                md.append(f"| {SCENARIO_TITLE[scenario]} | {comparator} | {cpu_cell} | {ratio} | "
+                          f"{switches_cell} | {fmt_rps(run['rps'])} | {run['p99_ms']:.2f} | {run['errors']} |")
+        md.append("")
+
     md.append("## Requests/s at concurrency 16")
     md.append("")
-    present = [c for c in COMPARATOR_ORDER if any(label(r) == c for r in runs)]
     for store in ("sqlite", "postgres"):
         if not any(r["store"] == store for r in runs):
             continue
@@ -378,12 +472,13 @@ def main():
 
     md.append("## All runs")
     md.append("")
-    md.append("| scenario | store | comparator | c | req/s | p50 ms | p99 ms | errors | peak RSS MiB |")
-    md.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    md.append("| scenario | store | comparator | c | req/s | CPU us/request | switches/request | p50 ms | p99 ms "
+              "| errors | peak RSS MiB |")
+    md.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in runs:
         if not r.get("ok"):
             md.append(f"| {SCENARIO_TITLE.get(r['scenario'], r['scenario'])} | {r['store']} | {label(r)} | "
-                      f"{r['concurrency']} | no result | | | | |")
+                      f"{r['concurrency']} | no result | | | | | | |")
             continue
         errors = str(r["errors"])
         if r["errors"]:
@@ -392,7 +487,7 @@ def main():
             parts += [f"{v} {k}" for k, v in socket.items()]
             errors += " (" + ", ".join(parts) + ")"
         md.append(f"| {SCENARIO_TITLE.get(r['scenario'], r['scenario'])} | {r['store']} | {label(r)} | "
-                  f"{r['concurrency']} | {fmt_rps(r['rps'])} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
+                  f"{r['concurrency']} | {fmt_rps(r['rps'])} | {per_request(r)} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
                   f"{errors} | {r['rss_peak_mib']:.0f} |")
     md.append("")
     if notes:

@@ -8,6 +8,9 @@
 #   isolated   the component under book-host, a fresh instance per request
 #   reuse      the component under book-host --max-instance-reuse N (when the
 #              host has the flag)
+#   spin       when a `spin` binary is on PATH: real Spin (`spin up`) serving
+#              the same .wasm files, the floor and the component (otherwise
+#              the run says it skipped them)
 # Every scenario runs on SQLite and on a throwaway PostgreSQL cluster.
 # Results: bench/results/latest.md and latest.json (bench/report.py), the
 # console log in bench/results/latest.log.
@@ -15,23 +18,24 @@
 # Knobs (environment): BENCH_DURATION (seconds per run, default 2),
 # BENCH_CONCURRENCY (default "1 16 64"), BENCH_STORES (default
 # "sqlite postgres"), BENCH_COMPARATORS (default "native floor isolated
-# reuse"), BENCH_REUSE (instances reused in reuse mode, default 1000),
-# BENCH_NO_BUILD=1 (use the binaries as they are).
+# reuse spin"), BENCH_REUSE (instances reused in reuse mode, default 1000),
+# BENCH_NO_BUILD=1 (use the binaries as they are), BENCH_HOST_BIN and
+# BENCH_NATIVE_BIN (other binaries to measure, e.g. an older build).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BENCH=$ROOT/bench
 RESULTS=$BENCH/results
-HOST_BIN=$ROOT/target/release/book-host
-NATIVE_BIN=$ROOT/target/release/book-native
+HOST_BIN=${BENCH_HOST_BIN:-$ROOT/target/release/book-host}
+NATIVE_BIN=${BENCH_NATIVE_BIN:-$ROOT/target/release/book-native}
 COMPONENT_WASM=$ROOT/target/wasm32-wasip2/release/book_catalog.wasm
 FLOOR_WASM=$ROOT/target/wasm32-wasip2/release/book_floor.wasm
 
 DURATION=${BENCH_DURATION:-2}
 CONCURRENCY=${BENCH_CONCURRENCY:-1 16 64}
 STORES=${BENCH_STORES:-sqlite postgres}
-COMPARATORS=${BENCH_COMPARATORS:-native floor isolated reuse}
+COMPARATORS=${BENCH_COMPARATORS:-native floor isolated reuse spin}
 REUSE=${BENCH_REUSE:-1000}
 WRK_TIMEOUT=10s
 
@@ -42,7 +46,7 @@ USER_PASS=bench-password
 START_EPOCH=$(date +%s)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 COMMAND="bench/run.sh"
-for knob in BENCH_DURATION BENCH_CONCURRENCY BENCH_STORES BENCH_COMPARATORS BENCH_REUSE BENCH_NO_BUILD; do
+for knob in BENCH_DURATION BENCH_CONCURRENCY BENCH_STORES BENCH_COMPARATORS BENCH_REUSE BENCH_NO_BUILD BENCH_HOST_BIN BENCH_NATIVE_BIN; do
     if [ -n "${!knob:-}" ]; then COMMAND="$knob=\"${!knob}\" $COMMAND"; fi
 done
 mkdir -p "$RESULTS"
@@ -80,6 +84,16 @@ if [ -x "$HOST_BIN" ]; then
         REUSE_SUPPORTED=1
     fi
 fi
+# Real Spin, when installed (it cannot be installed here: see
+# ../shared/spin-facts.md); SPIN_STATUS goes into the report.
+SPIN_BIN=$(command -v spin || true)
+if [[ " $COMPARATORS " != *" spin "* ]]; then
+    SPIN_STATUS="not requested (BENCH_COMPARATORS)"
+elif [ -n "$SPIN_BIN" ]; then
+    SPIN_STATUS="$("$SPIN_BIN" --version 2>/dev/null | head -n 1) at $SPIN_BIN"
+else
+    SPIN_STATUS="skipped: no spin binary on PATH"
+fi
 HOST_HAS_STATE_DIR=0
 if [ "$HOST_AVAILABLE" = 1 ] && "$HOST_BIN" --help 2>&1 | grep -q -- '--state-dir'; then
     HOST_HAS_STATE_DIR=1
@@ -95,6 +109,7 @@ SERVERS=$WORK/servers.jsonl
 : > "$RUNS"
 : > "$SERVERS"
 SERVER_PID=
+MEASURE_PID=
 PG_DIR=$WORK/pg
 PG_URL=
 
@@ -134,6 +149,10 @@ start_server() {
     port=$(free_port)
     if [ "$comparator" = native ]; then
         state=$WORK/state-$comparator-$mode-$store
+    elif [ "$mode" = spin ]; then
+        # Spin keeps its logs (logs/) and the database here (--state-dir).
+        state=$WORK/state-spin-$comparator
+        rm -f "$state"/sqlite_db.db "$state"/sqlite_db.db-wal "$state"/sqlite_db.db-shm
     else
         # book-host keeps its compilation cache in the state dir: one dir per
         # component keeps the cache warm; only the database starts afresh.
@@ -158,9 +177,19 @@ start_server() {
     floor | component)
         local manifest=$ROOT/spin.toml
         if [ "$comparator" = floor ]; then manifest=$BENCH/floor/spin.toml; fi
+        if [ "$mode" = spin ]; then
+            # `spin up` runs the HTTP trigger in a child process (`spin
+            # trigger http`); --listen and --state-dir pass through to it.
+            # Variables come from SPIN_VARIABLE_* below; -e gives the
+            # component the same plain environment book-host gives it.
+            command=("$SPIN_BIN" up --from "$manifest" --listen "127.0.0.1:$port" --state-dir "$state"
+                -e "SECRET_TOKEN=$SECRET" -e "AUTH_USERNAME=$USER_NAME" -e "AUTH_PASSWORD=$USER_PASS")
+            if [ -n "$db_url" ]; then command+=(-e "DB_URL=$db_url"); fi
+        else
         command=("$HOST_BIN" --from "$manifest" --listen "127.0.0.1:$port")
         if [ "$HOST_HAS_STATE_DIR" = 1 ]; then command+=(--state-dir "$state"); fi
         if [ "$mode" = reuse ]; then command+=(--max-instance-reuse "$REUSE"); fi
+        fi
         ;;
     esac
     local started=$(now_ms)
@@ -170,10 +199,11 @@ start_server() {
         SPIN_VARIABLE_DB_HOST="$db_host" \
         "${command[@]}" > "$state/server.log" 2>&1 &
     SERVER_PID=$!
+    MEASURE_PID=$SERVER_PID
     SERVER_LOG=$state/server.log
     SERVER_DESC="$comparator/$mode/$store"
     # Served = any HTTP answer (the component answers GET / with a 404).
-    local deadline=$(( started + 60000 ))
+    local deadline=$(( started + 120000 ))
     until [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/" 2>/dev/null)" != 000 ]; do
         if ! kill -0 "$SERVER_PID" 2>/dev/null || [ "$(now_ms)" -gt "$deadline" ]; then
             echo "bench: $SERVER_DESC did not start; its log:" >&2
@@ -183,6 +213,11 @@ start_server() {
         sleep 0.005
     done
     START_MS=$(( $(now_ms) - started ))
+    if [ "$mode" = spin ]; then
+        # RSS is the serving child's (CPU and switches count the whole tree).
+        MEASURE_PID=$(python3 -c 'import json, sys; p = json.loads(sys.argv[1])["pids"]; print(p[1] if len(p) > 1 else p[0])' \
+            "$(python3 "$BENCH/procstat.py" "$SERVER_PID")")
+    fi
     TOKEN=
     if [ "$comparator" != floor ]; then
         TOKEN=$(curl -s -X POST "$BASE/token" -H 'Content-Type: application/json' \
@@ -200,10 +235,19 @@ start_server() {
 stop_server() {
     STOPPED_HWM=0
     if [ -n "$SERVER_PID" ]; then
-        STOPPED_HWM=$(proc_kb "$SERVER_PID" VmHWM)
+        STOPPED_HWM=$(proc_kb "${MEASURE_PID:-$SERVER_PID}" VmHWM)
+        # The server and anything it started (spin up's trigger process):
+        # SIGINT first, which `spin up` forwards to its children.
+        local tree pid
+        tree=$(python3 -c 'import json, sys; print(" ".join(map(str, json.loads(sys.argv[1])["pids"][1:])))' \
+            "$(python3 "$BENCH/procstat.py" "$SERVER_PID")" 2>/dev/null || true)
+        kill -INT "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
         kill "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
+        for pid in $tree; do kill "$pid" 2>/dev/null || true; done
         SERVER_PID=
+        MEASURE_PID=
     fi
 }
 
@@ -242,23 +286,29 @@ run_wrk() {
     (
         peak=0
         while [ -e "$flag" ]; do
-            v=$(proc_kb "$SERVER_PID" VmRSS)
+            v=$(proc_kb "$MEASURE_PID" VmRSS)
             if [ "${v:-0}" -gt "$peak" ]; then peak=$v; fi
             sleep 0.05
         done
         echo "$peak" > "$peak_file"
     ) &
     local sampler=$!
+    # CPU time and context switches of the server over the run (per request
+    # in the report): procstat.py before and after wrk.
+    local before after
+    before=$(python3 "$BENCH/procstat.py" "$SERVER_PID")
     env BENCH_WRK_DIR="$BENCH/wrk" BENCH_TOKEN="$TOKEN" BENCH_THREADS="$threads" \
         BENCH_USER="$USER_NAME" BENCH_PASS="$USER_PASS" BENCH_IDS="${BENCH_IDS:-100}" "$@" \
         wrk -t"$threads" -c"$conc" -d"${DURATION}s" --timeout "$WRK_TIMEOUT" --latency \
         -s "$BENCH/wrk/$script.lua" "$BASE" > "$out" 2>&1 || true
+    after=$(python3 "$BENCH/procstat.py" "$SERVER_PID")
     rm -f "$flag"
     wait "$sampler" || true
     local peak
     peak=$(cat "$peak_file" 2>/dev/null || echo 0)
-    printf '{"comparator":"%s","mode":"%s","store":"%s","scenario":"%s","concurrency":%d,"threads":%d,"books":%d,"rss_peak_kb":%d,"file":"%s"}\n' \
-        "$comparator" "$mode" "$store" "$scenario" "$conc" "$threads" "$books" "${peak:-0}" "$(basename "$out")" >> "$RUNS"
+    printf '{"comparator":"%s","mode":"%s","store":"%s","scenario":"%s","concurrency":%d,"threads":%d,"books":%d,"rss_peak_kb":%d,"file":"%s","proc_before":%s,"proc_after":%s}\n' \
+        "$comparator" "$mode" "$store" "$scenario" "$conc" "$threads" "$books" "${peak:-0}" "$(basename "$out")" \
+        "${before:-null}" "${after:-null}" >> "$RUNS"
     local line
     line=$(grep '^BENCH ' "$out" | sed 's/^BENCH //' || true)
     if [ -z "$line" ]; then
@@ -266,13 +316,19 @@ run_wrk() {
         cat "$out"
         return
     fi
-    python3 - "$line" "$comparator/$mode/$store" "$scenario" "$conc" "$peak" <<'PY'
+    python3 - "$line" "$comparator/$mode/$store" "$scenario" "$conc" "$peak" "${before:-null}" "${after:-null}" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1])
 errors = sum(r[k] for k in ("err_connect", "err_read", "err_write", "err_status", "err_timeout"))
 extra = f" exhausted={r['exhausted']}" if r.get("exhausted") else ""
+before, after = json.loads(sys.argv[6]), json.loads(sys.argv[7])
+per = ""
+if before and after and r["requests"]:
+    cpu = (after["cpu_ticks"] - before["cpu_ticks"]) / after["clk_tck"] * 1e6 / r["requests"]
+    sw = (after["switches"] - before["switches"]) / r["requests"]
+    per = f"  cpu {cpu:6.1f} us/req  switches {sw:5.2f}/req"
 print(f"    {sys.argv[2]:<28} {sys.argv[3]:<10} c{sys.argv[4]:<3} {r['rps']:>10.0f} rps  "
-      f"p50 {r['p50_us']/1000:7.2f} ms  p99 {r['p99_us']/1000:7.2f} ms  errors {errors}{extra}  "
+      f"p50 {r['p50_us']/1000:7.2f} ms  p99 {r['p99_us']/1000:7.2f} ms  errors {errors}{extra}{per}  "
       f"rss {int(sys.argv[5])/1024:.0f} MiB")
 PY
 }
@@ -350,7 +406,10 @@ if [ "$HOST_AVAILABLE" = 1 ]; then
     wants isolated || MODES=${MODES#isolated}
     # One start each first, so that the compilation cache is warm for the
     # measured starts.
-    for manifest_kind in component floor; do
+    warm_kinds=
+    [ -n "${MODES// /}" ] && warm_kinds=component
+    wants floor && warm_kinds="$warm_kinds floor"
+    for manifest_kind in $warm_kinds; do
         start_server "$manifest_kind" cache-warmup sqlite
         stop_and_record "$manifest_kind" cache-warmup sqlite false
     done
@@ -374,6 +433,39 @@ else
     log "target/release/book-host is missing: native runs only"
 fi
 
+if wants spin; then
+    if [ -n "$SPIN_BIN" ]; then
+        log "Spin: $SPIN_STATUS"
+        # In a subshell, so that a Spin that fails (to start, or on a
+        # request) is reported without losing the runs already made.
+        set +e
+        trap - ERR
+        (
+            set -e
+            trap 'stop_server' EXIT
+            start_server floor spin -
+            env BENCH_WRK_DIR="$BENCH/wrk" wrk -t2 -c16 -d1s -s "$BENCH/wrk/floor.lua" "$BASE" \
+                > /dev/null 2>&1 || true # warm-up
+            for c in $CONCURRENCY; do run_wrk floor spin - floor floor "$c" 0; done
+            stop_and_record floor spin - false
+            for store in $STORES; do
+                start_server component spin "$store"
+                run_book_scenarios component spin "$store"
+                stop_and_record component spin "$store" false
+            done
+        )
+        spin_status=$?
+        set -e
+        trap 'echo "bench: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+        if [ "$spin_status" != 0 ]; then
+            SPIN_STATUS="$SPIN_STATUS: failed (exit $spin_status), see bench/results/latest.log"
+            log "the Spin comparators failed (exit $spin_status); the report keeps the runs made"
+        fi
+    else
+        log "no spin binary on PATH: skipped the Spin comparators (floor and component under spin up)"
+    fi
+fi
+
 ELAPSED=$(( $(date +%s) - START_EPOCH ))
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 log "runs done in ${ELAPSED}s; writing the report"
@@ -386,5 +478,5 @@ python3 "$BENCH/report.py" \
     --raw "$RAW" --runs "$RUNS" --servers "$SERVERS" \
     --command "$COMMAND" --duration "$DURATION" \
     --elapsed "$ELAPSED" --host-available "$HOST_AVAILABLE" --reuse-supported "$REUSE_SUPPORTED" \
-    --reuse "$REUSE" --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" --md "$RESULTS/latest.md" --json "$RESULTS/latest.json"
+    --reuse "$REUSE" --spin "$SPIN_STATUS" --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" --md "$RESULTS/latest.md" --json "$RESULTS/latest.json"
 log "wrote bench/results/latest.md and latest.json in $(( $(date +%s) - START_EPOCH ))s"
