@@ -13,3 +13,15 @@ CREATE TABLE IF NOT EXISTS books (
     author TEXT    NOT NULL,
     year   INTEGER NOT NULL
 );
+
+-- Failed logins per client address (the login throttle): one row per
+-- address, its count and the end of its window (Unix seconds). A row whose
+-- window has ended starts over on the next failure; the index lets ended
+-- windows be deleted in small batches without a scan.
+CREATE TABLE IF NOT EXISTS login_failures (
+    client     TEXT    NOT NULL PRIMARY KEY,
+    failures   INTEGER NOT NULL,
+    window_end INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE INDEX IF NOT EXISTS login_failures_window_end ON login_failures (window_end);

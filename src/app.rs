@@ -25,6 +25,17 @@ pub trait Context {
     fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>>;
     /// A line for the operator's log. Never given a secret.
     fn log(&mut self, line: &str);
+    /// The client's address as the platform saw it: under Spin the
+    /// `spin-client-addr` request header (`ip:port`). A host that does not
+    /// know it keeps this default, and every login then counts as one client.
+    fn client_addr(&self) -> Option<&[u8]> {
+        None
+    }
+    /// The request's `X-Forwarded-For` value (several headers joined with
+    /// ", "); read only when `trust_forwarded_for` is on.
+    fn forwarded_for(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,9 +97,10 @@ fn respond(
     }
     match route.endpoint? {
         Endpoint::Health => health(ctx),
+        // The login throttle answers before the body is judged, so the body
+        // is handed over unread-or-failed.
         Endpoint::IssueToken => {
-            let body = read_body(body, ApiError::InvalidLoginPayload)?;
-            auth::issue_token(ctx, &body)
+            auth::issue_token(ctx, read_body(body, ApiError::InvalidLoginPayload))
         }
         Endpoint::CreateBook => {
             let body = read_body(body, ApiError::InvalidBook)?;
@@ -132,7 +144,7 @@ fn read_body(body: impl Body, unreadable: ApiError) -> Result<Vec<u8>, ApiError>
     })
 }
 
-fn store<C: Context>(ctx: &mut C) -> Result<Box<dyn BookStore + '_>, ApiError> {
+pub(crate) fn store<C: Context>(ctx: &mut C) -> Result<Box<dyn BookStore + '_>, ApiError> {
     let db_url = ctx.setting(Setting::DbUrl);
     let target = StoreTarget::from_db_url(db_url.as_deref()).map_err(ApiError::internal)?;
     Ok(ctx.open_store(&target)?)

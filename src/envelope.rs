@@ -16,6 +16,8 @@ pub struct Response {
     pub allow: Option<&'static str>,
     /// The `Link` header of a `GET /books` page that has a next one.
     pub link: Option<String>,
+    /// The `Retry-After` header (seconds) of a 429.
+    pub retry_after: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -42,6 +44,7 @@ impl Response {
                 body,
                 allow: None,
                 link: None,
+                retry_after: None,
             },
             // Unreachable for our plain data types; answer 500 rather than panic.
             Err(_) => Response::internal_error(),
@@ -51,8 +54,12 @@ impl Response {
     pub fn error(error: &ApiError) -> Response {
         let status = error.status();
         let mut response = Response::ok::<()>(status, error.message(), None);
-        if let ApiError::MethodNotAllowed(allow) = error {
-            response.allow = Some(allow);
+        match error {
+            ApiError::MethodNotAllowed(allow) => response.allow = Some(allow),
+            ApiError::TooManyLoginAttempts { retry_after } => {
+                response.retry_after = Some(*retry_after);
+            }
+            _ => {}
         }
         response
     }
@@ -63,6 +70,7 @@ impl Response {
             body: INTERNAL_ERROR_BODY.to_vec(),
             allow: None,
             link: None,
+            retry_after: None,
         }
     }
 }

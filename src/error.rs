@@ -22,6 +22,11 @@ pub enum ApiError {
     BodyTooLarge,
     /// No signing secret, or signing itself failed.
     TokenNotIssued,
+    /// `POST /token` from an address over its failed-login limit; carries
+    /// the seconds until its window ends (the `Retry-After` value).
+    TooManyLoginAttempts {
+        retry_after: u64,
+    },
     /// Anything unexpected (store unreachable, query error, bad setting).
     /// The detail goes to the log, never to the client.
     Internal(String),
@@ -38,6 +43,7 @@ impl ApiError {
             ApiError::BookNotFound | ApiError::RouteNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::BodyTooLarge => 413,
+            ApiError::TooManyLoginAttempts { .. } => 429,
             ApiError::TokenNotIssued | ApiError::Internal(_) => 500,
             ApiError::ServiceUnavailable(_) => 503,
         }
@@ -55,6 +61,7 @@ impl ApiError {
             ApiError::RouteNotFound => "Not found",
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::BodyTooLarge => "Request body too large",
+            ApiError::TooManyLoginAttempts { .. } => "Too many login attempts",
             ApiError::TokenNotIssued => "Could not generate token",
             ApiError::Internal(_) => "Internal server error",
             ApiError::ServiceUnavailable(_) => "Service unavailable",

@@ -14,6 +14,8 @@ pub mod books;
 pub mod catalog;
 pub mod envelope;
 pub mod error;
+pub mod login_throttle;
+pub mod password;
 pub mod router;
 pub mod schema;
 pub mod settings;

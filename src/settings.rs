@@ -9,6 +9,11 @@ pub enum Setting {
     DbUrl,
     AuthUsername,
     AuthPassword,
+    AuthPasswordHash,
+    SecretTokenPrevious,
+    LoginMaxFailures,
+    LoginWindowSeconds,
+    TrustForwardedFor,
 }
 
 pub const DEFAULT_USERNAME: &str = "admin";
@@ -17,12 +22,58 @@ pub const DEFAULT_PASSWORD: &str = "password";
 /// RFC 7518 section 3.2: an HS256 key should be at least as long as the hash.
 pub const MIN_SECRET_BYTES: usize = 32;
 
+/// Failed logins one client address may make within a window (decisions.md,
+/// "Login protection"); 0 turns the limit off.
+pub const DEFAULT_LOGIN_MAX_FAILURES: u32 = 10;
+/// The window failed logins are counted in, from the first failure.
+pub const DEFAULT_LOGIN_WINDOW_SECONDS: u64 = 900;
+/// The longest window accepted: one year.
+pub const MAX_LOGIN_WINDOW_SECONDS: u64 = 365 * 24 * 60 * 60;
+
+/// `login_max_failures`: a decimal integer 0..=4294967295, surrounding
+/// whitespace ignored. `None` for anything else (the caller warns and uses
+/// the default).
+pub fn parse_max_failures(value: &str) -> Option<u32> {
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+/// `login_window_seconds`: a decimal integer 1..=`MAX_LOGIN_WINDOW_SECONDS`.
+pub fn parse_window_seconds(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value
+        .parse()
+        .ok()
+        .filter(|seconds| (1..=MAX_LOGIN_WINDOW_SECONDS).contains(seconds))
+}
+
+/// `trust_forwarded_for`: `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`),
+/// any case, surrounding whitespace ignored.
+pub fn parse_flag(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 impl Setting {
-    pub const ALL: [Setting; 4] = [
+    pub const ALL: [Setting; 9] = [
         Setting::SecretToken,
         Setting::DbUrl,
         Setting::AuthUsername,
         Setting::AuthPassword,
+        Setting::AuthPasswordHash,
+        Setting::SecretTokenPrevious,
+        Setting::LoginMaxFailures,
+        Setting::LoginWindowSeconds,
+        Setting::TrustForwardedFor,
     ];
 
     /// The Spin variable (declared in `spin.toml`).
@@ -32,6 +83,11 @@ impl Setting {
             Setting::DbUrl => "db_url",
             Setting::AuthUsername => "auth_username",
             Setting::AuthPassword => "auth_password",
+            Setting::AuthPasswordHash => "auth_password_hash",
+            Setting::SecretTokenPrevious => "secret_token_previous",
+            Setting::LoginMaxFailures => "login_max_failures",
+            Setting::LoginWindowSeconds => "login_window_seconds",
+            Setting::TrustForwardedFor => "trust_forwarded_for",
         }
     }
 
@@ -42,6 +98,11 @@ impl Setting {
             Setting::DbUrl => "DB_URL",
             Setting::AuthUsername => "AUTH_USERNAME",
             Setting::AuthPassword => "AUTH_PASSWORD",
+            Setting::AuthPasswordHash => "AUTH_PASSWORD_HASH",
+            Setting::SecretTokenPrevious => "SECRET_TOKEN_PREVIOUS",
+            Setting::LoginMaxFailures => "LOGIN_MAX_FAILURES",
+            Setting::LoginWindowSeconds => "LOGIN_WINDOW_SECONDS",
+            Setting::TrustForwardedFor => "TRUST_FORWARDED_FOR",
         }
     }
 }
@@ -87,6 +148,54 @@ mod tests {
     }
 
     #[test]
+    fn login_limits_parse_strictly() {
+        assert_eq!(parse_max_failures("10"), Some(10));
+        assert_eq!(parse_max_failures(" 0 "), Some(0));
+        assert_eq!(parse_max_failures("4294967295"), Some(u32::MAX));
+        for bad in [
+            "",
+            " ",
+            "-1",
+            "+3",
+            "1.5",
+            "ten",
+            "4294967296",
+            "1e3",
+            "0x10",
+        ] {
+            assert_eq!(parse_max_failures(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_window_seconds("900"), Some(900));
+        assert_eq!(parse_window_seconds("1"), Some(1));
+        assert_eq!(
+            parse_window_seconds("31536000"),
+            Some(MAX_LOGIN_WINDOW_SECONDS)
+        );
+        for bad in ["", "0", "-5", "31536001", "15m", "99999999999999999999999"] {
+            assert_eq!(parse_window_seconds(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn flags_parse_as_booleans() {
+        for yes in ["true", "TRUE", " True ", "1", "yes", "on"] {
+            assert_eq!(parse_flag(yes), Some(true), "{yes:?}");
+        }
+        for no in ["false", "False", "0", "no", "off"] {
+            assert_eq!(parse_flag(no), Some(false), "{no:?}");
+        }
+        for bad in ["", "2", "y", "truee", "enabled"] {
+            assert_eq!(parse_flag(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn login_defaults_are_ten_failures_in_fifteen_minutes() {
+        assert_eq!(DEFAULT_LOGIN_MAX_FAILURES, 10);
+        assert_eq!(DEFAULT_LOGIN_WINDOW_SECONDS, 900);
+    }
+
+    #[test]
     fn each_setting_indexes_its_place_in_all() {
         for (index, setting) in Setting::ALL.into_iter().enumerate() {
             assert_eq!(setting as usize, index, "{setting:?}");
@@ -106,6 +215,11 @@ mod tests {
                 ("db_url", "DB_URL"),
                 ("auth_username", "AUTH_USERNAME"),
                 ("auth_password", "AUTH_PASSWORD"),
+                ("auth_password_hash", "AUTH_PASSWORD_HASH"),
+                ("secret_token_previous", "SECRET_TOKEN_PREVIOUS"),
+                ("login_max_failures", "LOGIN_MAX_FAILURES"),
+                ("login_window_seconds", "LOGIN_WINDOW_SECONDS"),
+                ("trust_forwarded_for", "TRUST_FORWARDED_FOR"),
             ]
         );
     }

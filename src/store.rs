@@ -1,7 +1,7 @@
 //! Where books live: the `BookStore` trait the handlers use, the choice of
 //! store from `DB_URL`, and an in-memory store for tests.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Bound;
 
@@ -37,6 +37,40 @@ pub trait BookStore {
         let any = BookId::new(1).ok_or_else(|| anyhow::anyhow!("book id 1 is invalid"))?;
         self.get(any).map(|_| ())
     }
+
+    // Failed logins per client address (decisions.md, "Login protection"),
+    // kept in the same database so that the limit holds across instances and
+    // replicas. Each method is one statement. A store that keeps no counts
+    // refuses, so that logins fail closed rather than go unthrottled.
+
+    /// The failures stored for `client`, if any (possibly of a window that
+    /// has already ended).
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        let _ = client;
+        anyhow::bail!("this store keeps no failed-login counts")
+    }
+    /// Counts one failed login of `client`, atomically: concurrent calls
+    /// each get a different count. A window that ended at or before `now`
+    /// starts again: count 1, ending at `now + window_seconds`.
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        let _ = (client, now, window_seconds);
+        anyhow::bail!("this store keeps no failed-login counts")
+    }
+    /// Forgets `client`'s failures (a successful login).
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        let _ = client;
+        anyhow::bail!("this store keeps no failed-login counts")
+    }
+    /// Deletes at most `limit` counts whose window ended at or before `now`.
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        let _ = (now, limit);
+        anyhow::bail!("this store keeps no failed-login counts")
+    }
 }
 
 impl<S: BookStore + ?Sized> BookStore for &mut S {
@@ -60,6 +94,92 @@ impl<S: BookStore + ?Sized> BookStore for &mut S {
     }
     fn ping(&mut self) -> anyhow::Result<()> {
         (**self).ping()
+    }
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        (**self).login_failures(client)
+    }
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        (**self).record_login_failure(client, now, window_seconds)
+    }
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        (**self).clear_login_failures(client)
+    }
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        (**self).prune_login_failures(now, limit)
+    }
+}
+
+/// The failed logins of one client address in its current window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginFailures {
+    /// Failures counted since the window began.
+    pub count: u64,
+    /// Unix time (seconds) at which the window ends and the count lapses.
+    pub window_end: u64,
+}
+
+impl LoginFailures {
+    /// From a stored row; counts and times are never negative.
+    pub fn from_row(count: i64, window_end: i64) -> anyhow::Result<LoginFailures> {
+        match (u64::try_from(count), u64::try_from(window_end)) {
+            (Ok(count), Ok(window_end)) => Ok(LoginFailures { count, window_end }),
+            _ => anyhow::bail!("unexpected failed-login row ({count}, {window_end})"),
+        }
+    }
+}
+
+/// Seconds as stored: SQLite INTEGER and PostgreSQL BIGINT are signed.
+pub fn sql_seconds(seconds: u64) -> i64 {
+    i64::try_from(seconds).unwrap_or(i64::MAX)
+}
+
+/// The SQL of the failed-login counts, with numbered placeholders (`?1`
+/// for SQLite, `$1` for PostgreSQL). The table is `login_failures` in the
+/// migrations: `client` (primary key), `failures`, `window_end` (indexed).
+pub mod login_sql {
+    /// `client` -> `failures, window_end` (zero or one row).
+    pub fn select(marker: char) -> String {
+        format!("SELECT failures, window_end FROM login_failures WHERE client = {marker}1")
+    }
+
+    /// `client, now, now + window_seconds` -> `failures, window_end` (one
+    /// row). One statement, so concurrent failures are counted one by one (a
+    /// row lock in PostgreSQL, the write lock in SQLite). A window that has
+    /// ended starts over, so a stale row never needs a cleanup first. No
+    /// arithmetic on parameters: PostgreSQL infers each one's type from the
+    /// column it meets.
+    pub fn record(marker: char) -> String {
+        let m = marker;
+        format!(
+            "INSERT INTO login_failures AS f (client, failures, window_end) \
+             VALUES ({m}1, 1, {m}3) \
+             ON CONFLICT (client) DO UPDATE SET \
+             failures = CASE WHEN f.window_end > {m}2 THEN f.failures + 1 ELSE 1 END, \
+             window_end = CASE WHEN f.window_end > {m}2 THEN f.window_end ELSE {m}3 END \
+             RETURNING failures, window_end"
+        )
+    }
+
+    /// `client`: forgets its count. (`RETURNING` so that PostgreSQL can run
+    /// it through `query` like every other statement.)
+    pub fn clear(marker: char) -> String {
+        format!("DELETE FROM login_failures WHERE client = {marker}1 RETURNING client")
+    }
+
+    /// `now, limit`: deletes up to `limit` ended windows, found through the
+    /// `window_end` index (no scan of the table).
+    pub fn prune(marker: char) -> String {
+        let m = marker;
+        format!(
+            "DELETE FROM login_failures WHERE client IN \
+             (SELECT client FROM login_failures WHERE window_end <= {m}1 \
+             ORDER BY window_end LIMIT {m}2) RETURNING client"
+        )
     }
 }
 
@@ -237,11 +357,20 @@ pub fn redact_password(url: &str) -> String {
     redacted
 }
 
-/// Books in memory, with the same id rules as the real stores.
+/// Books in memory, with the same id rules as the real stores, and the
+/// failed-login counts with the same window rules.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     books: BTreeMap<BookId, Book>,
     last_id: i64,
+    login_failures: HashMap<String, LoginFailures>,
+}
+
+impl MemoryStore {
+    /// How many failed-login rows are kept (ended windows included).
+    pub fn login_failure_rows(&self) -> usize {
+        self.login_failures.len()
+    }
 }
 
 impl BookStore for MemoryStore {
@@ -283,6 +412,53 @@ impl BookStore for MemoryStore {
     }
 
     fn ping(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        Ok(self.login_failures.get(client).copied())
+    }
+
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        let fresh = LoginFailures {
+            count: 1,
+            window_end: now.saturating_add(window_seconds),
+        };
+        let entry = self
+            .login_failures
+            .entry(client.to_string())
+            .and_modify(|failures| {
+                if failures.window_end > now {
+                    failures.count += 1;
+                } else {
+                    *failures = fresh;
+                }
+            })
+            .or_insert(fresh);
+        Ok(*entry)
+    }
+
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        self.login_failures.remove(client);
+        Ok(())
+    }
+
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        let mut ended: Vec<(u64, String)> = self
+            .login_failures
+            .iter()
+            .filter(|(_, failures)| failures.window_end <= now)
+            .map(|(client, failures)| (failures.window_end, client.clone()))
+            .collect();
+        ended.sort_unstable();
+        for (_, client) in ended.into_iter().take(limit as usize) {
+            self.login_failures.remove(&client);
+        }
         Ok(())
     }
 }

@@ -388,6 +388,7 @@ fn authentication_comes_before_everything_on_protected_paths() {
 fn unknown_paths_are_not_found_without_authentication() {
     let mut ctx = TestContext::new();
     let t = ctx.login();
+    ctx.reset_calls();
     for path in [
         "/",
         "",
@@ -513,10 +514,16 @@ fn bodies_over_the_limit_are_413() {
         ctx.call_raw("POST", "/book", Some(t.as_bytes()), &much_larger),
         too_large()
     );
+    // The login's only store call is the failed-login check, which comes
+    // before the body is judged.
     assert_eq!(
         ctx.calls,
-        StoreCalls::default(),
-        "too-large bodies never reach the store"
+        StoreCalls {
+            opens: 1,
+            login_read: 1,
+            ..StoreCalls::default()
+        },
+        "too-large bodies never reach the books"
     );
     assert_eq!(
         ctx.all_books(),
@@ -675,16 +682,23 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
             ctx.logs
         );
     }
-    // Login does not need the store.
+    // Login needs the store too (its failed-login check), and fails closed.
+    ctx.logs.clear();
     assert_eq!(
         ctx.call(
             "POST",
             "/token",
             None,
             r#"{"username":"admin","password":"password"}"#
-        )
-        .0,
-        200
+        ),
+        internal_error()
+    );
+    assert!(
+        ctx.logs
+            .iter()
+            .any(|l| l.contains("detail-ZQX") && l.contains("POST /token")),
+        "{:?}",
+        ctx.logs
     );
     ctx.fail_store = None;
     assert_eq!(
@@ -725,7 +739,24 @@ fn an_unsupported_db_url_is_500_naming_the_setting_without_its_password() {
         let mut ctx = TestContext::new();
         ctx.db_url = Some(db_url.to_string());
         ctx.never_logged.push("hunter2".to_string());
-        let t = ctx.login();
+        // A login needs the store (the failed-login check): 500 as well.
+        ctx.logs.clear();
+        assert_eq!(
+            ctx.call(
+                "POST",
+                "/token",
+                None,
+                r#"{"username":"admin","password":"password"}"#
+            ),
+            internal_error(),
+            "{db_url}: POST /token"
+        );
+        assert!(
+            ctx.logs.iter().any(|l| l.contains("DB_URL")),
+            "{:?}",
+            ctx.logs
+        );
+        let t = valid_token();
         for (method, path, body) in PROTECTED {
             ctx.logs.clear();
             assert_eq!(
@@ -770,7 +801,8 @@ fn db_url_names_the_store_to_open() {
         ctx.db_url = db_url.map(str::to_string);
         let t = ctx.login();
         assert_eq!(ctx.call("GET", "/books", Some(&t), ""), listed(json!([])));
-        assert_eq!(ctx.opened, [target], "{db_url:?}");
+        // The login's failed-login check, then the list.
+        assert_eq!(ctx.opened, [target.clone(), target], "{db_url:?}");
     }
 }
 
@@ -779,7 +811,16 @@ fn each_single_book_request_is_one_store_call() {
     let mut ctx = TestContext::new();
     let t = ctx.login();
     let t = Some(t.as_str());
-    assert_eq!(ctx.calls.opens, 0, "login never opens the store");
+    // A login with no failures on record costs one store call: the check.
+    assert_eq!(
+        ctx.calls,
+        StoreCalls {
+            opens: 1,
+            login_read: 1,
+            ..StoreCalls::default()
+        },
+        "a login is one store call"
+    );
     let one = |calls: StoreCalls| StoreCalls { opens: 1, ..calls };
     let cases: [(&str, &str, &str, StoreCalls, u16); 12] = [
         (
@@ -973,7 +1014,17 @@ fn an_unsupported_db_url_never_echoes_a_password_with_reserved_characters() {
     for db_url in urls {
         let mut ctx = TestContext::new();
         ctx.db_url = Some(db_url.to_string());
-        let t = ctx.login();
+        let t = valid_token();
+        assert_eq!(
+            ctx.call(
+                "POST",
+                "/token",
+                None,
+                r#"{"username":"admin","password":"password"}"#
+            ),
+            internal_error(),
+            "{db_url}: POST /token"
+        );
         assert_eq!(
             ctx.call("GET", "/books", Some(&t), ""),
             internal_error(),

@@ -106,7 +106,7 @@ fn payload_is_judged_before_credentials() {
 #[test]
 fn wrong_credentials_are_refused() {
     let mut ctx = TestContext::new();
-    for (username, password) in [
+    for (index, (username, password)) in [
         ("admin", "wrong-password-1"),
         ("someone-else-99", "password"),
         ("someone-else-99", "wrong-password-2"),
@@ -125,7 +125,12 @@ fn wrong_credentials_are_refused() {
         ("", ""),
         ("admin\u{0}", "password"),
         ("admin", "pässword"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // Each from its own address: more than the failed-login limit.
+        ctx.client_addr = Some(format!("198.51.100.{index}:5000"));
         let body = json!({"username": username, "password": password}).to_string();
         assert_eq!(
             ctx.call("POST", "/token", None, &body),

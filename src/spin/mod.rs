@@ -35,6 +35,18 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let authorization = joined_header(&headers, "authorization");
     let declared_length = joined_header(&headers, "content-length")
         .and_then(|value| std::str::from_utf8(&value).ok()?.trim().parse::<u64>().ok());
+    // The login throttle's client: Spin's peer address, and X-Forwarded-For
+    // for deployments behind a proxy (used only when trusted). Only a login
+    // needs them, so other requests skip the two header reads.
+    let login = path == "/token";
+    let mut context = SpinContext {
+        client_addr: login
+            .then(|| joined_header(&headers, "spin-client-addr"))
+            .flatten(),
+        forwarded_for: login
+            .then(|| joined_header(&headers, "x-forwarded-for"))
+            .flatten(),
+    };
     drop(headers);
 
     let head = RequestHead {
@@ -47,7 +59,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
         request,
         declared_length,
     };
-    let response = app::handle(&mut SpinContext, &head, body);
+    let response = app::handle(&mut context, &head, body);
 
     let status = response.status;
     send(response_out, response).await;
@@ -76,6 +88,9 @@ async fn send(response_out: ResponseOutparam, response: Response) {
     }
     if let Some(link) = &response.link {
         headers.push(("link".to_string(), link.as_bytes().to_vec()));
+    }
+    if let Some(seconds) = response.retry_after {
+        headers.push(("retry-after".to_string(), seconds.to_string().into_bytes()));
     }
     let Ok(fields) = Fields::from_list(&headers) else {
         log("error: could not build response headers");
@@ -138,7 +153,10 @@ impl Body for RequestBody {
 }
 
 /// Spin as the core's `Context`.
-struct SpinContext;
+struct SpinContext {
+    client_addr: Option<Vec<u8>>,
+    forwarded_for: Option<Vec<u8>>,
+}
 
 /// Settings as this instance first read them. An instance serves one
 /// request under Spin's WASI 0.2 model; where a host reuses instances, the
@@ -175,5 +193,13 @@ impl Context for SpinContext {
 
     fn log(&mut self, line: &str) {
         log(line);
+    }
+
+    fn client_addr(&self) -> Option<&[u8]> {
+        self.client_addr.as_deref()
+    }
+
+    fn forwarded_for(&self) -> Option<&[u8]> {
+        self.forwarded_for.as_deref()
     }
 }

@@ -8,7 +8,8 @@ use crate::books::{Book, BookChanges, NewBook};
 use crate::router::BookId;
 use crate::schema;
 use crate::store::{
-    insert_statement, redact_password, update_statement, BookStore, SqlParam, BOOK_COLUMNS,
+    insert_statement, login_sql, redact_password, sql_seconds, update_statement, BookStore,
+    LoginFailures, SqlParam, BOOK_COLUMNS,
 };
 
 /// SQLSTATE codes the store reacts to. The 2.0 interface reports a failed
@@ -150,6 +151,17 @@ fn book_from_row(row: Vec<DbValue>) -> anyhow::Result<Book> {
     }
 }
 
+/// The `failures, window_end` row of a failed-login statement, if any.
+fn login_row(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<LoginFailures>> {
+    match rows.first().map(Vec::as_slice) {
+        None => Ok(None),
+        Some([DbValue::Int64(count), DbValue::Int64(window_end)]) => {
+            LoginFailures::from_row(*count, *window_end).map(Some)
+        }
+        Some(other) => bail!("unexpected failed-login row: {other:?}"),
+    }
+}
+
 fn first_book(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<Book>> {
     rows.into_iter().next().map(book_from_row).transpose()
 }
@@ -189,5 +201,47 @@ impl BookStore for PostgresStore {
             &[ParameterValue::Int64(id.get())],
         )?;
         Ok(!rows.is_empty())
+    }
+
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        let rows = self.query(
+            &login_sql::select('$'),
+            None,
+            &[ParameterValue::Str(client.to_string())],
+        )?;
+        login_row(rows)
+    }
+
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        let params = [
+            ParameterValue::Str(client.to_string()),
+            ParameterValue::Int64(sql_seconds(now)),
+            ParameterValue::Int64(sql_seconds(now.saturating_add(window_seconds))),
+        ];
+        let rows = self.query(&login_sql::record('$'), None, &params)?;
+        login_row(rows)?.ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
+    }
+
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        self.query(
+            &login_sql::clear('$'),
+            None,
+            &[ParameterValue::Str(client.to_string())],
+        )?;
+        Ok(())
+    }
+
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        let params = [
+            ParameterValue::Int64(sql_seconds(now)),
+            ParameterValue::Int64(limit.into()),
+        ];
+        self.query(&login_sql::prune('$'), None, &params)?;
+        Ok(())
     }
 }

@@ -7,7 +7,10 @@ use crate::books::{Book, BookChanges, NewBook};
 use crate::catalog::{page_statement, BookQuery, Dialect};
 use crate::router::BookId;
 use crate::schema;
-use crate::store::{insert_statement, update_statement, BookStore, SqlParam, BOOK_COLUMNS};
+use crate::store::{
+    insert_statement, login_sql, sql_seconds, update_statement, BookStore, LoginFailures, SqlParam,
+    BOOK_COLUMNS,
+};
 
 /// Opens the database on its first query, so requests that fail before
 /// touching the store never open it.
@@ -88,6 +91,17 @@ fn book_from_row(values: Vec<Value>) -> anyhow::Result<Book> {
     }
 }
 
+/// The `failures, window_end` row of a failed-login statement, if any.
+fn login_row(result: QueryResult) -> anyhow::Result<Option<LoginFailures>> {
+    match result.rows.first().map(|row| row.values.as_slice()) {
+        None => Ok(None),
+        Some([Value::Integer(count), Value::Integer(window_end)]) => {
+            LoginFailures::from_row(*count, *window_end).map(Some)
+        }
+        Some(other) => bail!("unexpected failed-login row: {other:?}"),
+    }
+}
+
 fn first_book(result: QueryResult) -> anyhow::Result<Option<Book>> {
     result
         .rows
@@ -145,6 +159,40 @@ impl BookStore for SqliteStore {
             &[Value::Integer(id.get())],
         )?;
         Ok(!result.rows.is_empty())
+    }
+
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        let result = self.execute(&login_sql::select('?'), &[Value::Text(client.to_string())])?;
+        login_row(result)
+    }
+
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        let params = [
+            Value::Text(client.to_string()),
+            Value::Integer(sql_seconds(now)),
+            Value::Integer(sql_seconds(now.saturating_add(window_seconds))),
+        ];
+        let result = self.execute(&login_sql::record('?'), &params)?;
+        login_row(result)?.context("the failed-login upsert returned no row")
+    }
+
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        self.execute(&login_sql::clear('?'), &[Value::Text(client.to_string())])?;
+        Ok(())
+    }
+
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        let params = [
+            Value::Integer(sql_seconds(now)),
+            Value::Integer(limit.into()),
+        ];
+        self.execute(&login_sql::prune('?'), &params)?;
+        Ok(())
     }
 
     /// `GET /health`: opens the database and runs the most trivial query.

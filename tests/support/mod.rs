@@ -17,7 +17,7 @@ use book_catalog::books::{Book, BookChanges, NewBook};
 use book_catalog::catalog::BookQuery;
 use book_catalog::router::BookId;
 use book_catalog::settings::Setting;
-use book_catalog::store::{BookStore, MemoryStore, StoreTarget};
+use book_catalog::store::{BookStore, LoginFailures, MemoryStore, StoreTarget};
 use book_catalog::{handle, Body, BodyError, Context, RequestHead, Response};
 
 /// The fixed clock of every test context (Unix seconds).
@@ -41,12 +41,28 @@ pub struct StoreCalls {
     pub create: usize,
     pub update: usize,
     pub delete: usize,
+    /// Failed-login counts: read, record, clear, prune.
+    pub login_read: usize,
+    pub login_record: usize,
+    pub login_clear: usize,
+    pub login_prune: usize,
 }
 
 impl StoreCalls {
     /// Calls to the store's methods (opening not included).
     pub fn total(&self) -> usize {
-        self.list + self.list_page + self.get + self.create + self.update + self.delete
+        self.list
+            + self.list_page
+            + self.get
+            + self.create
+            + self.update
+            + self.delete
+            + self.login_calls()
+    }
+
+    /// Calls for the failed-login limit.
+    pub fn login_calls(&self) -> usize {
+        self.login_read + self.login_record + self.login_clear + self.login_prune
     }
 }
 
@@ -98,6 +114,31 @@ impl<S: BookStore> BookStore for CountingStore<'_, S> {
         self.check()?;
         self.inner.delete(id)
     }
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        self.calls.login_read += 1;
+        self.check()?;
+        self.inner.login_failures(client)
+    }
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        self.calls.login_record += 1;
+        self.check()?;
+        self.inner.record_login_failure(client, now, window_seconds)
+    }
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        self.calls.login_clear += 1;
+        self.check()?;
+        self.inner.clear_login_failures(client)
+    }
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        self.calls.login_prune += 1;
+        self.check()?;
+        self.inner.prune_login_failures(now, limit)
+    }
 }
 
 /// The test host. On drop (unless already panicking) it checks that no log
@@ -107,6 +148,19 @@ pub struct TestContext {
     pub db_url: Option<String>,
     pub username: Option<String>,
     pub password: Option<String>,
+    /// `auth_password_hash`.
+    pub password_hash: Option<String>,
+    /// `secret_token_previous`.
+    pub previous_secret: Option<String>,
+    /// `login_max_failures`, `login_window_seconds`, `trust_forwarded_for`,
+    /// as the raw setting values (unset: the defaults).
+    pub max_failures: Option<String>,
+    pub window_seconds: Option<String>,
+    pub trust_forwarded_for: Option<String>,
+    /// What the host reports as the client (`spin-client-addr`) and the
+    /// request's `X-Forwarded-For`.
+    pub client_addr: Option<String>,
+    pub forwarded_for: Option<String>,
     pub now: u64,
     pub store: MemoryStore,
     pub calls: StoreCalls,
@@ -136,6 +190,13 @@ impl TestContext {
             db_url: None,
             username: None,
             password: None,
+            password_hash: None,
+            previous_secret: None,
+            max_failures: None,
+            window_seconds: None,
+            trust_forwarded_for: None,
+            client_addr: Some("192.0.2.10:40000".to_string()),
+            forwarded_for: None,
             now: NOW,
             store: MemoryStore::default(),
             calls: StoreCalls::default(),
@@ -202,7 +263,11 @@ impl TestContext {
 
     /// `GET /books` with a query string (`None`: no `?`); the outcome and
     /// the `Link` header.
-    pub fn get_books(&mut self, query: Option<&str>, auth: Option<&str>) -> (Outcome, Option<String>) {
+    pub fn get_books(
+        &mut self,
+        query: Option<&str>,
+        auth: Option<&str>,
+    ) -> (Outcome, Option<String>) {
         let head = RequestHead {
             method: "GET",
             path: "/books",
@@ -294,6 +359,14 @@ impl TestContext {
         if let Some(password) = self.password.as_deref().filter(|p| !p.is_empty()) {
             forbidden.push(password);
         }
+        if let Some(hash) = self.password_hash.as_deref().filter(|h| h.len() >= 16) {
+            forbidden.push(hash);
+            // Any recognisable part of it: the salt and the hash segments.
+            forbidden.extend(hash.rsplit('$').take(2).filter(|part| part.len() >= 8));
+        }
+        if let Some(previous) = self.previous_secret.as_deref().filter(|s| !s.is_empty()) {
+            forbidden.push(previous);
+        }
         forbidden.push(SECRET);
         for line in &self.logs {
             for bad in &forbidden {
@@ -318,6 +391,13 @@ impl Context for TestContext {
             Setting::DbUrl => self.db_url.clone(),
             Setting::AuthUsername => self.username.clone(),
             Setting::AuthPassword => self.password.clone(),
+            Setting::AuthPasswordHash => self.password_hash.clone(),
+            Setting::SecretTokenPrevious => self.previous_secret.clone(),
+            Setting::LoginMaxFailures => self.max_failures.clone(),
+            Setting::LoginWindowSeconds => self.window_seconds.clone(),
+            Setting::TrustForwardedFor => self.trust_forwarded_for.clone(),
+            #[allow(unreachable_patterns)]
+            _ => None,
         }
     }
 
@@ -341,6 +421,14 @@ impl Context for TestContext {
 
     fn log(&mut self, line: &str) {
         self.logs.push(line.to_string());
+    }
+
+    fn client_addr(&self) -> Option<&[u8]> {
+        self.client_addr.as_deref().map(str::as_bytes)
+    }
+
+    fn forwarded_for(&self) -> Option<&[u8]> {
+        self.forwarded_for.as_deref().map(str::as_bytes)
     }
 }
 

@@ -1,0 +1,181 @@
+//! The login password as configured: plain text (`auth_password`) or an
+//! Argon2id hash in PHC form (`auth_password_hash`, decisions.md
+//! "Credentials and keys"), and the check of a submitted password against it.
+
+use argon2::password_hash::{PasswordHash, PasswordVerifier};
+use argon2::{Algorithm, Argon2, Params};
+use sha2::{Digest, Sha256};
+
+/// The largest Argon2 memory accepted, in KiB (64 MiB, RFC 9106's second
+/// recommended setting). Verification allocates this much in the
+/// component's memory; far larger values could exhaust it and trap, so such
+/// a hash is refused as invalid instead.
+pub const MAX_MEMORY_KIB: u32 = 64 * 1024;
+
+/// Why `auth_password_hash` cannot be used. Never holds the hash itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidHash(pub String);
+
+impl std::fmt::Display for InvalidHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "auth_password_hash / AUTH_PASSWORD_HASH is not a usable Argon2id PHC string \
+             ($argon2id$v=19$m=...,t=...,p=...$salt$hash): {}",
+            self.0
+        )
+    }
+}
+
+/// An Argon2id PHC string, parsed and checked, ready to verify against.
+#[derive(Debug)]
+pub struct HashedPassword<'a> {
+    hash: PasswordHash<'a>,
+}
+
+impl<'a> HashedPassword<'a> {
+    /// Parses `phc`; the algorithm must be Argon2id, and the parameters
+    /// (memory, passes, lanes, output length) must be valid Argon2 ones, with
+    /// at most `MAX_MEMORY_KIB` of memory.
+    pub fn parse(phc: &'a str) -> Result<HashedPassword<'a>, InvalidHash> {
+        // The reasons below are fixed texts or the parser's own words about
+        // which part is wrong, never the string's content.
+        let hash = PasswordHash::new(phc.trim())
+            .map_err(|error| InvalidHash(format!("not a PHC string ({error})")))?;
+        if Algorithm::try_from(hash.algorithm) != Ok(Algorithm::Argon2id) {
+            return Err(InvalidHash("the algorithm is not argon2id".into()));
+        }
+        if hash.salt.is_none() || hash.hash.is_none() {
+            return Err(InvalidHash("the salt or the hash is missing".into()));
+        }
+        let params = Params::try_from(&hash)
+            .map_err(|error| InvalidHash(format!("invalid parameters ({error})")))?;
+        if params.m_cost() > MAX_MEMORY_KIB {
+            return Err(InvalidHash(format!(
+                "m={} KiB is more memory than the {MAX_MEMORY_KIB} KiB allowed",
+                params.m_cost()
+            )));
+        }
+        if let Some(version) = hash.version {
+            argon2::Version::try_from(version)
+                .map_err(|_| InvalidHash("unknown Argon2 version".into()))?;
+        }
+        Ok(HashedPassword { hash })
+    }
+
+    /// Whether `password` is the one hashed, computed with the string's own
+    /// parameters and salt; the outputs compare in constant time.
+    pub fn verify(&self, password: &str) -> bool {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &self.hash)
+            .is_ok()
+    }
+}
+
+/// Compares in time independent of where the texts differ and of their
+/// lengths: both are hashed to fixed-size digests, compared without an early exit.
+pub fn same_text(given: &str, expected: &str) -> bool {
+    let given = Sha256::digest(given.as_bytes());
+    let expected = Sha256::digest(expected.as_bytes());
+    let difference = given
+        .iter()
+        .zip(expected.iter())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    std::hint::black_box(difference) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Argon2 reference implementation's own test vector (phc-winner-argon2
+    /// src/test.c): "password", salt "somesalt", t=2, m=65536, p=1, v=19.
+    const REFERENCE: &str =
+        "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc";
+
+    /// OWASP's parameters (m=19456, t=2, p=1), made with this crate.
+    fn owasp_hash() -> String {
+        use argon2::password_hash::{PasswordHasher, SaltString};
+        let salt = SaltString::from_b64("c29tZXNhbHRzb21lc2FsdA").unwrap();
+        let params = Params::new(19456, 2, 1, None).unwrap();
+        Argon2::new(Algorithm::Argon2id, argon2::Version::V0x13, params)
+            .hash_password(b"password", &salt)
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn the_reference_vector_verifies() {
+        let hashed = HashedPassword::parse(REFERENCE).unwrap();
+        assert!(hashed.verify("password"));
+        assert!(!hashed.verify("passwore"));
+    }
+
+    #[test]
+    fn a_hash_verifies_its_password_only() {
+        let phc = owasp_hash();
+        assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$"));
+        let hashed = HashedPassword::parse(&phc).unwrap();
+        assert!(hashed.verify("password"));
+        assert!(!hashed.verify("Password"));
+        assert!(!hashed.verify("password "));
+        assert!(!hashed.verify(""));
+    }
+
+    #[test]
+    fn parameters_come_from_the_string() {
+        use argon2::password_hash::{PasswordHasher, SaltString};
+        let salt = SaltString::from_b64("YW5vdGhlcnNhbHQ").unwrap();
+        let params = Params::new(64, 1, 2, Some(16)).unwrap();
+        let phc = Argon2::new(Algorithm::Argon2id, argon2::Version::V0x13, params)
+            .hash_password(b"s3cret", &salt)
+            .unwrap()
+            .to_string();
+        assert!(phc.contains("m=64,t=1,p=2"), "{phc}");
+        let hashed = HashedPassword::parse(&phc).unwrap();
+        assert!(hashed.verify("s3cret"));
+        assert!(!hashed.verify("s3cret!"));
+    }
+
+    #[test]
+    fn unusable_strings_are_refused_without_echoing_them() {
+        let good = owasp_hash();
+        let argon2i = good.replacen("$argon2id$", "$argon2i$", 1);
+        let argon2d = good.replacen("$argon2id$", "$argon2d$", 1);
+        let huge = good.replacen("m=19456", "m=4194304", 1);
+        let zero_t = good.replacen("t=2", "t=0", 1);
+        let no_hash = good.rsplit_once('$').unwrap().0.to_string();
+        for bad in [
+            "",
+            "password",
+            "$argon2id$",
+            "$2b$12$abcdefghijklmnopqrstuv",
+            "$pbkdf2-sha256$i=1000$c2FsdA$aGFzaA",
+            &argon2i,
+            &argon2d,
+            &huge,
+            &zero_t,
+            &no_hash,
+            "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$!!!",
+            "$argon2id$v=7$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$aGFzaGhhc2hoYXNoaGFzaA",
+        ] {
+            let error = HashedPassword::parse(bad).expect_err(bad).to_string();
+            assert!(error.starts_with("auth_password_hash"), "{error}");
+            // The message quotes the expected form; anything else of the
+            // input (here its last 8 characters) must not appear.
+            let tail = &bad[bad.len().saturating_sub(8)..];
+            if bad.len() > 8 && !"$argon2id$v=19$m=...,t=...,p=...$salt$hash".contains(tail) {
+                assert!(!error.contains(tail), "{error} echoes {bad}");
+            }
+        }
+    }
+
+    #[test]
+    fn same_text_compares_whole_values() {
+        assert!(same_text("password", "password"));
+        assert!(same_text("", ""));
+        assert!(!same_text("password", "passwore"));
+        assert!(!same_text("password", "password "));
+        assert!(!same_text("", "password"));
+    }
+}
