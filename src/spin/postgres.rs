@@ -5,6 +5,7 @@ use anyhow::{anyhow, bail};
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
 use crate::books::{Book, BookChanges, NewBook};
+use crate::catalog::{page_statement, BookQuery, Dialect};
 use crate::router::BookId;
 use crate::schema;
 use crate::store::{
@@ -170,6 +171,14 @@ impl BookStore for PostgresStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         let sql = format!("SELECT {BOOK_COLUMNS} FROM books");
         let rows = self.query(&sql, Some("id"), &[])?;
+        rows.into_iter().map(book_from_row).collect()
+    }
+
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        // The statement's own ORDER BY picks the page (with its LIMIT); the
+        // outer one keeps that order through the wrapper's join.
+        let (sql, params) = page_statement(query, Dialect::Postgres);
+        let rows = self.query(&sql, Some("id"), &bind(&params))?;
         rows.into_iter().map(book_from_row).collect()
     }
 
