@@ -2,6 +2,7 @@
 //! `spin up` does, on wasmtime.
 
 mod bindings;
+mod hash_password;
 mod manifest;
 mod postgres;
 mod server;
@@ -35,14 +36,26 @@ use crate::variables::{Sources, Variables};
 
 /// The plain environment names the component may read (like `spin up -e`);
 /// nothing else of the host's environment reaches it.
-const COMPONENT_ENV: [&str; 4] = ["SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD"];
+const COMPONENT_ENV: [&str; 9] = [
+    "SECRET_TOKEN",
+    "DB_URL",
+    "AUTH_USERNAME",
+    "AUTH_PASSWORD",
+    "AUTH_PASSWORD_HASH",
+    "SECRET_TOKEN_PREVIOUS",
+    "LOGIN_MAX_FAILURES",
+    "LOGIN_WINDOW_SECONDS",
+    "TRUST_FORWARDED_FOR",
+];
 
 /// Serve the Book Catalog component (a Spin HTTP app) on wasmtime, like `spin up`.
 ///
 /// Application variables come from --variable, then SPIN_VARIABLE_<NAME> in
 /// the environment, then a .env file in the current directory, then the
 /// manifest's defaults. The component's environment holds SECRET_TOKEN,
-/// DB_URL, AUTH_USERNAME and AUTH_PASSWORD when the host has them set.
+/// DB_URL, AUTH_USERNAME, AUTH_PASSWORD, AUTH_PASSWORD_HASH,
+/// SECRET_TOKEN_PREVIOUS, LOGIN_MAX_FAILURES, LOGIN_WINDOW_SECONDS and
+/// TRUST_FORWARDED_FOR when the host has them set.
 /// BOOK_HOST_COUNT_DB_CALLS=1 logs the Spin database calls of each request.
 #[derive(Parser, Debug)]
 #[command(name = "book-host", version)]
@@ -75,6 +88,17 @@ struct Cli {
     /// --variable secret_token=...
     #[arg(long = "variable", value_name = "NAME=VALUE")]
     variables: Vec<String>,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug, PartialEq, Eq)]
+enum Command {
+    /// Read a password from standard input and print its Argon2id PHC
+    /// string (m=19456,t=2,p=1, OWASP's parameters) for auth_password_hash /
+    /// AUTH_PASSWORD_HASH, e.g. printf '%s' 'the password' | book-host hash-password
+    HashPassword,
 }
 
 fn main() -> ExitCode {
@@ -95,6 +119,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if cli.command == Some(Command::HashPassword) {
+        return match hash_password::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     const MAX_BLOCKING_THREADS: usize = 16;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -292,11 +325,21 @@ fn configuration_report(
         )),
         Some(_) => {}
     }
-    if setting("auth_password", "AUTH_PASSWORD").is_none() {
-        warnings.push(
-            "the default login password is in use (set SPIN_VARIABLE_AUTH_PASSWORD or AUTH_PASSWORD)"
+    match setting("auth_password_hash", "AUTH_PASSWORD_HASH") {
+        // A hash replaces the password; one the component cannot use makes
+        // every login 500 (the reason is checked by the component itself).
+        Some(hash) if !hash_password::looks_like_argon2id(&hash) => warnings.push(
+            "auth_password_hash / AUTH_PASSWORD_HASH is not an Argon2id PHC string \
+             ($argon2id$v=19$m=...,t=...,p=...$salt$hash): every login will answer 500"
                 .to_string(),
-        );
+        ),
+        Some(_) => {}
+        None if setting("auth_password", "AUTH_PASSWORD").is_none() => warnings.push(
+            "the default login password is in use (set SPIN_VARIABLE_AUTH_PASSWORD or AUTH_PASSWORD, \
+             or a hash in AUTH_PASSWORD_HASH: book-host hash-password)"
+                .to_string(),
+        ),
+        None => {}
     }
     (describe_store(&db_url, sqlite_path), warnings)
 }
