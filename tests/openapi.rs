@@ -109,6 +109,7 @@ fn every_error_message_is_documented_at_its_status() {
         ApiError::InvalidToken,
         ApiError::BookNotFound,
         ApiError::BodyTooLarge,
+        ApiError::TooManyLoginAttempts { retry_after: 1 },
         ApiError::TokenNotIssued,
         ApiError::Internal(String::new()),
         ApiError::ServiceUnavailable(String::new()),
