@@ -20,7 +20,8 @@ import subprocess
 
 COMPARATOR_ORDER = ["native", "floor/isolated", "floor/reuse", "component/isolated", "component/reuse",
                     "floor/spin", "component/spin"]
-SCENARIO_ORDER = ["floor", "token", "get", "list100", "list1k", "list10k", "post", "put", "delete", "mix"]
+SCENARIO_ORDER = ["floor", "token", "get", "list100", "list1k", "list10k", "page", "pagedeep", "post", "put",
+                  "delete", "mix"]
 SCENARIO_TITLE = {
     "floor": "GET / (floor component)",
     "token": "POST /token",
@@ -28,6 +29,8 @@ SCENARIO_TITLE = {
     "list100": "GET /books (100 books)",
     "list1k": "GET /books (1,000 books)",
     "list10k": "GET /books (10,000 books)",
+    "page": "GET /books?limit=100 (first page of 10,000)",
+    "pagedeep": "GET /books?limit=100&after=9800 (deep page of 10,000)",
     "post": "POST /book",
     "put": "PUT /book/{id}",
     "delete": "DELETE /book/{id}",
@@ -238,6 +241,26 @@ def targets(runs, servers, reuse_measured):
     else:
         out.append({"target": "GET /books grows ~linearly (component, c16)", "value": None,
                     "threshold": ">= 50 %", "result": "n/a", "detail": "not measured"})
+    pages = []
+    for comparator in COMPARATOR_ORDER:
+        for st in ("sqlite", "postgres"):
+            first, deep = (find(runs, comparator, s, st, 16) for s in ("page", "pagedeep"))
+            if first and deep and comparator.startswith("component"):
+                pages.append((comparator, st, first["rps"], deep["rps"],
+                              deep["rps"] / first["rps"] if first["rps"] else 0))
+    if pages:
+        worst = min(pages, key=lambda p: p[4])
+        out.append({
+            "target": "a deep catalog page costs about the first: req/s at after=9800 >= 80 % of the "
+                      "first page's (component, c16)",
+            "value": round(worst[4], 3),
+            "threshold": ">= 80 %",
+            "result": "PASS" if worst[4] >= 0.8 else "MISS",
+            "detail": "; ".join(f"{p[0]} {p[1]}: {p[2]:,.0f} / {p[3]:,.0f} req/s" for p in pages),
+        })
+    else:
+        out.append({"target": "a deep catalog page costs about the first (component, c16)", "value": None,
+                    "threshold": ">= 80 %", "result": "n/a", "detail": "not measured"})
     warm = [s["start_ms"] for s in servers
             if s["comparator"] in ("component", "floor") and s["warm_cache"] and s["mode"] != "spin"]
     out.append({

@@ -375,6 +375,13 @@ run_book_scenarios() {
     python3 "$BENCH/seed.py" "$STORE_SPEC" ensure 1000
     for c in $CONCURRENCY; do run_wrk "$comparator" "$mode" "$store" list1k list "$c" 1000; done
     python3 "$BENCH/seed.py" "$STORE_SPEC" ensure 10000
+    # Catalog pages of 100 of the 10,000 books: the first, and a deep one
+    # (keyset: `after` near the end must cost what the first page does).
+    check_get "/books?limit=100&after=9800"
+    for c in $CONCURRENCY; do run_wrk "$comparator" "$mode" "$store" page page "$c" 10000; done
+    for c in $CONCURRENCY; do
+        run_wrk "$comparator" "$mode" "$store" pagedeep page "$c" 10000 BENCH_PAGE_AFTER=9800
+    done
     for c in $CONCURRENCY; do run_wrk "$comparator" "$mode" "$store" list10k list "$c" 10000; done
 }
 

@@ -26,6 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context as _};
 use book_catalog::books::{Book, BookChanges, NewBook};
+use book_catalog::catalog::{page_statement, BookQuery, Dialect};
 use book_catalog::router::BookId;
 use book_catalog::settings::Setting;
 use book_catalog::store::{update_statement, BookStore, SqlParam, StoreTarget, BOOK_COLUMNS};
@@ -33,7 +34,7 @@ use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, LINK};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -246,6 +247,16 @@ impl BookStore for SqliteStore<'_> {
         Ok(rows.next()?.map(sqlite_book).transpose()?)
     }
 
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        let (sql, params) = page_statement(query, Dialect::Sqlite);
+        let values: Vec<rusqlite::types::Value> = params.iter().map(sqlite_value).collect();
+        let mut statement = self.connection.prepare_cached(&sql)?;
+        let books = statement
+            .query_map(rusqlite::params_from_iter(values), sqlite_book)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(books)
+    }
+
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
         let mut statement = self
             .connection
@@ -367,6 +378,21 @@ impl BookStore for PgStore<'_> {
             .collect();
         bound.push(&id);
         self.query(&sql, &bound)?.first().map(pg_book).transpose()
+    }
+
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        let (sql, params) = page_statement(query, Dialect::Postgres);
+        let bound: Vec<PgParam> = params
+            .iter()
+            .map(|param| -> PgParam {
+                match param {
+                    SqlParam::Text(text) => text,
+                    SqlParam::Int32(value) => value,
+                    SqlParam::Int64(value) => value,
+                }
+            })
+            .collect();
+        self.query(&sql, &bound)?.iter().map(pg_book).collect()
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
@@ -542,6 +568,9 @@ async fn serve(
     if let Some(allow) = response.allow {
         http.headers_mut()
             .insert(ALLOW, HeaderValue::from_static(allow));
+    }
+    if let Some(link) = response.link.and_then(|link| HeaderValue::from_str(&link).ok()) {
+        http.headers_mut().insert(LINK, link);
     }
     Ok(http)
 }
