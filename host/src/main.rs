@@ -7,6 +7,7 @@ mod manifest;
 mod postgres;
 mod server;
 mod sqlite;
+mod startup;
 mod state;
 mod variables;
 
@@ -191,6 +192,10 @@ async fn run(cli: Cli) -> Result<()> {
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
         .collect();
     report_configuration(&variables, &component_env, &sqlite_path);
+    // A store the component will be refused: say so now, with the fix.
+    for warning in startup::store_access_warnings(&manifest, &variables, &component_env) {
+        eprintln!("warning: {warning}");
+    }
 
     let engine = engine(&state_dir)?;
     let component = Component::from_file(&engine, &manifest.source)
