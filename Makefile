@@ -5,7 +5,7 @@ WASM := target/wasm32-wasip2/release/book_catalog.wasm
 HOST := target/release/book-host
 LISTEN ?= 0.0.0.0:8080
 
-.PHONY: run test soak bench build variants toolchain component host clean
+.PHONY: run test soak hurl bench build variants toolchain component host clean
 
 ## Build the component and the host, then serve on $(LISTEN) (SQLite default).
 run: build
@@ -22,6 +22,20 @@ soak: build
 	    scripts/fuzz.sh --store $$store --scale full || status=1; \
 	    tests/faults/run.py --store $$store --scale full || status=1; \
 	done; exit $$status
+
+## The hurl suite (tests/hurl/) against a running deployment; leaves no books
+## behind and skips (and lists) the files that need what is not given:
+##   make hurl BASE_URL=https://books.example.com USERNAME=admin PASSWORD=... \
+##        [SECRET_TOKEN=...] [TRUST_FORWARDED_FOR=1]
+## Last line: N passed, M failed. `make test` runs the same runner (tests/e2e.sh).
+hurl: export HURL_BASE_URL = $(BASE_URL)
+hurl: export HURL_USERNAME = $(USERNAME)
+hurl: export HURL_PASSWORD = $(PASSWORD)
+hurl: export SECRET_TOKEN := $(SECRET_TOKEN)
+hurl: export TRUST_FORWARDED_FOR := $(TRUST_FORWARDED_FOR)
+hurl:
+	@scripts/ensure-tools.sh hurl
+	@tests/hurl/run.py
 
 ## Load benchmark (wrk on loopback): native vs floor vs component, SQLite and
 ## PostgreSQL, isolated and reuse; writes bench/results/latest.{md,json}.
