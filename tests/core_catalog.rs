@@ -504,6 +504,28 @@ proptest! {
     }
 
     #[test]
+    fn any_query_string_is_a_page_or_a_400_never_a_panic(
+        query in prop_oneof![
+            ".{0,40}",
+            "((limit|after|title|author|year|x)=[0-9a-zA-Z%+&=_.-]{0,6}&?){0,5}",
+        ],
+    ) {
+        let mut ctx = with_books(&SAMPLE);
+        let token = valid_token();
+        let ((status, envelope, _), link) = ctx.get_books(Some(&query), Some(&token));
+        prop_assert!(status == 200 || status == 400, "{} gave {}", query, status);
+        if status == 400 {
+            prop_assert_eq!(envelope["message"].as_str(), Some("Invalid query parameters"));
+            prop_assert_eq!(ctx.calls.opens, 0);
+        }
+        if let Some(link) = link {
+            // A Link always leads to a valid query.
+            prop_assert!(link.is_ascii());
+            prop_assert!(BookQuery::parse(Some(next_query(&link))).is_ok());
+        }
+    }
+
+    #[test]
     fn the_memory_store_agrees_with_the_default_over_list(
         books in proptest::collection::vec((text(5), text(3), 0..3i32), 0..30),
         query in "(title=(a|A|%25|_){1,2}&)?(author=[bB]&)?(year=[0-2]&)?(after=[1-9]&)?(limit=[1-5])?",
