@@ -129,13 +129,13 @@ fn main() -> ExitCode {
             }
         };
     }
-    const MAX_BLOCKING_THREADS: usize = 16;
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // Start-up, signals and one of the serving threads run on this
+    // single-threaded runtime; `Server::serve` starts one more per core.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        // SQLite calls run on blocking threads. Tokio's default allows 512 of
-        // them, each with its own stack and allocator heap; past a few per
-        // core they only add memory (measured: ~150 MiB at 64 clients).
-        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        // Tokio's default allows 512 blocking threads, each with its own
+        // stack and allocator heap; we need only a few.
+        .max_blocking_threads(server::MAX_BLOCKING_THREADS_PER_RUNTIME)
         .build()
     {
         Ok(rt) => rt,

@@ -1,6 +1,11 @@
 //! The HTTP side: hyper accepts requests and hands each one to the component's
 //! `wasi:http/incoming-handler`, in a fresh instance (Spin's isolation) or, with
 //! `--max-instance-reuse N`, in an idle instance that has served fewer than N.
+//!
+//! One single-threaded tokio runtime per core, all accepting from the same
+//! listener: a connection, the instances serving its requests and their
+//! SQLite statements stay on one thread (measured: see the README's
+//! performance section).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -38,6 +43,24 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub const MAX_ACTIVE_INSTANCES: u32 = 32;
 /// Idle instances kept for reuse (only with `--max-instance-reuse` > 1).
 pub const MAX_IDLE_INSTANCES: u32 = 32;
+/// Blocking threads per runtime. Statements run inline on the serving
+/// threads; the blocking pool only closes connections left in a transaction.
+pub const MAX_BLOCKING_THREADS_PER_RUNTIME: usize = 4;
+
+/// Serving threads: one per core this process may run on, or
+/// `BOOK_HOST_THREADS` (1 to 64).
+fn serving_threads() -> usize {
+    std::env::var("BOOK_HOST_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(64)))
+}
+
+/// Resolves once the serving threads are told to stop (or the sender is gone).
+async fn stop_signal(mut stopped: tokio::sync::watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|stop| *stop).await;
+}
 
 const INTERNAL_ERROR: &str = r#"{"status":500,"message":"Internal server error","data":null}"#;
 
@@ -68,9 +91,82 @@ impl Server {
         }
     }
 
-    /// Accepts connections until `shutdown` resolves, then lets in-flight
-    /// requests finish (up to a grace period).
+    /// Serves on one single-threaded runtime per core, every runtime
+    /// accepting from the same listener: a request runs on one thread from
+    /// accept to response (the connection, the instance and its SQLite calls),
+    /// so nothing wakes another thread on the way. Returns once `shutdown` has
+    /// resolved and in-flight requests have finished (up to a grace period).
     pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        let threads = serving_threads();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut others = Vec::new();
+        let listener = match listener.into_std() {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("cannot share the listener: {e}");
+                return;
+            }
+        };
+        for index in 1..threads {
+            let Ok(clone) = listener.try_clone() else {
+                eprintln!("cannot share the listener: serving on {index} thread(s)");
+                break;
+            };
+            let server = self.clone();
+            let stopped = stopped.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("serve-{index}"))
+                .spawn(move || {
+                    let runtime = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .max_blocking_threads(MAX_BLOCKING_THREADS_PER_RUNTIME)
+                        .build()
+                    {
+                        Ok(runtime) => runtime,
+                        Err(e) => {
+                            eprintln!("cannot start serving thread {index}: {e}");
+                            return;
+                        }
+                    };
+                    runtime.block_on(async move {
+                        match TcpListener::from_std(clone) {
+                            Ok(listener) => {
+                                server.accept_loop(listener, stop_signal(stopped)).await
+                            }
+                            Err(e) => eprintln!("serving thread {index}: {e}"),
+                        }
+                    });
+                });
+            match spawned {
+                Ok(handle) => others.push(handle),
+                Err(e) => eprintln!("cannot start serving thread {index}: {e}"),
+            }
+        }
+        let listener = match TcpListener::from_std(listener) {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("cannot serve: {e}");
+                let _ = stop.send(true);
+                return;
+            }
+        };
+        let trigger = async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
+        tokio::join!(self.accept_loop(listener, stop_signal(stopped)), trigger);
+        for handle in others {
+            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+        }
+    }
+
+    /// Accepts connections on this thread's runtime until `shutdown`
+    /// resolves, then lets in-flight requests finish (up to a grace period).
+    async fn accept_loop(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) {
         let local = listener.local_addr().ok();
         let graceful = GracefulShutdown::new();
         let mut builder = http1::Builder::new();

@@ -1,8 +1,10 @@
 //! Spin SQLite (`fermyon:spin/sqlite@2.0.0`) on rusqlite.
 //!
 //! Only the `default` database has a location (`<state-dir>/sqlite_db.db`),
-//! as in Spin without runtime config. Connections are pooled per database and
-//! every SQLite call runs on tokio's blocking pool, never on a worker thread.
+//! as in Spin without runtime config. Connections are pooled per database.
+//! Statements run inline on the serving thread (each serving thread has its
+//! own single-threaded runtime, see `server.rs`): a statement takes
+//! microseconds, and handing it to another thread cost more than it.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -229,20 +231,16 @@ impl HostConnection for State {
         let resource = self.table.get_mut(&this)?;
         let db = resource.db.clone();
         let held = resource.conn.take();
-        // block_in_place: the statement runs on this worker thread, whose
-        // other tasks tokio hands to another thread meanwhile, so the runtime
-        // keeps serving; unlike spawn_blocking, nothing crosses threads.
-        let (conn, result) = tokio::task::block_in_place(move || {
-            let conn = match held {
-                Some(conn) => conn,
-                None => match db.checkout() {
-                    Ok(conn) => conn,
-                    Err(e) => return (None, Err(e)),
-                },
-            };
-            let result = run(&db, &conn, &statement, parameters);
-            (Some(conn), result)
-        });
+        // Inline, on this serving thread: the other requests of this thread
+        // wait for the statement (microseconds; a write may first queue on
+        // the writer lock), those of the other threads do not.
+        let (conn, result) = match held.map_or_else(|| db.checkout(), Ok) {
+            Ok(conn) => {
+                let result = run(&db, &conn, &statement, parameters);
+                (Some(conn), result)
+            }
+            Err(e) => (None, Err(e)),
+        };
         if let Ok(resource) = self.table.get_mut(&this) {
             resource.conn = conn;
         }
