@@ -212,6 +212,16 @@ impl BookStore for PostgresStore {
         Ok(!rows.is_empty())
     }
 
+    /// `GET /health`: connects (or takes a pooled connection) and runs the
+    /// most trivial query, through the same always-a-row wrapper.
+    fn ping(&mut self) -> anyhow::Result<()> {
+        let rows = self.query("SELECT 1 AS ok", None, &[])?;
+        match rows.first().map(Vec::as_slice) {
+            Some([DbValue::Int32(1)]) => Ok(()),
+            other => bail!("SELECT 1 returned {other:?}"),
+        }
+    }
+
     fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
         let rows = self.query(
             &login_sql::select('$'),

@@ -4,9 +4,10 @@
     tests/faults/outages.py --store sqlite|postgres [--scale quick|full]
 
 PostgreSQL: `pg-cluster.sh pause` (server stopped, data kept) while the host
-serves: every request gets the 500 envelope within BOUND seconds and the
-host stays up; `resume`: the service answers again without a restart, the
-books from before are there. quick: 1 outage; full: 3.
+serves: every request gets the 500 envelope within BOUND seconds, GET
+/health answers 503 "Service unavailable" (within the 5 s connect timeout),
+and the host stays up; `resume`: the service answers again and /health 200
+without a restart, the books from before are there. quick: 1 outage; full: 3.
 
 SQLite:
   * disk full: the state directory is a 2 MiB tmpfs (needs root and
@@ -92,20 +93,68 @@ def outage_requests(host, token, known_id, sequential=True):
     return seq + conc
 
 
+HEALTHY = (200, "Service healthy")
+UNAVAILABLE = (503, "Service unavailable")
+
+
+def health_answers(host, n_concurrent=8):
+    """GET /health, once alone and n_concurrent times at once."""
+    first = [lib.try_request(host.port, "GET", "/health", timeout=30)]
+    with ThreadPoolExecutor(max_workers=n_concurrent) as pool:
+        return first + list(pool.map(lambda _: lib.try_request(host.port, "GET", "/health", timeout=30),
+                                     range(n_concurrent)))
+
+
+def wait_until_healthy(host, seconds):
+    """Polls GET /health until 200; returns the time it took, or None."""
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if lib.try_request(host.port, "GET", "/health", timeout=10).is_envelope(*HEALTHY):
+            return time.monotonic() - started
+        time.sleep(0.2)
+    return None
+
+
+def health_outage(ctx, host, cycle):
+    """GET /health while PostgreSQL is stopped (the caller paused it): 503
+    within the connect timeout, no detail in the body, the host stays up."""
+    t = ctx.tally
+    answers = health_answers(host)
+    slowest = max(r.elapsed for r in answers)
+    bad = [r for r in answers if not (r.is_envelope(*UNAVAILABLE) and r.data is None)]
+    t.note(f"outage {cycle}: GET /health x{len(answers)} while PostgreSQL was down: statuses "
+           f"{sorted({r.status for r in answers})}, slowest {slowest:.2f}s")
+    t.check(not bad, f"outage {cycle}: GET /health answers 503 'Service unavailable' (data null)",
+            f"{len(bad)} not, e.g. {bad[:2]}")
+    t.check(slowest < BOUND, f"outage {cycle}: GET /health answers within {BOUND:.0f} s "
+            "(the connect timeout is 5 s)", f"slowest {slowest:.2f}s")
+    t.check(host.alive(), f"outage {cycle}: the host stays up under health probes")
+
+
 def postgres(ctx):
     t = ctx.tally
     host = ctx.host().start()
     token = host.token()
     books = create_books(host, token, 5, lib.random_text(6))
     known = next(iter(books))
+    r = lib.try_request(host.port, "GET", "/health")
+    t.check(r.is_envelope(*HEALTHY) and r.data is None,
+            "GET /health answers 200 'Service healthy' while PostgreSQL runs", f"{r!r}")
     for cycle in range(1, (3 if ctx.full else 1) + 1):
         ctx.pg.pause()
         try:
             answers = outage_requests(host, token, known)
             # Once more after the first wave: the pool holds no live connection now.
             answers += outage_requests(host, token, known)
+            health_outage(ctx, host, cycle)
         finally:
             ctx.pg.resume()
+        healthy_after = wait_until_healthy(host, 20)
+        t.check(healthy_after is not None,
+                f"outage {cycle}: GET /health is 200 again after resume, without a restart",
+                "no 200 within 20 s")
+        if healthy_after is not None:
+            t.note(f"outage {cycle}: GET /health 200 {healthy_after:.2f}s after the server was back")
         slowest = max(r.elapsed for r in answers)
         bad = [r for r in answers if not r.is_envelope(*ERROR)]
         t.note(f"outage {cycle}: {len(answers)} requests while PostgreSQL was down, slowest answer "
@@ -159,6 +208,7 @@ def frozen(ctx, host, token, books, known):
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
         answers = outage_requests(host, token, known, sequential=False)
+        health = health_answers(host)
     finally:
         for pid in pids:
             try:
@@ -172,8 +222,16 @@ def frozen(ctx, host, token, books, known):
     t.check(not bad, "PostgreSQL frozen: every request gets the 500 envelope", f"{len(bad)} not, e.g. {bad[:2]}")
     t.check(slowest < bound, f"PostgreSQL frozen: each answered within {bound:.0f} s", f"slowest {slowest:.2f}s")
     t.check(host.alive(), "PostgreSQL frozen: the host stays up")
+    slowest_health = max(r.elapsed for r in health)
+    bad_health = [r for r in health if not r.is_envelope(*UNAVAILABLE)]
+    t.check(not bad_health, "PostgreSQL frozen: GET /health answers 503 'Service unavailable'",
+            f"{len(bad_health)} not, e.g. {bad_health[:2]}")
+    t.check(slowest_health < bound, f"PostgreSQL frozen: GET /health answers within {bound:.0f} s",
+            f"slowest {slowest_health:.2f}s")
     took = wait_until_ok(host, token, 30)
     t.check(took is not None, "PostgreSQL thawed: the service recovers without a restart")
+    t.check(wait_until_healthy(host, 30) is not None,
+            "PostgreSQL thawed: GET /health is 200 again without a restart")
     ok, why = all_present(host, token, books)
     t.check(ok, "PostgreSQL thawed: the books from before are all there", why)
 

@@ -3,7 +3,7 @@
 
     tests/faults/run.py --store sqlite|postgres [--scale quick|full] [--only NAME,...]
 
-Runs concurrency, crash, attacks, outages, limits and catalog (see each file) against
+Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits and catalog (see each file) against
 their own hosts; PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR,
 else one of its own, removed at the end. --scale full (or FAULTS_SCALE=full)
 is the `make soak` size. Each named check is one test.
@@ -29,9 +29,10 @@ import concurrency  # noqa: E402
 import crash  # noqa: E402
 import limits  # noqa: E402
 import outages  # noqa: E402
+import replicas  # noqa: E402
 
 MODULES = [("concurrency", concurrency), ("crash", crash), ("attacks", attacks),
-           ("outages", outages), ("limits", limits), ("catalog", catalog)]
+           ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog)]
 
 
 def main():
