@@ -166,12 +166,16 @@ RUN_ID="run$(date +%s)$(random_text 6)"
 USERNAME="e2e-user-$(random_text 8 | tr 'A-Z' 'a-z')"
 PASSWORD="E2e.pass-$(random_text 16)"
 
+E2E_LOGIN_WINDOW_SECONDS=30
 HOST_ENV=(
     "SECRET_TOKEN=$SECRET"
     "AUTH_USERNAME=$USERNAME"
     "AUTH_PASSWORD=$PASSWORD"
     # hurl files marked `# needs: forwarded-for` vary the client address.
     "TRUST_FORWARDED_FOR=true"
+    # A short failed-login window (the limit keeps its default, 10): counts
+    # left by tests/hurl/throttle.hurl lapse within a minute.
+    "LOGIN_WINDOW_SECONDS=$E2E_LOGIN_WINDOW_SECONDS"
 )
 if [ "$STORE" = postgres ]; then
     [ -n "${E2E_PG_URL:-}" ] || abort "--store postgres needs E2E_PG_URL (postgres://user:password@127.0.0.1:PORT/database)"
@@ -205,6 +209,10 @@ start_host() {
         exec env -u SPIN_VARIABLE_SECRET_TOKEN -u SPIN_VARIABLE_DB_URL \
             -u SPIN_VARIABLE_AUTH_USERNAME -u SPIN_VARIABLE_AUTH_PASSWORD \
             -u SPIN_VARIABLE_DB_HOST -u DB_URL \
+            -u AUTH_PASSWORD_HASH -u SECRET_TOKEN_PREVIOUS -u LOGIN_MAX_FAILURES \
+            -u SPIN_VARIABLE_AUTH_PASSWORD_HASH -u SPIN_VARIABLE_SECRET_TOKEN_PREVIOUS \
+            -u SPIN_VARIABLE_LOGIN_MAX_FAILURES -u SPIN_VARIABLE_LOGIN_WINDOW_SECONDS \
+            -u SPIN_VARIABLE_TRUST_FORWARDED_FOR \
             "${HOST_ENV[@]}" \
             "$HOST_BIN" --from "$MANIFEST" --listen "127.0.0.1:$PORT" --state-dir "$STATE_DIR" \
             --max-instance-reuse "$REUSE"
@@ -277,6 +285,7 @@ HURL_COUNTS="$TMP/hurl-counts"
 : > "$HURL_COUNTS"
 HURL_BASE_URL="$BASE_URL" HURL_USERNAME="$USERNAME" HURL_PASSWORD="$PASSWORD" \
     SECRET_TOKEN="$SECRET" TRUST_FORWARDED_FOR="$HURL_FORWARDED" \
+    LOGIN_WINDOW_SECONDS="$E2E_LOGIN_WINDOW_SECONDS" \
     python3 "$ROOT/tests/hurl/run.py" --strict --label "e2e $LABEL" --counts "$HURL_COUNTS" >&2 || true
 read -r hurl_passed hurl_failed < "$HURL_COUNTS" || true
 hurl_passed="${hurl_passed:-0}"

@@ -33,6 +33,14 @@ PG_CLUSTER = ROOT / "scripts/pg-cluster.sh"
 
 ENVELOPE_KEYS = {"status", "message", "data"}
 
+# The login protection settings: a host gets the defaults unless a test says
+# otherwise (the caller's environment is not passed on).
+LOGIN_SETTINGS = ("AUTH_PASSWORD_HASH", "SECRET_TOKEN_PREVIOUS", "LOGIN_MAX_FAILURES",
+                  "LOGIN_WINDOW_SECONDS", "TRUST_FORWARDED_FOR")
+# Client addresses for tests that make wrong logins: this run's own prefix in
+# the IPv6 documentation range.
+CLIENT_PREFIX = "2001:db8:%x:%x::" % (secrets.randbits(16), secrets.randbits(16))
+
 
 def random_text(n):
     alphabet = string.ascii_letters + string.digits
@@ -217,7 +225,13 @@ class Host:
     def env(self):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("SPIN_VARIABLE_")
-               and k not in ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD")}
+               and k not in ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD")
+               and k not in LOGIN_SETTINGS}
+        # Logins from the tests themselves come from 127.0.0.1 and always
+        # succeed; a test that makes wrong logins names its own client in
+        # X-Forwarded-For (CLIENT_PREFIX), so it never blocks the others'
+        # logins, also on a PostgreSQL database shared by several hosts.
+        env["TRUST_FORWARDED_FOR"] = "true"
         if self.secret:
             env["SECRET_TOKEN"] = self.secret
         env["AUTH_USERNAME"] = self.username

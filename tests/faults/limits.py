@@ -211,9 +211,13 @@ def run(ctx):
              ("GET", lambda i: f"/book/{10**15 + i}", None, {404}),
              ("POST", lambda i: "/book", {"title": "Storm", "author": "Storm", "year": 1}, {201}),
              ("GET", lambda i: "/book/1", "no-token", {401}),
-             ("POST", lambda i: "/token", "bad-login", {401})]
+             # Wrong logins from one client of their own: the first 10 are 401,
+             # then the failed-login limit answers 429 (decisions.md).
+             ("POST", lambda i: "/token", "bad-login", {401, 429})]
     deadline = time.monotonic() + (600 if ctx.full else 120)
     counts, unexpected = {}, []
+    storm_client = lib.CLIENT_PREFIX + "5"
+    unauthorized = []  # the wrong logins answered 401
     lock = threading.Lock()
 
     def one(i):
@@ -223,13 +227,16 @@ def run(ctx):
         if body == "no-token":
             r = lib.try_request(port, method, path(i), timeout=30)
         elif body == "bad-login":
-            r = lib.try_request(port, method, path(i), body={"username": "x", "password": "y"}, timeout=30)
+            r = lib.try_request(port, method, path(i), body={"username": "x", "password": "y"},
+                                headers={"X-Forwarded-For": storm_client}, timeout=30)
         else:
             r = lib.try_request(port, method, path(i), body=body, token=token, timeout=30)
         with lock:
             counts[r.status] = counts.get(r.status, 0) + 1
             if r.status not in want:
                 unexpected.append((method, path(i), r))
+            if body == "bad-login" and r.status == 401:
+                unauthorized.append(r)
         return r.status
 
     r0 = host.rss_kib()
@@ -245,6 +252,9 @@ def run(ctx):
     five = {k: v for k, v in counts.items() if k >= 500 or k == 0}
     t.check(not five, "storm: no 5xx and no dropped connection", f"{five}; e.g. {unexpected[:2]}")
     t.check(not unexpected, "storm: every answer is the expected one", f"{len(unexpected)}: {unexpected[:2]}")
+    t.check(len(unauthorized) <= 10,
+            "storm: at most 10 of the wrong logins from one client answer 401 (LOGIN_MAX_FAILURES), "
+            "the rest 429", f"{len(unauthorized)} answered 401")
     t.check(host.alive() and lib.try_request(port, "GET", "/books", token=token).status == 200,
             "the host is up and serves after the storm")
     t.check(host.stop() == 0, "the host exits 0 on SIGTERM after the storm")

@@ -3,7 +3,7 @@
 
     tests/faults/run.py --store sqlite|postgres [--scale quick|full] [--only NAME,...]
 
-Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits and catalog (see each file) against
+Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits, catalog and throttle (see each file) against
 their own hosts; PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR,
 else one of its own, removed at the end. --scale full (or FAULTS_SCALE=full)
 is the `make soak` size. Each named check is one test.
@@ -30,9 +30,10 @@ import crash  # noqa: E402
 import limits  # noqa: E402
 import outages  # noqa: E402
 import replicas  # noqa: E402
+import throttle  # noqa: E402
 
 MODULES = [("concurrency", concurrency), ("crash", crash), ("attacks", attacks),
-           ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog)]
+           ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog), ("throttle", throttle)]
 
 
 def main():
