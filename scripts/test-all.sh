@@ -80,6 +80,8 @@ tests/e2e.sh --store sqlite || true
 # Hosts may serve several requests with one instance (book-host
 # --max-instance-reuse, Spin for WASI 0.3): the component must be right there too.
 tests/e2e.sh --store sqlite --reuse 50 || true
+# The SQLite-only build (no PostgreSQL interface), from `make variants`.
+tests/e2e.sh --store sqlite --wasm target/variants/book-catalog-sqlite.wasm || true
 
 step "fuzzing and fault tests on SQLite"
 scripts/fuzz.sh --store sqlite || true
@@ -89,6 +91,10 @@ step "end to end on PostgreSQL"
 if [ -n "$pg_url" ]; then
     E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres || true
     E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --reuse 50 || true
+    # The PostgreSQL-only build (no SQLite interface) with its manifest (no
+    # sqlite_databases), from `make variants`.
+    E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --manifest deploy/postgres-only/spin.toml \
+        --wasm target/variants/book-catalog-postgres.wasm || true
 
     step "fuzzing and fault tests on PostgreSQL"
     FAULTS_PG_DIR="$pg_dir" scripts/fuzz.sh --store postgres || true

@@ -1,7 +1,8 @@
-//! Bindings for our world, generated from `../wit` so that a change of WASI
-//! patch versions there needs no code change here. Every `wasi:*` interface
-//! maps to wasmtime-wasi / wasmtime-wasi-http's own bindings; only the three
-//! Spin interfaces are generated here.
+//! Bindings for our world, generated from `../wit` (the `book-catalog` world:
+//! the default build, the union of every variant's imports) so that a change
+//! of WASI patch versions there needs no code change here. Every `wasi:*`
+//! interface maps to wasmtime-wasi / wasmtime-wasi-http's own bindings; only
+//! the Spin interfaces are generated here.
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -27,6 +28,6 @@ wasmtime::component::bindgen!({
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
         "wasi:http": wasmtime_wasi_http::p2::bindings::http,
         "fermyon:spin/sqlite.connection": crate::sqlite::Connection,
-        "spin:postgres/postgres.connection": crate::postgres::Connection,
+        "fermyon:spin/postgres.connection": crate::postgres::Connection,
     },
 });

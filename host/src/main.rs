@@ -58,6 +58,9 @@ const COMPONENT_ENV: [&str; 9] = [
 /// SECRET_TOKEN_PREVIOUS, LOGIN_MAX_FAILURES, LOGIN_WINDOW_SECONDS and
 /// TRUST_FORWARDED_FOR when the host has them set.
 /// BOOK_HOST_COUNT_DB_CALLS=1 logs the Spin database calls of each request.
+/// --pg-empty-query-error (BOOK_HOST_PG_EMPTY_QUERY_ERROR=1) makes a
+/// PostgreSQL query without rows an error, as a test for the Spin 4.0.0-4.0.2
+/// hang.
 #[derive(Parser, Debug)]
 #[command(name = "book-host", version)]
 struct Cli {
@@ -89,6 +92,14 @@ struct Cli {
     /// --variable secret_token=...
     #[arg(long = "variable", value_name = "NAME=VALUE")]
     variables: Vec<String>,
+
+    /// Fail a PostgreSQL query that returns zero rows (the component gets
+    /// query-failed; a log line names the statement) instead of answering:
+    /// real Spin 4.0.0 to 4.0.2 hang forever on such a query (Spin issue
+    /// #3671), so tests run with this to catch one. Off by default
+    #[arg(long, env = "BOOK_HOST_PG_EMPTY_QUERY_ERROR",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pg_empty_query_error: bool,
 
     #[command(subcommand)]
     command: Option<Command>,
@@ -222,6 +233,7 @@ async fn run(cli: Cli) -> Result<()> {
         postgres: PgPools::new(allowed)?,
         env: component_env,
         count_db_calls: std::env::var("BOOK_HOST_COUNT_DB_CALLS").is_ok_and(|v| v == "1"),
+        pg_empty_query_error: cli.pg_empty_query_error,
     });
     let server = Arc::new(Server::new(
         pre,
@@ -535,6 +547,16 @@ mod tests {
         assert_eq!(cli.from, PathBuf::from("spin.toml"));
         assert_eq!(cli.listen, "0.0.0.0:8080".parse().unwrap());
         assert_eq!(cli.max_instance_reuse, 1);
+        assert!(!cli.pg_empty_query_error, "off by default");
+        let cli = Cli::try_parse_from(["book-host", "--pg-empty-query-error"]).unwrap();
+        assert!(cli.pg_empty_query_error);
+        // The only test that touches this variable (tests share the process).
+        for (value, on) in [("1", true), ("true", true), ("0", false), ("false", false)] {
+            std::env::set_var("BOOK_HOST_PG_EMPTY_QUERY_ERROR", value);
+            let cli = Cli::try_parse_from(["book-host"]);
+            std::env::remove_var("BOOK_HOST_PG_EMPTY_QUERY_ERROR");
+            assert_eq!(cli.unwrap().pg_empty_query_error, on, "{value}");
+        }
         assert!(Cli::try_parse_from(["book-host", "--max-instance-reuse", "0"]).is_err());
         assert!(Cli::try_parse_from(["book-host", "--listen", "nope"]).is_err());
     }

@@ -25,6 +25,9 @@ pub struct Shared {
     pub env: Vec<(String, String)>,
     /// `BOOK_HOST_COUNT_DB_CALLS=1`: log the Spin DB host calls per request.
     pub count_db_calls: bool,
+    /// `--pg-empty-query-error`: a PostgreSQL `query` that returns zero rows
+    /// fails (real Spin 4.0.0 to 4.0.2 hang on it) instead of answering.
+    pub pg_empty_query_error: bool,
 }
 
 /// Spin database host calls made while serving one request.
@@ -146,6 +149,7 @@ pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     )?;
     bindings::fermyon::spin::sqlite::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
     bindings::fermyon::spin::variables::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
-    bindings::spin::postgres::postgres::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
+    bindings::fermyon::spin::rdbms_types::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
+    bindings::fermyon::spin::postgres::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
     Ok(())
 }

@@ -404,7 +404,14 @@ fn start_up_errors_are_one_line() {
 
     let out = command(dir.path()).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--from", "--listen", "--state-dir", "--max-instance-reuse"] {
+    for flag in [
+        "--from",
+        "--listen",
+        "--state-dir",
+        "--max-instance-reuse",
+        "--pg-empty-query-error",
+        "BOOK_HOST_PG_EMPTY_QUERY_ERROR",
+    ] {
         assert!(help.contains(flag), "{help}");
     }
 }
@@ -514,6 +521,134 @@ fn books_on_postgres() {
         assert!(!logs.contains(&password), "password in the logs: {logs}");
     }
     assert_eq!(host.terminate().code(), Some(0));
+}
+
+/// `url` with its database (the URL path) replaced by `database`.
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority = base.find("://").expect("a postgres:// URL") + 3;
+    let path = base[authority..]
+        .find('/')
+        .map_or(base.len(), |i| authority + i);
+    let mut out = format!("{}/{database}", &base[..path]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+/// Runs SQL as the test database's user (tokio-postgres, without TLS as
+/// `make test`'s throwaway cluster is).
+fn pg_admin(url: &str, sql: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to BOOK_HOST_TEST_PG_URL: {e}"));
+        let task = tokio::spawn(connection);
+        client
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        drop(client);
+        let _ = task.await;
+    });
+}
+
+/// A database of its own, dropped at the end (even when the test fails).
+struct ScratchDatabase {
+    admin_url: String,
+    name: String,
+}
+
+impl Drop for ScratchDatabase {
+    fn drop(&mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let _ = std::panic::catch_unwind(|| pg_admin(&self.admin_url, &sql));
+    }
+}
+
+/// Real Spin 4.0.0-4.0.2 hang on a PostgreSQL `query` that returns zero rows
+/// (Spin issue #3671). With `--pg-empty-query-error` the host fails such a
+/// query instead, so these requests answer normally only if every statement
+/// the component sends through `query` yields at least one row: a missing
+/// book read, updated or deleted, and the list of an empty catalog (in a
+/// database of its own, so it is really empty).
+#[test]
+fn no_zero_row_queries_on_postgres() {
+    let url = std::env::var("BOOK_HOST_TEST_PG_URL").expect(
+        "BOOK_HOST_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
+    );
+    let authority = url.rsplit('@').next().unwrap();
+    let host_port = authority.split(['/', '?']).next().unwrap();
+    let host_port = if host_port.contains(':') {
+        host_port.to_string()
+    } else {
+        format!("{host_port}:5432")
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let scratch = ScratchDatabase {
+        admin_url: url.clone(),
+        name: format!("book_host_empty_{}_{nanos}", std::process::id()),
+    };
+    pg_admin(&url, &format!("CREATE DATABASE {}", scratch.name));
+    let db_url = with_database(&url, &scratch.name);
+
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path(), |t| t);
+    for reuse in ["1", "3"] {
+        let host = Host::start(
+            dir.path(),
+            &manifest,
+            &["--pg-empty-query-error", "--max-instance-reuse", reuse],
+            &[
+                ("SPIN_VARIABLE_SECRET_TOKEN", SECRET),
+                ("SPIN_VARIABLE_DB_HOST", host_port.as_str()),
+                ("DB_URL", db_url.as_str()),
+            ],
+        );
+        let token = host.token();
+        let (status, _, body) = host.request("GET", "/books", Some(&token), "");
+        assert_eq!(status, 200, "{body}\n{}", host.stderr());
+        assert!(
+            body.contains(r#""data":[]"#),
+            "the catalog is empty: {body}"
+        );
+        for (method, body) in [("GET", ""), ("PUT", r#"{"year":2002}"#), ("DELETE", "")] {
+            let (status, _, answer) = host.request(method, "/book/987654321", Some(&token), body);
+            assert_eq!(
+                status,
+                404,
+                "{method} of a missing book: {answer}\n{}",
+                host.stderr()
+            );
+        }
+        let logs = format!("{}{}", host.stdout(), host.stderr());
+        assert!(
+            !logs.contains("pg-empty-query-error:"),
+            "a query returned zero rows:\n{logs}"
+        );
+        assert_eq!(host.terminate().code(), Some(0));
+    }
+}
+
+#[test]
+fn database_urls() {
+    assert_eq!(
+        with_database("postgres://u:p@127.0.0.1:5432/books?sslmode=disable", "x"),
+        "postgres://u:p@127.0.0.1:5432/x?sslmode=disable"
+    );
+    assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
 }
 
 /// Once the schema exists, each single-book read or write costs the component

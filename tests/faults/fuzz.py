@@ -132,6 +132,11 @@ def run(ctx):
     t.check(up, "the host is up and answers after fuzzing")
     traps = [l for l in host.tail(100000).splitlines() if "component failed" in l or "panicked" in l]
     t.check(not traps, "no trapped component or panic in the host log", "; ".join(traps[:3]))
+    if ctx.store == "postgres":
+        # The host runs with BOOK_HOST_PG_EMPTY_QUERY_ERROR=1 (lib.Host.env):
+        # a statement that returned zero rows (a hang on Spin 4.0.0-4.0.2).
+        empty = [l for l in host.tail(100000).splitlines() if "pg-empty-query-error:" in l]
+        t.check(not empty, "no PostgreSQL query returned zero rows", "; ".join(empty[:3]))
     host.stop()
 
 

@@ -1,0 +1,127 @@
+//! The `connection` resource of `fermyon:spin/postgres@2.0.0`, as the
+//! component calls it.
+
+use wasmtime::component::Resource;
+
+use super::pool::{Connection, Kind, Outcome};
+use super::values::row_set;
+use crate::bindings::fermyon::spin::postgres::{self, HostConnection};
+use crate::bindings::fermyon::spin::rdbms_types::{self, Error, ParameterValue, RowSet};
+use crate::state::State;
+
+impl rdbms_types::Host for State {}
+
+impl postgres::Host for State {}
+
+impl HostConnection for State {
+    async fn open(
+        &mut self,
+        address: String,
+    ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
+        self.calls.open += 1;
+        let shared = self.shared.clone();
+        match shared.postgres.open(&address).await {
+            Ok(conn) => Ok(Ok(self.table.push(conn)?)),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    async fn query(
+        &mut self,
+        this: Resource<Connection>,
+        statement: String,
+        params: Vec<ParameterValue>,
+    ) -> wasmtime::Result<Result<RowSet, Error>> {
+        self.calls.query += 1;
+        let empty_query_error = self.shared.pg_empty_query_error;
+        let client = match self.table.get_mut(&this)?.client() {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        let rows = match client.run(&statement, &params, Kind::Query).await {
+            Ok(Outcome::Rows(rows)) => rows,
+            Ok(Outcome::Count(_)) => return Ok(Err(Error::Other("unexpected result".into()))),
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Some((log, error)) = zero_rows(empty_query_error, rows.len(), &statement) {
+            eprintln!("{log}");
+            return Ok(Err(error));
+        }
+        Ok(row_set(&rows).map(|(columns, rows)| RowSet { columns, rows }))
+    }
+
+    async fn execute(
+        &mut self,
+        this: Resource<Connection>,
+        statement: String,
+        params: Vec<ParameterValue>,
+    ) -> wasmtime::Result<Result<u64, Error>> {
+        self.calls.execute += 1;
+        let client = match self.table.get_mut(&this)?.client() {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(match client.run(&statement, &params, Kind::Execute).await {
+            Ok(Outcome::Count(n)) => Ok(n),
+            Ok(Outcome::Rows(_)) => Err(Error::Other("unexpected result".into())),
+            Err(e) => Err(e),
+        })
+    }
+
+    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+        // Dropping the resource returns a healthy connection to the pool.
+        self.table.delete(this)?;
+        Ok(())
+    }
+}
+
+/// `book-host --pg-empty-query-error` (`enabled`): a `query` that returned no
+/// row. Real Spin 4.0.0 to 4.0.2 never answer such a call (the request
+/// hangs), so under this option it is an error the component sees, with a log
+/// line naming the statement (on one line; never its parameters, which may be
+/// secrets). `None`: answer with the rows as usual.
+fn zero_rows(enabled: bool, rows: usize, statement: &str) -> Option<(String, Error)> {
+    if !enabled || rows > 0 {
+        return None;
+    }
+    let statement = statement.split_whitespace().collect::<Vec<_>>().join(" ");
+    let log = format!(
+        "pg-empty-query-error: a PostgreSQL query returned zero rows, on which \
+         Spin 4.0.0 to 4.0.2 hang forever (Spin issue #3671); failing it: {statement}"
+    );
+    let error = Error::QueryFailed(
+        "query returned zero rows (book-host --pg-empty-query-error: \
+         Spin 4.0.0 to 4.0.2 hang on a query without rows, Spin issue #3671)"
+            .into(),
+    );
+    Some((log, error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_rows_logs_the_statement_on_one_line_and_fails_the_query() {
+        let sql = "SELECT id\n  FROM books\tWHERE id = $1";
+        assert!(zero_rows(false, 0, sql).is_none(), "off by default");
+        assert!(zero_rows(true, 1, sql).is_none());
+        let (log, error) = zero_rows(true, 0, sql).unwrap();
+        assert_eq!(log.lines().count(), 1, "{log}");
+        assert!(log.contains("Spin 4.0.0 to 4.0.2"), "{log}");
+        assert!(log.contains("#3671"), "{log}");
+        assert!(
+            log.ends_with(": SELECT id FROM books WHERE id = $1"),
+            "{log}"
+        );
+        match error {
+            Error::QueryFailed(text) => {
+                assert!(
+                    text.contains("zero rows") && text.contains("#3671"),
+                    "{text}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
