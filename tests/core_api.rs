@@ -1039,3 +1039,49 @@ fn an_unsupported_db_url_never_echoes_a_password_with_reserved_characters() {
     }
     assert_eq!(leaks, Vec::<String>::new(), "log lines echoing a password");
 }
+
+#[test]
+fn login_failures_never_log_the_password_the_hash_or_the_previous_secret() {
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let salt = SaltString::from_b64("bG9nc2VjcmVjeXNhbHQ").unwrap();
+    let params = argon2::Params::new(64, 1, 1, None).unwrap();
+    let hash = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+        .hash_password(b"Right-Pass-For-Logs", &salt)
+        .unwrap()
+        .to_string();
+    let submitted = [
+        "Right-Pass-For-Logs",
+        "Wrong-Pass-For-Logs",
+        "Another-Wrong-One",
+    ];
+    // A working hash, a failing store, then an unusable hash (its text marked).
+    for (phc, fail_store) in [
+        (hash.clone(), None),
+        (hash.clone(), Some("disk I/O error (detail-LOGSTORE)")),
+        (format!("{hash}-UNUSABLE-MARK"), None),
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.password_hash = Some(phc.clone());
+        ctx.previous_secret = Some("previous-secret-for-logs-0123456789abcdef".into());
+        ctx.fail_store = fail_store.map(str::to_string);
+        ctx.never_logged.extend(submitted.map(String::from));
+        ctx.never_logged.push("UNUSABLE-MARK".to_string());
+        for _ in 0..12 {
+            for password in submitted {
+                let body = json!({"username": "admin", "password": password}).to_string();
+                let status = ctx.call("POST", "/token", None, &body).0;
+                assert!([200, 401, 429, 500].contains(&status), "{status}");
+            }
+        }
+        if fail_store.is_some() || phc.ends_with("MARK") {
+            assert!(
+                ctx.logs.iter().any(|l| l.starts_with("error: POST /token")),
+                "{:?}",
+                ctx.logs
+            );
+        }
+        // Dropping `ctx` checks every line against the secret, both
+        // secrets' values, the hash and its salt and digest, and every
+        // submitted password.
+    }
+}
