@@ -687,3 +687,64 @@ fn assert_one_database_call_per_book_request(host: &Host, token: &str, calls: &s
         }
     }
 }
+
+/// `make variants` output: a build of the component with fewer stores.
+fn variant_path(file: &str) -> PathBuf {
+    let path = workspace().join("target/variants").join(file);
+    assert!(
+        path.exists(),
+        "{} is missing: run `make variants`",
+        path.display()
+    );
+    path.canonicalize().unwrap()
+}
+
+#[test]
+fn a_store_missing_from_the_build_answers_500_and_the_log_names_the_build() {
+    let cases = [
+        // The SQLite-only build asked for PostgreSQL, and the reverse (its
+        // default DB_URL, empty, means the SQLite `default` database).
+        (
+            "book-catalog-sqlite.wasm",
+            Some("postgres://books:s3cret@127.0.0.1:5432/books"),
+            "serve the default build (book-catalog.wasm) or the PostgreSQL-only build",
+        ),
+        (
+            "book-catalog-postgres.wasm",
+            None,
+            "serve the default build (book-catalog.wasm) or the SQLite-only build",
+        ),
+    ];
+    for (file, db_url, wanted) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(workspace().join("spin.toml")).unwrap();
+        let manifest = dir.path().join("spin.toml");
+        std::fs::write(&manifest, with_source(&text, &variant_path(file))).unwrap();
+        // A login checks the throttle in the store; with throttling off it
+        // does not, so the token comes without the missing store.
+        let mut env = vec![
+            ("SPIN_VARIABLE_SECRET_TOKEN", SECRET),
+            ("LOGIN_MAX_FAILURES", "0"),
+        ];
+        env.extend(db_url.map(|url| ("DB_URL", url)));
+        let host = Host::start(dir.path(), &manifest, &[], &env);
+        let token = host.token();
+        let (status, _, body) = host.request("GET", "/books", Some(&token), "");
+        assert_eq!(status, 500, "{file}: {body}");
+        assert_eq!(
+            body,
+            r#"{"status":500,"message":"Internal server error","data":null}"#
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !host.stderr().contains(wanted) {
+            assert!(
+                Instant::now() < deadline,
+                "{file}: no log line naming the build ({wanted:?}) in:\n{}",
+                host.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!host.stderr().contains("s3cret"), "{}", host.stderr());
+        assert_eq!(host.terminate().code(), Some(0));
+    }
+}
