@@ -143,12 +143,6 @@ def write_variables(path, file_root, username, password, run_id, secret):
         # An `exp` issued during this run: now + 900 s, give or take the run.
         "exp_min": now + 900,
         "exp_max": now + 900 + 1800,
-        "text_1000": "a" * 1000,
-        "text_1001": "a" * 1001,
-        "wide_1000": "\u00e9" * 1000,
-        "wide_1001": "\u00e9" * 1001,
-        "astral_1000": "\U0001F4DA" * 1000,
-        "astral_1001": "\U0001F4DA" * 1001,
         # tests/hurl/throttle.hurl: client addresses of this run only (an
         # IPv6 prefix in 2001:db8::/32, the documentation range), so counts
         # of an earlier run still in their window never meet this one; and
@@ -156,6 +150,12 @@ def write_variables(path, file_root, username, password, run_id, secret):
         "client_prefix": "2001:db8:%x:%x::" % (secrets.randbits(16), secrets.randbits(16)),
         "login_window_seconds": os.environ.get("LOGIN_WINDOW_SECONDS") or "900",
     }
+    # Texts of exactly 1,000 and 1,001 characters, ASCII, 2-byte and 4-byte
+    # UTF-8: each starts with the run id, so that a book the suite failed to
+    # delete is still found (and deleted) by the leftover check.
+    for name, char in (("text", "a"), ("wide", "\u00e9"), ("astral", "\U0001F4DA")):
+        for length in (1000, 1001):
+            lines[f"{name}_{length}"] = run_id + char * (length - len(run_id))
     with open(path, "a", encoding="utf-8") as out:
         os.chmod(path, 0o600)
         for name, value in lines.items():
