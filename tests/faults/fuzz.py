@@ -22,8 +22,8 @@ handled by tests/faults/st_hooks.py: see the reason there.
 
 Tally (`fuzz STORE: N passed, M failed`, `N M` appended to $E2E_TALLY):
 one test per junit testcase of schemathesis (each API operation, passed
-every check in every phase or not, and "Stateful tests"), plus: all 6
-operations tested, the stateful phase ran, at least 1,000 cases generated, schemathesis exit status
+every check in every phase or not, and "Stateful tests"), plus: every
+operation of openapi.yaml tested, the stateful phase ran, at least 1,000 cases generated, schemathesis exit status
 0, the host still up and answering, no trapped component or panic in the
 host log. The number of generated cases is printed as a NOTE line.
 Reports: build/fuzz/STORE/ (junit.xml, schemathesis.log).
@@ -124,7 +124,11 @@ def run(ctx):
         t.check(ok, f"schemathesis: {name}", f"see {junit}")
     names = [name for name, _ in operations]
     api_ops = [n for n in names if n and n.split(" ")[0] in ("GET", "POST", "PUT", "DELETE")]
-    t.check(len(api_ops) == 6, "schemathesis tested all 6 operations", f"{names} in {junit}")
+    # One operation per method line under `paths:` of openapi.yaml.
+    documented = len(re.findall(r"(?m)^    (?:get|post|put|delete|patch):\s*$",
+                                (lib.ROOT / "openapi.yaml").read_text(encoding="utf-8")))
+    t.check(len(api_ops) == documented > 0, f"schemathesis tested all {documented} operations of openapi.yaml",
+            f"{names} in {junit}")
     t.check("Stateful tests" in names, "schemathesis ran the stateful phase (API links)", f"{names}")
     t.check(generated >= MIN_CASES, f"schemathesis generated at least {MIN_CASES} cases", f"{generated}")
     t.check(status == 0, "schemathesis exits 0", f"exit status {status}; see {text_log}")
