@@ -5,15 +5,9 @@
 //! `GET /health` 503) with the reason only in the log. Say so once at start,
 //! with the exact fix. Like Spin, the host keeps serving either way.
 
-use std::str::FromStr;
-
-use tokio_postgres::config::Host;
-
 use crate::manifest::Manifest;
-use crate::postgres::AllowedHost;
+use crate::postgres::{address_targets, parse_address, AllowedHost};
 use crate::variables::Variables;
-
-const DEFAULT_PG_PORT: u16 = 5432;
 
 /// The store setting as the component will see it: a non-empty `db_url`
 /// variable, else a non-empty `DB_URL` in the component's environment.
@@ -102,48 +96,16 @@ fn host_port(host: &str, port: u16) -> String {
 /// The host:port pairs a PostgreSQL address would connect to; `Err` with a
 /// password-free reason when it cannot be read.
 fn pg_targets(url: &str) -> Result<Vec<(String, u16)>, String> {
-    // tokio-postgres knows sslmode disable/prefer/require; the verify modes
-    // do not change where it connects.
-    let address = url
-        .replace("sslmode=verify-full", "sslmode=require")
-        .replace("sslmode=verify-ca", "sslmode=require");
-    let config = tokio_postgres::Config::from_str(&address)
-        .map_err(|_| "DB_URL is not a valid PostgreSQL address".to_string())?;
-    let ports = config.get_ports();
-    let port_of = |i: usize| match ports.len() {
-        0 => DEFAULT_PG_PORT,
-        1 => ports[0],
-        _ => ports.get(i).copied().unwrap_or(DEFAULT_PG_PORT),
-    };
-    let mut targets = Vec::new();
-    for (i, host) in config.get_hosts().iter().enumerate() {
-        match host {
-            Host::Tcp(h) => targets.push((h.clone(), port_of(i))),
-            #[cfg(unix)]
-            Host::Unix(_) => {
-                return Err("DB_URL names a Unix socket, which Spin never permits".to_string())
-            }
-        }
-    }
-    for (i, ip) in config.get_hostaddrs().iter().enumerate() {
-        targets.push((ip.to_string(), port_of(i)));
-    }
-    Ok(targets)
+    let (config, _) =
+        parse_address(url).map_err(|_| "DB_URL is not a valid PostgreSQL address".to_string())?;
+    address_targets(&config)
+        .map_err(|_| "DB_URL names a Unix socket, which Spin never permits".to_string())
 }
 
-/// Whether an expanded `allowed_outbound_hosts` entry admits host:port. An
-/// entry with a wildcard or a port range is taken as admitting (the pool
-/// checks it exactly on each connection); a plain entry admits exactly the
-/// host and port it names (no port: 5432).
+/// Whether an expanded `allowed_outbound_hosts` entry admits host:port,
+/// decided exactly as each connection will be.
 fn admits(entry: &str, host: &str, port: u16) -> bool {
-    let Ok(Some(allowed)) = AllowedHost::parse(entry) else {
-        return false;
-    };
-    if allowed == AllowedHost::Any || entry.contains('*') || entry.contains("..") {
-        return true;
-    }
-    let wanted = AllowedHost::parse(&format!("postgres://{}", host_port(host, port)));
-    wanted == Ok(Some(allowed))
+    matches!(AllowedHost::parse(entry), Ok(Some(allowed)) if allowed.allows(host, port))
 }
 
 /// The application variable an entry `postgres://{{ name }}` is made of.
@@ -335,11 +297,15 @@ mod tests {
     }
 
     #[test]
-    fn wildcards_and_allow_all_are_not_second_guessed() {
-        for entry in [
-            "postgres://*:5432",
-            "postgres://127.0.0.1:5000..6000",
-            "insecure:allow-all",
+    fn wildcards_port_ranges_and_allow_all_are_judged_as_connections_are() {
+        // (entry, whether it admits 127.0.0.1:5433)
+        for (entry, admitted) in [
+            ("postgres://*:5433", true),
+            ("postgres://*:5432", false),
+            ("postgres://127.0.0.1:5000..6000", true),
+            ("postgres://127.0.0.1:*", true),
+            ("postgres://*.example.com:5433", false),
+            ("insecure:allow-all", true),
         ] {
             let text = include_str!("../../spin.toml").replace(
                 "allowed_outbound_hosts = [\"postgres://{{ db_host }}\"]",
@@ -348,7 +314,7 @@ mod tests {
             let m = manifest(&text);
             let w =
                 store_access_warnings(&m, &vars(&m, &[]), &env("postgres://u@127.0.0.1:5433/b"));
-            assert!(w.is_empty(), "{entry}: {w:?}");
+            assert_eq!(w.is_empty(), admitted, "{entry}: {w:?}");
         }
     }
 

@@ -83,7 +83,8 @@ impl AllowedHost {
         Ok(Some(AllowedHost::Host { host, port }))
     }
 
-    fn allows(&self, host: &str, port: u16) -> bool {
+    /// Whether the entry admits a connection to host:port.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
         match self {
             AllowedHost::Any => true,
             AllowedHost::Host { host: hp, port: pp } => {
@@ -124,14 +125,10 @@ fn display_host(host: &str) -> String {
     }
 }
 
-/// Parses an address (URL or key=value) and checks every host:port it
-/// would connect to. Returns the connection settings and whether the
-/// certificate must be verified (`sslmode=verify-ca`/`verify-full`).
-/// Messages never contain the password.
-pub fn parse_and_check(
-    address: &str,
-    allowed: &[AllowedHost],
-) -> Result<(tokio_postgres::Config, bool), String> {
+/// Parses an address (URL or key=value): the connection settings and
+/// whether the certificate must be verified (`sslmode=verify-ca` or
+/// `verify-full`). Messages never contain the password.
+pub fn parse(address: &str) -> Result<(tokio_postgres::Config, bool), String> {
     // tokio-postgres knows disable/prefer/require; verify-* is require plus
     // certificate checks, done by our TLS config.
     let mut verify = false;
@@ -145,7 +142,13 @@ pub fn parse_and_check(
     let mut config =
         tokio_postgres::Config::from_str(&address).map_err(|e| format!("invalid address: {e}"))?;
     config.connect_timeout(CONNECT_TIMEOUT);
+    Ok((config, verify))
+}
 
+/// Every host:port the settings would connect to (a host, then each
+/// `hostaddr`, which is where a connection really goes); `Err` with the path
+/// of a Unix socket, which no entry admits.
+pub fn targets(config: &tokio_postgres::Config) -> Result<Vec<(String, u16)>, std::path::PathBuf> {
     let ports = config.get_ports();
     let port_of = |i: usize| match ports.len() {
         0 => DEFAULT_PORT,
@@ -157,17 +160,23 @@ pub fn parse_and_check(
         match host {
             Host::Tcp(h) => targets.push((h.clone(), port_of(i))),
             #[cfg(unix)]
-            Host::Unix(path) => {
-                return Err(format!(
-                    "address postgres://{} is not permitted",
-                    path.display()
-                ))
-            }
+            Host::Unix(path) => return Err(path.clone()),
         }
     }
     for (i, ip) in config.get_hostaddrs().iter().enumerate() {
         targets.push((ip.to_string(), port_of(i)));
     }
+    Ok(targets)
+}
+
+/// Parses an address and checks every host:port it would connect to.
+pub fn parse_and_check(
+    address: &str,
+    allowed: &[AllowedHost],
+) -> Result<(tokio_postgres::Config, bool), String> {
+    let (config, verify) = parse(address)?;
+    let targets = targets(&config)
+        .map_err(|path| format!("address postgres://{} is not permitted", path.display()))?;
     if targets.is_empty() {
         return Err("address has no host".into());
     }

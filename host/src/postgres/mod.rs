@@ -24,5 +24,5 @@ mod pool;
 mod tls;
 mod values;
 
-pub use address::AllowedHost;
+pub use address::{parse as parse_address, targets as address_targets, AllowedHost};
 pub use pool::{Connection, PgPools};
