@@ -138,47 +138,71 @@ pub fn sql_seconds(seconds: u64) -> i64 {
     i64::try_from(seconds).unwrap_or(i64::MAX)
 }
 
-/// The SQL of the failed-login counts, with numbered placeholders (`?1`
-/// for SQLite, `$1` for PostgreSQL). The table is `login_failures` in the
-/// migrations: `client` (primary key), `failures`, `window_end` (indexed).
+/// The SQL of the failed-login counts with its bound values, numbered
+/// placeholders (`?1` for SQLite, `$1` for PostgreSQL). The table is
+/// `login_failures` in the migrations: `client` (primary key), `failures`,
+/// `window_end` (indexed).
 pub mod login_sql {
-    /// `client` -> `failures, window_end` (zero or one row).
-    pub fn select(marker: char) -> String {
-        format!("SELECT failures, window_end FROM login_failures WHERE client = {marker}1")
+    use super::{sql_seconds, SqlParam};
+
+    /// `client`'s `failures, window_end` (zero or one row).
+    pub fn select(client: &str, marker: char) -> (String, [SqlParam<'_>; 1]) {
+        let sql =
+            format!("SELECT failures, window_end FROM login_failures WHERE client = {marker}1");
+        (sql, [SqlParam::Text(client)])
     }
 
-    /// `client, now, now + window_seconds` -> `failures, window_end` (one
-    /// row). One statement, so concurrent failures are counted one by one (a
-    /// row lock in PostgreSQL, the write lock in SQLite). A window that has
-    /// ended starts over, so a stale row never needs a cleanup first. No
-    /// arithmetic on parameters: PostgreSQL infers each one's type from the
-    /// column it meets.
-    pub fn record(marker: char) -> String {
+    /// Counts one failure of `client` at `now`, returning `failures,
+    /// window_end` (one row). One statement, so concurrent failures are
+    /// counted one by one (a row lock in PostgreSQL, the write lock in
+    /// SQLite). A window that has ended starts over, so a stale row never
+    /// needs a cleanup first. No arithmetic on parameters: PostgreSQL infers
+    /// each one's type from the column it meets.
+    pub fn record(
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+        marker: char,
+    ) -> (String, [SqlParam<'_>; 3]) {
         let m = marker;
-        format!(
+        let sql = format!(
             "INSERT INTO login_failures AS f (client, failures, window_end) \
              VALUES ({m}1, 1, {m}3) \
              ON CONFLICT (client) DO UPDATE SET \
              failures = CASE WHEN f.window_end > {m}2 THEN f.failures + 1 ELSE 1 END, \
              window_end = CASE WHEN f.window_end > {m}2 THEN f.window_end ELSE {m}3 END \
              RETURNING failures, window_end"
-        )
+        );
+        let params = [
+            SqlParam::Text(client),
+            SqlParam::Int64(sql_seconds(now)),
+            SqlParam::Int64(sql_seconds(now.saturating_add(window_seconds))),
+        ];
+        (sql, params)
     }
 
-    /// `client`: forgets its count. (`RETURNING` so that PostgreSQL can run
-    /// it through `query` like every other statement.)
-    pub fn clear(marker: char) -> String {
-        format!("DELETE FROM login_failures WHERE client = {marker}1 RETURNING client")
+    /// Forgets `client`'s count. (`RETURNING` so that PostgreSQL can run it
+    /// through `query` like every other statement.)
+    pub fn clear(client: &str, marker: char) -> (String, [SqlParam<'_>; 1]) {
+        let sql = format!("DELETE FROM login_failures WHERE client = {marker}1 RETURNING client");
+        (sql, [SqlParam::Text(client)])
     }
 
-    /// `now, limit`: deletes up to `limit` ended windows, found through the
-    /// `window_end` index (no scan of the table).
-    pub fn prune(marker: char) -> String {
+    /// Deletes up to `limit` windows that ended at or before `now`, found
+    /// through the `window_end` index (no scan of the table).
+    pub fn prune(now: u64, limit: u32, marker: char) -> (String, [SqlParam<'static>; 2]) {
         let m = marker;
-        format!(
+        let sql = format!(
             "DELETE FROM login_failures WHERE client IN \
              (SELECT client FROM login_failures WHERE window_end <= {m}1 \
              ORDER BY window_end LIMIT {m}2) RETURNING client"
+        );
+        (
+            sql,
+            [
+                SqlParam::Int64(sql_seconds(now)),
+                SqlParam::Int64(limit.into()),
+            ],
         )
     }
 }
@@ -541,7 +565,9 @@ mod tests {
         assert!(postgres
             .missing_build_message()
             .contains("book-catalog-postgres.wasm"));
-        assert!(sqlite.missing_build_message().contains("book-catalog-sqlite.wasm"));
+        assert!(sqlite
+            .missing_build_message()
+            .contains("book-catalog-sqlite.wasm"));
         // The native test build has the default features: both stores.
         assert!(sqlite.is_built() && postgres.is_built());
     }

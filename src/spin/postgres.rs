@@ -9,8 +9,8 @@ use crate::catalog::{page_statement, BookQuery, Dialect};
 use crate::router::BookId;
 use crate::schema;
 use crate::store::{
-    insert_statement, login_sql, redact_password, sql_seconds, update_statement, BookStore,
-    LoginFailures, SqlParam, BOOK_COLUMNS,
+    insert_statement, login_sql, redact_password, update_statement, BookStore, LoginFailures,
+    SqlParam, BOOK_COLUMNS,
 };
 
 /// SQLSTATE codes the store reacts to. The 2.0 interface reports a failed
@@ -223,12 +223,8 @@ impl BookStore for PostgresStore {
     }
 
     fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
-        let rows = self.query(
-            &login_sql::select('$'),
-            None,
-            &[ParameterValue::Str(client.to_string())],
-        )?;
-        login_row(rows)
+        let (sql, params) = login_sql::select(client, '$');
+        login_row(self.query(&sql, None, &bind(&params))?)
     }
 
     fn record_login_failure(
@@ -237,30 +233,20 @@ impl BookStore for PostgresStore {
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginFailures> {
-        let params = [
-            ParameterValue::Str(client.to_string()),
-            ParameterValue::Int64(sql_seconds(now)),
-            ParameterValue::Int64(sql_seconds(now.saturating_add(window_seconds))),
-        ];
-        let rows = self.query(&login_sql::record('$'), None, &params)?;
-        login_row(rows)?.ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
+        let (sql, params) = login_sql::record(client, now, window_seconds, '$');
+        login_row(self.query(&sql, None, &bind(&params))?)?
+            .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
     }
 
     fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
-        self.query(
-            &login_sql::clear('$'),
-            None,
-            &[ParameterValue::Str(client.to_string())],
-        )?;
+        let (sql, params) = login_sql::clear(client, '$');
+        self.query(&sql, None, &bind(&params))?;
         Ok(())
     }
 
     fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        let params = [
-            ParameterValue::Int64(sql_seconds(now)),
-            ParameterValue::Int64(limit.into()),
-        ];
-        self.query(&login_sql::prune('$'), None, &params)?;
+        let (sql, params) = login_sql::prune(now, limit, '$');
+        self.query(&sql, None, &bind(&params))?;
         Ok(())
     }
 }

@@ -8,8 +8,7 @@ use crate::catalog::{page_statement, BookQuery, Dialect};
 use crate::router::BookId;
 use crate::schema;
 use crate::store::{
-    insert_statement, login_sql, sql_seconds, update_statement, BookStore, LoginFailures, SqlParam,
-    BOOK_COLUMNS,
+    insert_statement, login_sql, update_statement, BookStore, LoginFailures, SqlParam, BOOK_COLUMNS,
 };
 
 /// Opens the database on its first query, so requests that fail before
@@ -162,8 +161,8 @@ impl BookStore for SqliteStore {
     }
 
     fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
-        let result = self.execute(&login_sql::select('?'), &[Value::Text(client.to_string())])?;
-        login_row(result)
+        let (sql, params) = login_sql::select(client, '?');
+        login_row(self.execute(&sql, &bind(&params))?)
     }
 
     fn record_login_failure(
@@ -172,26 +171,20 @@ impl BookStore for SqliteStore {
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginFailures> {
-        let params = [
-            Value::Text(client.to_string()),
-            Value::Integer(sql_seconds(now)),
-            Value::Integer(sql_seconds(now.saturating_add(window_seconds))),
-        ];
-        let result = self.execute(&login_sql::record('?'), &params)?;
-        login_row(result)?.context("the failed-login upsert returned no row")
+        let (sql, params) = login_sql::record(client, now, window_seconds, '?');
+        login_row(self.execute(&sql, &bind(&params))?)?
+            .context("the failed-login upsert returned no row")
     }
 
     fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
-        self.execute(&login_sql::clear('?'), &[Value::Text(client.to_string())])?;
+        let (sql, params) = login_sql::clear(client, '?');
+        self.execute(&sql, &bind(&params))?;
         Ok(())
     }
 
     fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        let params = [
-            Value::Integer(sql_seconds(now)),
-            Value::Integer(limit.into()),
-        ];
-        self.execute(&login_sql::prune('?'), &params)?;
+        let (sql, params) = login_sql::prune(now, limit, '?');
+        self.execute(&sql, &bind(&params))?;
         Ok(())
     }
 
