@@ -12,28 +12,12 @@ DELETE answered 200 means the book is gone.
 """
 
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
-
-
-def parallel(fn, items, workers):
-    """Runs fn(item) for every item, `workers` at a time, all released at once."""
-    start = threading.Event()
-
-    def wrapped(item):
-        start.wait(10)
-        return fn(item)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(wrapped, item) for item in items]
-        start.set()
-        return [f.result() for f in futures]
 
 
 def schema_race(ctx):
@@ -59,7 +43,7 @@ def schema_race(ctx):
         host = ctx.host(db_url=db_url).start()
         token = host.token()
         books = [{"title": f"First {k} {i}", "author": "Race", "year": i} for i in range(200)]
-        answers = parallel(lambda b: lib.try_request(host.port, "POST", "/book", body=b, token=token,
+        answers = lib.parallel(lambda b: lib.try_request(host.port, "POST", "/book", body=b, token=token,
                                                      timeout=60), books, 200)
         bad = [r for r in answers if r.status != 201]
         if bad:
@@ -92,7 +76,7 @@ def run(ctx):
     books = [{"title": f"Conc {tag} #{i}", "author": f"Author {i} \u00e9", "year": 1900 + i % 120}
              for i in range(n)]
     started = time.monotonic()
-    created = parallel(lambda b: call("POST", "/book", b), books, workers)
+    created = lib.parallel(lambda b: call("POST", "/book", b), books, workers)
     elapsed = time.monotonic() - started
     t.note(f"{n} parallel creates (up to {workers} in flight) in {elapsed:.1f}s")
     bad = no_5xx(created)
@@ -104,7 +88,7 @@ def run(ctx):
     ids = [r.data["id"] for _, r in ok]
     t.check(len(set(ids)) == len(ids), "created ids are distinct", f"{len(ids) - len(set(ids))} duplicates")
     t.check(all(r.data == dict(b, id=r.data["id"]) for b, r in ok), "each 201 echoes the fields sent")
-    reads = parallel(lambda i: call("GET", f"/book/{i}"), ids, 50)
+    reads = lib.parallel(lambda i: call("GET", f"/book/{i}"), ids, 50)
     want = {r.data["id"]: dict(b, id=r.data["id"]) for b, r in ok}
     wrong = [(i, r) for i, r in zip(ids, reads) if r.status != 200 or r.data != want[i]]
     t.check(not wrong, "every created book is readable afterwards with its fields", f"{wrong[:2]}")
@@ -115,7 +99,7 @@ def run(ctx):
     # 2. Concurrent PUTs to one id: the final state is one of the 200-answered PUTs.
     target = ids[0]
     puts = [{"title": f"Put {tag} {k}", "author": f"Writer {k}", "year": 2000 + k % 20} for k in range(n)]
-    answers = parallel(lambda b: call("PUT", f"/book/{target}", b), puts, workers)
+    answers = lib.parallel(lambda b: call("PUT", f"/book/{target}", b), puts, workers)
     bad = no_5xx(answers)
     t.check(not bad, f"{n} concurrent PUTs to one id: no 5xx", f"{bad[:2]}")
     accepted = [dict(b, id=target) for b, r in zip(puts, answers) if r.status == 200]
@@ -130,7 +114,7 @@ def run(ctx):
     # 3. Concurrent partial PUTs to one id, each changing one field: no torn record.
     partial = ([{"title": f"T{k}"} for k in range(n // 4)] + [{"author": f"A{k}"} for k in range(n // 4)]
                + [{"year": k} for k in range(n // 4)])
-    answers = parallel(lambda b: call("PUT", f"/book/{target}", b), partial, workers)
+    answers = lib.parallel(lambda b: call("PUT", f"/book/{target}", b), partial, workers)
     t.check(all(r.status == 200 for r in answers), f"{len(partial)} concurrent partial PUTs: all 200",
             f"{[r for r in answers if r.status != 200][:2]}")
     final = call("GET", f"/book/{target}").data or {}
@@ -143,14 +127,14 @@ def run(ctx):
     # 4. PUTs on different ids at once: each book ends with its own update.
     others = ids[1:]
     updates = {i: {"title": f"Own {tag} {i}", "author": "Own", "year": i % 2000} for i in others}
-    answers = parallel(lambda i: call("PUT", f"/book/{i}", updates[i]), others, workers)
+    answers = lib.parallel(lambda i: call("PUT", f"/book/{i}", updates[i]), others, workers)
     t.check(all(r.status == 200 for r in answers), f"{len(others)} concurrent PUTs on different ids: all 200")
-    reads = parallel(lambda i: call("GET", f"/book/{i}"), others, 50)
+    reads = lib.parallel(lambda i: call("GET", f"/book/{i}"), others, 50)
     t.check(all(r.status == 200 and r.data == dict(updates[i], id=i) for i, r in zip(others, reads)),
             "each book holds its own update afterwards")
 
     # 5. N concurrent DELETEs of one id: exactly one 200, the rest 404.
-    answers = parallel(lambda _: call("DELETE", f"/book/{target}"), range(n), workers)
+    answers = lib.parallel(lambda _: call("DELETE", f"/book/{target}"), range(n), workers)
     statuses = sorted(r.status for r in answers)
     t.check(statuses.count(200) == 1 and statuses.count(404) == n - 1,
             f"{n} concurrent DELETEs of one id: exactly one 200, {n - 1} 404",
@@ -161,17 +145,17 @@ def run(ctx):
     # 6. DELETE and PUT racing on the same ids, and DELETEs of different ids.
     racing = others[: n // 2]
     ops = [("DELETE", i) for i in racing] + [("PUT", i) for i in racing]
-    answers = parallel(lambda op: call(op[0], f"/book/{op[1]}",
+    answers = lib.parallel(lambda op: call(op[0], f"/book/{op[1]}",
                                        {"year": 1} if op[0] == "PUT" else None), ops, workers)
     bad = no_5xx(answers)
     t.check(not bad, f"{len(ops)} racing DELETEs and PUTs: no 5xx", f"{bad[:2]}")
     deletes = dict(zip(racing, answers[: len(racing)]))
     t.check(all(r.status == 200 for r in deletes.values()),
             "each DELETE racing a PUT answered 200 (one DELETE per id)")
-    reads = parallel(lambda i: call("GET", f"/book/{i}"), racing, 50)
+    reads = lib.parallel(lambda i: call("GET", f"/book/{i}"), racing, 50)
     t.check(all(r.status == 404 for r in reads), "every book whose DELETE answered 200 is gone")
     rest = others[n // 2:]
-    answers = parallel(lambda i: call("DELETE", f"/book/{i}"), rest, workers)
+    answers = lib.parallel(lambda i: call("DELETE", f"/book/{i}"), rest, workers)
     t.check(all(r.status == 200 for r in answers), f"{len(rest)} concurrent DELETEs of different ids: all 200")
     listing = call("GET", "/books")
     left = {b["id"] for b in listing.data or []} & set(ids)

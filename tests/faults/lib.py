@@ -21,7 +21,9 @@ import string
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -146,6 +148,20 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30,
         return Response(resp.status, dict(resp.getheaders()), content, time.monotonic() - started)
     finally:
         conn.close()
+
+
+def parallel(fn, items, workers):
+    """Runs fn(item) for every item, `workers` at a time, all released at once."""
+    start = threading.Event()
+
+    def wrapped(item):
+        start.wait(10)
+        return fn(item)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(wrapped, item) for item in items]
+        start.set()
+        return [f.result() for f in futures]
 
 
 def try_request(*args, **kwargs):

@@ -23,9 +23,7 @@ client address (X-Forwarded-For):
 """
 
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -56,19 +54,6 @@ def login(host, client, right):
                            headers={"X-Forwarded-For": client}, timeout=60)
 
 
-def parallel(fn, items, workers=CONCURRENCY):
-    start = threading.Event()
-
-    def wrapped(item):
-        start.wait(10)
-        return fn(item)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(wrapped, item) for item in items]
-        start.set()
-        return [f.result() for f in futures]
-
-
 def retry_after(r):
     value = {k.lower(): v for k, v in r.headers.items()}.get("retry-after", "")
     return int(value) if value.isdigit() else None
@@ -90,7 +75,7 @@ def run(ctx):
     # 1. Wrong logins at once from one address.
     for k in range(rounds):
         client = f"2001:db8:{k + 1:x}::{tag}"
-        answers = parallel(lambda _: login(host, client, False), range(CONCURRENCY))
+        answers = lib.parallel(lambda _: login(host, client, False), range(CONCURRENCY), CONCURRENCY)
         counts = summary(answers)
         unauthorized = [r for r in answers if r.status == 401]
         limited = [r for r in answers if r.status == 429]
@@ -142,7 +127,7 @@ def run(ctx):
 
     # 4. Right and wrong logins mixed, at once, from one address.
     mixed = f"2001:db8:6::{tag}"
-    answers = parallel(lambda i: login(host, mixed, i % 4 == 0), range(CONCURRENCY))
+    answers = lib.parallel(lambda i: login(host, mixed, i % 4 == 0), range(CONCURRENCY), CONCURRENCY)
     counts = summary(answers)
     bad = [r for r in answers if r.status not in (200, 401, 429) or not r.is_envelope()]
     t.note(f"{CONCURRENCY} parallel logins from one address, a quarter right: {counts}")
