@@ -318,10 +318,11 @@ fn spinapp_variables_are_manifest_variables_and_secrets_come_from_the_secret() {
                 .get(name)
                 .unwrap_or_else(|| panic!("{what}: {name} is not a variable of spin.toml"));
             let has_value = !var["value"].is_null();
+            let has_value_from = !var["valueFrom"].is_null();
             let reference = &var["valueFrom"]["secretKeyRef"];
             assert!(
-                has_value != !var["valueFrom"].is_null(),
-                "{what}: {name}: value or valueFrom"
+                has_value ^ has_value_from,
+                "{what}: {name}: exactly one of value and valueFrom"
             );
             if secret {
                 assert!(

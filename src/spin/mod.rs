@@ -71,7 +71,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
 
 /// All values of a header, joined with ", " as HTTP combines repeated fields.
 fn joined_header(headers: &Fields, name: &str) -> Option<Vec<u8>> {
-    let values = headers.get(&name.to_string());
+    let values = headers.get(name);
     let mut values = values.into_iter();
     let mut joined = values.next()?;
     for value in values {
