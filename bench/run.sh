@@ -179,12 +179,14 @@ start_server() {
         if [ "$comparator" = floor ]; then manifest=$BENCH/floor/spin.toml; fi
         if [ "$mode" = spin ]; then
             # `spin up` runs the HTTP trigger in a child process (`spin
-            # trigger http`); --listen and --state-dir pass through to it.
-            # Variables come from SPIN_VARIABLE_* below; -e gives the
-            # component the same plain environment book-host gives it.
-            command=("$SPIN_BIN" up --from "$manifest" --listen "127.0.0.1:$port" --state-dir "$state"
+            # trigger http`); the options `up` does not know (--listen,
+            # --state-dir) pass through to it, so they come last. Variables
+            # come from SPIN_VARIABLE_* below; -e gives the component the
+            # same plain environment book-host gives it.
+            command=("$SPIN_BIN" up --from "$manifest"
                 -e "SECRET_TOKEN=$SECRET" -e "AUTH_USERNAME=$USER_NAME" -e "AUTH_PASSWORD=$USER_PASS")
             if [ -n "$db_url" ]; then command+=(-e "DB_URL=$db_url"); fi
+            command+=(--listen "127.0.0.1:$port" --state-dir "$state")
         else
         command=("$HOST_BIN" --from "$manifest" --listen "127.0.0.1:$port")
         if [ "$HOST_HAS_STATE_DIR" = 1 ]; then command+=(--state-dir "$state"); fi
