@@ -29,7 +29,9 @@ use book_catalog::books::{Book, BookChanges, NewBook};
 use book_catalog::catalog::{page_statement, BookQuery, Dialect};
 use book_catalog::router::BookId;
 use book_catalog::settings::Setting;
-use book_catalog::store::{update_statement, BookStore, SqlParam, StoreTarget, BOOK_COLUMNS};
+use book_catalog::store::{
+    login_sql, update_statement, BookStore, LoginFailures, SqlParam, StoreTarget, BOOK_COLUMNS,
+};
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -206,7 +208,52 @@ fn sqlite_book(row: &rusqlite::Row) -> rusqlite::Result<Book> {
     })
 }
 
+impl SqliteStore<'_> {
+    /// Runs a failed-login statement; its `failures, window_end` row, if any.
+    /// Every row is stepped through, so a `DELETE ... RETURNING` completes.
+    fn login_statement<'p>(
+        &mut self,
+        (sql, params): (String, impl AsRef<[SqlParam<'p>]>),
+    ) -> anyhow::Result<Option<LoginFailures>> {
+        let values: Vec<rusqlite::types::Value> =
+            params.as_ref().iter().map(sqlite_value).collect();
+        let mut statement = self.connection.prepare_cached(&sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(values))?;
+        let mut first = None;
+        while let Some(row) = rows.next()? {
+            if first.is_none() && row.as_ref().column_count() == 2 {
+                first = Some(LoginFailures::from_row(row.get(0)?, row.get(1)?)?);
+            }
+        }
+        Ok(first)
+    }
+}
+
 impl BookStore for SqliteStore<'_> {
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        self.login_statement(login_sql::select(client, '?'))
+    }
+
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        self.login_statement(login_sql::record(client, now, window_seconds, '?'))?
+            .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
+    }
+
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        self.login_statement(login_sql::clear(client, '?'))
+            .map(drop)
+    }
+
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        self.login_statement(login_sql::prune(now, limit, '?'))
+            .map(drop)
+    }
+
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
         let mut statement = self.connection.prepare_cached(&sql)?;
@@ -325,6 +372,33 @@ impl PgStore<'_> {
     }
 }
 
+/// Borrows a shared-SQL value as a tokio-postgres parameter.
+fn pg_param<'p>(param: &'p SqlParam) -> PgParam<'p> {
+    match param {
+        SqlParam::Text(text) => text,
+        SqlParam::Int32(value) => value,
+        SqlParam::Int64(value) => value,
+    }
+}
+
+impl PgStore<'_> {
+    /// Runs a failed-login statement; its `failures, window_end` row, if any.
+    fn login_statement<'p>(
+        &mut self,
+        (sql, params): (String, impl AsRef<[SqlParam<'p>]>),
+    ) -> anyhow::Result<Option<LoginFailures>> {
+        let bound: Vec<PgParam> = params.as_ref().iter().map(pg_param).collect();
+        let rows = self.query(&sql, &bound)?;
+        match rows.first() {
+            Some(row) if row.len() == 2 => Ok(Some(LoginFailures::from_row(
+                row.try_get(0)?,
+                row.try_get(1)?,
+            )?)),
+            _ => Ok(None),
+        }
+    }
+}
+
 fn pg_book(row: &tokio_postgres::Row) -> anyhow::Result<Book> {
     Ok(Book {
         id: row.try_get(0)?,
@@ -335,6 +409,30 @@ fn pg_book(row: &tokio_postgres::Row) -> anyhow::Result<Book> {
 }
 
 impl BookStore for PgStore<'_> {
+    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+        self.login_statement(login_sql::select(client, '$'))
+    }
+
+    fn record_login_failure(
+        &mut self,
+        client: &str,
+        now: u64,
+        window_seconds: u64,
+    ) -> anyhow::Result<LoginFailures> {
+        self.login_statement(login_sql::record(client, now, window_seconds, '$'))?
+            .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
+    }
+
+    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+        self.login_statement(login_sql::clear(client, '$'))
+            .map(drop)
+    }
+
+    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        self.login_statement(login_sql::prune(now, limit, '$'))
+            .map(drop)
+    }
+
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
         self.query(&sql, &[])?.iter().map(pg_book).collect()
@@ -366,32 +464,14 @@ impl BookStore for PgStore<'_> {
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
         let (sql, params) = update_statement(changes, '$');
         let id = id.get();
-        let mut bound: Vec<PgParam> = params
-            .iter()
-            .map(|param| -> PgParam {
-                match param {
-                    SqlParam::Text(text) => text,
-                    SqlParam::Int32(value) => value,
-                    SqlParam::Int64(value) => value,
-                }
-            })
-            .collect();
+        let mut bound: Vec<PgParam> = params.iter().map(pg_param).collect();
         bound.push(&id);
         self.query(&sql, &bound)?.first().map(pg_book).transpose()
     }
 
     fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
         let (sql, params) = page_statement(query, Dialect::Postgres);
-        let bound: Vec<PgParam> = params
-            .iter()
-            .map(|param| -> PgParam {
-                match param {
-                    SqlParam::Text(text) => text,
-                    SqlParam::Int32(value) => value,
-                    SqlParam::Int64(value) => value,
-                }
-            })
-            .collect();
+        let bound: Vec<PgParam> = params.iter().map(pg_param).collect();
         self.query(&sql, &bound)?.iter().map(pg_book).collect()
     }
 
@@ -521,9 +601,10 @@ async fn serve(
         }
     };
 
-    // Only the book routes touch the store: take a connection for them here,
-    // waiting on the async side rather than on a blocking thread.
-    let lease = if path.starts_with("/book") {
+    // The book routes, the login (its failed-login count) and the health
+    // check touch the store: take a connection for them here, waiting on the
+    // async side rather than on a blocking thread.
+    let lease = if path.starts_with("/book") || path == "/token" || path == "/health" {
         Some(match &server.stores {
             Stores::Sqlite { readers, writer } => Lease::Sqlite(if method == "GET" {
                 readers.get().await
@@ -551,7 +632,7 @@ async fn serve(
         book_catalog::handle(&mut context, &head, body)
     };
     // Store work blocks: it runs on tokio's blocking threads. The rest
-    // (POST /token, refusals) is cheap and stays on the async thread.
+    // (refusals, other paths) is cheap and stays on the async thread.
     let response = if blocking {
         tokio::task::spawn_blocking(run)
             .await
@@ -569,7 +650,10 @@ async fn serve(
         http.headers_mut()
             .insert(ALLOW, HeaderValue::from_static(allow));
     }
-    if let Some(link) = response.link.and_then(|link| HeaderValue::from_str(&link).ok()) {
+    if let Some(link) = response
+        .link
+        .and_then(|link| HeaderValue::from_str(&link).ok())
+    {
         http.headers_mut().insert(LINK, link);
     }
     Ok(http)
