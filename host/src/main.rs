@@ -58,6 +58,8 @@ const COMPONENT_ENV: [&str; 9] = [
 /// SECRET_TOKEN_PREVIOUS, LOGIN_MAX_FAILURES, LOGIN_WINDOW_SECONDS and
 /// TRUST_FORWARDED_FOR when the host has them set.
 /// BOOK_HOST_COUNT_DB_CALLS=1 logs the Spin database calls of each request.
+/// BOOK_HOST_THREADS=N (1 to 64) sets the serving threads, each with its own
+/// runtime on the shared listener (default: one per core).
 /// --pg-empty-query-error (BOOK_HOST_PG_EMPTY_QUERY_ERROR=1) makes a
 /// PostgreSQL query without rows an error, as a test for the Spin 4.0.0-4.0.2
 /// hang.
