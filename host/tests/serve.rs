@@ -474,11 +474,10 @@ fn a_trap_becomes_a_500_envelope_and_the_host_keeps_serving() {
     }
 }
 
-/// Needs a server: `BOOK_HOST_TEST_PG_URL=postgres://user:pw@127.0.0.1:5432/db`
-/// (the component creates its table there). `make test` starts a throwaway
-/// cluster and sets it; without one this test fails rather than pass unrun.
-#[test]
-fn books_on_postgres() {
+/// `BOOK_HOST_TEST_PG_URL` and its `host:port` (no port: 5432), for the
+/// manifest's `db_host`. Without it a PostgreSQL test fails rather than pass
+/// unrun.
+fn test_pg_url() -> (String, String) {
     let url = std::env::var("BOOK_HOST_TEST_PG_URL").expect(
         "BOOK_HOST_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
     );
@@ -489,6 +488,15 @@ fn books_on_postgres() {
     } else {
         format!("{host_port}:5432")
     };
+    (url, host_port)
+}
+
+/// Needs a server: `BOOK_HOST_TEST_PG_URL=postgres://user:pw@127.0.0.1:5432/db`
+/// (the component creates its table there). `make test` starts a throwaway
+/// cluster and sets it; without one this test fails rather than pass unrun.
+#[test]
+fn books_on_postgres() {
+    let (url, host_port) = test_pg_url();
     let password = url
         .split("://")
         .nth(1)
@@ -596,16 +604,7 @@ impl Drop for ScratchDatabase {
 /// database of its own, so it is really empty).
 #[test]
 fn no_zero_row_queries_on_postgres() {
-    let url = std::env::var("BOOK_HOST_TEST_PG_URL").expect(
-        "BOOK_HOST_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
-    );
-    let authority = url.rsplit('@').next().unwrap();
-    let host_port = authority.split(['/', '?']).next().unwrap();
-    let host_port = if host_port.contains(':') {
-        host_port.to_string()
-    } else {
-        format!("{host_port}:5432")
-    };
+    let (url, host_port) = test_pg_url();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
