@@ -8,7 +8,7 @@ use crate::catalog::BookQuery;
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::router::{self, Endpoint};
-use crate::settings::Setting;
+use crate::settings::{Setting, SettingUnavailable};
 use crate::store::{BookStore, StoreTarget};
 
 /// Request bodies are refused past 1 MiB.
@@ -17,25 +17,15 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// What the core needs from the host it runs on. Settings and the store are
 /// asked for only when a request needs them, as each may be a host call.
 pub trait Context {
-    /// The resolved, non-empty value of a setting (see `settings::resolve`).
-    fn setting(&mut self, setting: Setting) -> Option<String>;
+    /// The resolved, non-empty value of a setting (see `settings::resolve`),
+    /// or why its source could not give one.
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable>;
     /// Unix time in seconds.
     fn now(&self) -> u64;
     /// The store `target` names. Connecting may be deferred to its first use.
     fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>>;
     /// A line for the operator's log. Never given a secret.
     fn log(&mut self, line: &str);
-    /// The client's address as the platform saw it: under Spin the
-    /// `spin-client-addr` request header (`ip:port`). A host that does not
-    /// know it keeps this default, and every login then counts as one client.
-    fn client_addr(&self) -> Option<&[u8]> {
-        None
-    }
-    /// The request's `X-Forwarded-For` value (several headers joined with
-    /// ", "); read only when `trust_forwarded_for` is on.
-    fn forwarded_for(&self) -> Option<&[u8]> {
-        None
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +60,20 @@ pub struct RequestHead<'a> {
     pub query: Option<&'a str>,
     /// The `Authorization` value; several headers are joined with ", ".
     pub authorization: Option<&'a [u8]>,
+    /// The request's header fields, names in lower case, in the order
+    /// received, for the endpoints that read more than `Authorization`
+    /// (`router::reads_headers`); an adapter may leave it empty for others.
+    pub headers: &'a [(String, Vec<u8>)],
+}
+
+impl<'a> RequestHead<'a> {
+    /// Every value of header `name` (lower case), in the order received.
+    pub fn header_values<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a [u8]> + 's {
+        self.headers
+            .iter()
+            .filter(move |(candidate, _)| candidate == name)
+            .map(|(_, value)| value.as_slice())
+    }
 }
 
 /// Serves one request. Never panics; every outcome is an envelope.
@@ -100,7 +104,7 @@ fn respond(
         // The login throttle answers before the body is judged, so the body
         // is handed over unread-or-failed.
         Endpoint::IssueToken => {
-            auth::issue_token(ctx, read_body(body, ApiError::InvalidLoginPayload))
+            auth::issue_token(ctx, head, read_body(body, ApiError::InvalidLoginPayload))
         }
         Endpoint::CreateBook => {
             let body = read_body(body, ApiError::InvalidBook)?;
@@ -126,7 +130,9 @@ fn respond(
 /// `GET /health` (decisions.md, "Health"): 200 when the configured store
 /// answers a trivial query; otherwise 503, the reason in the log only.
 fn health<C: Context>(ctx: &mut C) -> Result<Response, ApiError> {
-    let db_url = ctx.setting(Setting::DbUrl);
+    let db_url = ctx
+        .setting(Setting::DbUrl)
+        .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
     let target = StoreTarget::from_db_url(db_url.as_deref())
         .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
     let unavailable = |error: anyhow::Error| {
@@ -145,7 +151,7 @@ fn read_body(body: impl Body, unreadable: ApiError) -> Result<Vec<u8>, ApiError>
 }
 
 pub(crate) fn store<C: Context>(ctx: &mut C) -> Result<Box<dyn BookStore + '_>, ApiError> {
-    let db_url = ctx.setting(Setting::DbUrl);
+    let db_url = ctx.setting(Setting::DbUrl)?;
     let target = StoreTarget::from_db_url(db_url.as_deref()).map_err(ApiError::internal)?;
     Ok(ctx.open_store(&target)?)
 }

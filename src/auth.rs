@@ -4,7 +4,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::{self, Context};
+use crate::app::{self, Context, RequestHead};
+use crate::client::{ClientHeaders, ClientIdentity, FORWARDED_FOR_HEADER, PEER_ADDRESS_HEADER};
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::login_throttle::{self, LoginLimit, PRUNE_BATCH};
@@ -22,8 +23,7 @@ pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<(), Ap
     if token.is_empty() {
         return Err(ApiError::TokenRequired);
     }
-    let Some(secret) = ctx.setting(Setting::SecretToken) else {
-        ctx.log("warning: no signing secret is configured (secret_token / SECRET_TOKEN): every token is refused");
+    let Some(secret) = signing_secret(ctx, Setting::SecretToken)? else {
         return Err(ApiError::InvalidToken);
     };
     let now = ctx.now();
@@ -31,13 +31,40 @@ pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<(), Ap
         Ok(()) => Ok(()),
         // Only a signature that does not match the current secret can match
         // the previous one; the previous secret is read only then.
-        Err(TokenError::BadSignature) => match ctx.setting(Setting::SecretTokenPrevious) {
+        Err(TokenError::BadSignature) => match signing_secret(ctx, Setting::SecretTokenPrevious)? {
             Some(previous) => {
                 token::verify(token, previous.as_bytes(), now).map_err(|_| ApiError::InvalidToken)
             }
             None => Err(ApiError::InvalidToken),
         },
         Err(_) => Err(ApiError::InvalidToken),
+    }
+}
+
+/// A signing secret (`secret_token` or `secret_token_previous`) fit for
+/// HS256, or `None`: unset, or shorter than 32 bytes, which RFC 7518
+/// section 3.2 forbids and which counts as unset (decisions.md, "Failing
+/// closed"). Each case is logged, never the secret.
+fn signing_secret(ctx: &mut impl Context, setting: Setting) -> Result<Option<String>, ApiError> {
+    let name = (setting.variable_name(), setting.env_name());
+    match ctx.setting(setting)? {
+        None if setting == Setting::SecretToken => {
+            ctx.log(&format!(
+                "warning: no signing secret is configured ({} / {}): no token is issued or accepted",
+                name.0, name.1
+            ));
+            Ok(None)
+        }
+        None => Ok(None),
+        Some(secret) if secret.len() < MIN_SECRET_BYTES => {
+            ctx.log(&format!(
+                "warning: the signing secret {} / {} is shorter than {MIN_SECRET_BYTES} bytes \
+                 (RFC 7518 section 3.2) and is not used: no token is issued or accepted with it",
+                name.0, name.1
+            ));
+            Ok(None)
+        }
+        Some(secret) => Ok(Some(secret)),
     }
 }
 
@@ -65,19 +92,20 @@ impl Credentials {
     /// login a 500; the reason, never the hash, goes to the log.
     fn read(ctx: &mut impl Context) -> Result<Credentials, ApiError> {
         let username = ctx
-            .setting(Setting::AuthUsername)
+            .setting(Setting::AuthUsername)?
             .unwrap_or_else(|| DEFAULT_USERNAME.to_string());
-        let password = match ctx.setting(Setting::AuthPasswordHash) {
+        let password = match ctx.setting(Setting::AuthPasswordHash)? {
             Some(phc) => {
                 HashedPassword::parse(&phc).map_err(ApiError::internal)?;
                 ExpectedPassword::Hash(phc)
             }
-            None => ExpectedPassword::Plain(ctx.setting(Setting::AuthPassword).unwrap_or_else(
-                || {
+            None => match ctx.setting(Setting::AuthPassword)? {
+                Some(password) => ExpectedPassword::Plain(password),
+                None => {
                     ctx.log("warning: the default password is in use: set auth_password / AUTH_PASSWORD (or auth_password_hash)");
-                    DEFAULT_PASSWORD.to_string()
-                },
-            )),
+                    ExpectedPassword::Plain(DEFAULT_PASSWORD.to_string())
+                }
+            },
         };
         Ok(Credentials { username, password })
     }
@@ -97,67 +125,79 @@ impl Credentials {
 }
 
 /// `POST /token`: credentials in, a signed token out. `body` is the request
-/// body as read (or why it could not be), judged only after the
-/// failed-login limit: a blocked address gets 429 whatever it sends.
+/// body as read (or why it could not be). Under the failed-login limit the
+/// attempt is counted before its password is checked (see
+/// `login_throttle`), and a client past the limit gets 429 whatever it sends.
 pub fn issue_token(
     ctx: &mut impl Context,
+    head: &RequestHead,
     body: Result<Vec<u8>, ApiError>,
 ) -> Result<Response, ApiError> {
     let credentials = Credentials::read(ctx)?;
-    let max_failures = login_throttle::max_failures(ctx);
-    if max_failures == 0 {
+    let limit = LoginLimit::read(ctx)?;
+    let login = body.and_then(|body| read_login(&body));
+    if !limit.enabled() {
         // No limit: no store call either.
-        let (username, password) = read_login(&body?)?;
+        let (username, password) = login?;
         if !credentials.accept(&username, &password)? {
             return Err(ApiError::InvalidCredentials);
         }
         return sign(ctx);
     }
-    let limit = LoginLimit {
-        max_failures,
-        window_seconds: login_throttle::window_seconds(ctx),
-    };
-    let trust = login_throttle::trust_forwarded_for(ctx);
-    let client = login_throttle::client_key(ctx.client_addr(), ctx.forwarded_for(), trust);
+    let identity = login_throttle::client_identity(ctx)?;
+    let client = identity.key(&client_headers(head, &identity));
     let now = ctx.now();
 
     // The store borrows the context until it is dropped: everything the
     // login needs from the context was read above.
     let mut store = app::store(ctx)?;
-    let known = store.login_failures(&client)?;
-    if let Some(retry_after) = limit.blocks(known, now) {
+    let (username, password) = match login {
+        Ok(login) => login,
+        // No password to check, so nothing to count: a read tells whether
+        // the client is blocked (429) or only sent a bad body (400).
+        Err(unreadable) => {
+            return match limit.blocks(store.login_failures(&client)?, now) {
+                Some(retry_after) => Err(ApiError::TooManyLoginAttempts { retry_after }),
+                None => Err(unreadable),
+            };
+        }
+    };
+    let attempt = store.count_login_attempt(&client, now, limit.window_seconds)?;
+    if let Some(retry_after) = limit.refuses(attempt, now) {
         return Err(ApiError::TooManyLoginAttempts { retry_after });
     }
-    let (username, password) = read_login(&body?)?;
     if credentials.accept(&username, &password)? {
-        if known.is_some() {
-            store.clear_login_failures(&client)?;
-        }
+        store.clear_login_failures(&client)?;
         drop(store);
         return sign(ctx);
     }
-    let counted = store.record_login_failure(&client, now, limit.window_seconds)?;
-    if counted.count == 1 {
+    if attempt.count == 1 {
         // A new window began: the moment to clear away a bounded batch of
         // ended ones, so rows of old windows never pile up.
         store.prune_login_failures(now, PRUNE_BATCH)?;
     }
-    drop(store);
-    match limit.exceeded_by(counted, now) {
-        Some(retry_after) => Err(ApiError::TooManyLoginAttempts { retry_after }),
-        None => Err(ApiError::InvalidCredentials),
+    Err(ApiError::InvalidCredentials)
+}
+
+/// The request headers a client is identified by. Spin appends its own
+/// `spin-client-addr` after any the client sent, so the platform's value is
+/// the last one.
+fn client_headers<'a>(head: &RequestHead<'a>, identity: &ClientIdentity) -> ClientHeaders<'a> {
+    ClientHeaders {
+        peer: head.header_values(PEER_ADDRESS_HEADER).last(),
+        forwarded_for: head.header_values(FORWARDED_FOR_HEADER).collect(),
+        ip_header: identity
+            .ip_header
+            .as_deref()
+            .and_then(|name| head.header_values(name).last()),
     }
 }
 
 /// Signs a token with `secret_token` for a login that passed.
 fn sign(ctx: &mut impl Context) -> Result<Response, ApiError> {
-    let Some(secret) = ctx.setting(Setting::SecretToken) else {
-        ctx.log("warning: no signing secret is configured (secret_token / SECRET_TOKEN): no token can be issued");
+    let Some(secret) = signing_secret(ctx, Setting::SecretToken)? else {
         return Err(ApiError::TokenNotIssued);
     };
-    if secret.len() < MIN_SECRET_BYTES {
-        ctx.log("warning: the signing secret is shorter than 32 bytes (RFC 7518 section 3.2)");
-    }
     let token = token::issue(secret.as_bytes(), ctx.now()).map_err(|_| ApiError::TokenNotIssued)?;
     Ok(Response::ok(
         200,

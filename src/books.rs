@@ -166,11 +166,11 @@ pub fn list(store: &mut dyn BookStore, query: &BookQuery) -> Result<Response, Ap
         store.list_page(query)?
     };
     let (books, link) = query.page(found);
-    let mut response = Response::ok(200, "Books retrieved successfully", Some(books));
-    if response.status == 200 {
-        response.link = link;
-    }
-    Ok(response)
+    let response = Response::ok(200, "Books retrieved successfully", Some(books));
+    Ok(match link {
+        Some(link) if response.status == 200 => response.with_header("link", link),
+        _ => response,
+    })
 }
 
 pub fn get(store: &mut dyn BookStore, id: BookId) -> Result<Response, ApiError> {

@@ -5,19 +5,23 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 
-/// Every response body is JSON.
-pub const CONTENT_TYPE: &str = "application/json";
+/// The headers of every response: the body is always the JSON envelope, and
+/// neither tokens nor catalog data are for shared caches.
+pub const COMMON_HEADERS: [(&str, &str); 2] = [
+    ("content-type", "application/json"),
+    ("cache-control", "no-store"),
+];
 
+/// A response as the core decides it; an adapter writes `headers()` and
+/// `body` as they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
     pub body: Vec<u8>,
-    /// The `Allow` header of a 405.
-    pub allow: Option<&'static str>,
-    /// The `Link` header of a `GET /books` page that has a next one.
-    pub link: Option<String>,
-    /// The `Retry-After` header (seconds) of a 429.
-    pub retry_after: Option<u64>,
+    /// The headers of this response besides `COMMON_HEADERS` (`allow` on a
+    /// 405, `link` on a page with a next one, `retry-after` on a 429), with
+    /// lower-case names.
+    pub extra_headers: Vec<(&'static str, String)>,
 }
 
 #[derive(Serialize)]
@@ -42,9 +46,7 @@ impl Response {
             Ok(body) => Response {
                 status,
                 body,
-                allow: None,
-                link: None,
-                retry_after: None,
+                extra_headers: Vec::new(),
             },
             // Unreachable for our plain data types; answer 500 rather than panic.
             Err(_) => Response::internal_error(),
@@ -52,25 +54,71 @@ impl Response {
     }
 
     pub fn error(error: &ApiError) -> Response {
-        let status = error.status();
-        let mut response = Response::ok::<()>(status, error.message(), None);
+        let response = Response::ok::<()>(error.status(), error.message(), None);
         match error {
-            ApiError::MethodNotAllowed(allow) => response.allow = Some(allow),
+            ApiError::MethodNotAllowed(allow) => response.with_header("allow", allow.to_string()),
             ApiError::TooManyLoginAttempts { retry_after } => {
-                response.retry_after = Some(*retry_after);
+                response.with_header("retry-after", retry_after.to_string())
             }
-            _ => {}
+            _ => response,
         }
-        response
     }
 
     pub fn internal_error() -> Response {
         Response {
             status: 500,
             body: INTERNAL_ERROR_BODY.to_vec(),
-            allow: None,
-            link: None,
-            retry_after: None,
+            extra_headers: Vec::new(),
         }
+    }
+
+    /// This response with one more header (`name` in lower case).
+    pub fn with_header(mut self, name: &'static str, value: String) -> Response {
+        self.extra_headers.push((name, value));
+        self
+    }
+
+    /// Every header of the response, `COMMON_HEADERS` first.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        COMMON_HEADERS.into_iter().chain(
+            self.extra_headers
+                .iter()
+                .map(|(name, value)| (*name, value.as_str())),
+        )
+    }
+
+    /// The value of header `name` (lower case), if the response has it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers()
+            .find(|(candidate, _)| *candidate == name)
+            .map(|(_, value)| value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_response_is_json_and_not_for_shared_caches() {
+        for response in [
+            Response::ok(200, "ok", Some(1)),
+            Response::internal_error(),
+            Response::error(&ApiError::MethodNotAllowed("GET")),
+        ] {
+            assert_eq!(response.header("content-type"), Some("application/json"));
+            assert_eq!(response.header("cache-control"), Some("no-store"));
+        }
+    }
+
+    #[test]
+    fn errors_carry_their_own_headers() {
+        let not_allowed = Response::error(&ApiError::MethodNotAllowed("GET, PUT, DELETE"));
+        assert_eq!(not_allowed.header("allow"), Some("GET, PUT, DELETE"));
+        let limited = Response::error(&ApiError::TooManyLoginAttempts { retry_after: 42 });
+        assert_eq!(limited.header("retry-after"), Some("42"));
+        assert_eq!(limited.header("allow"), None);
+        let names: Vec<&str> = limited.headers().map(|(name, _)| name).collect();
+        assert_eq!(names, ["content-type", "cache-control", "retry-after"]);
     }
 }

@@ -12,6 +12,7 @@ pub mod app;
 pub mod auth;
 pub mod books;
 pub mod catalog;
+pub mod client;
 pub mod envelope;
 pub mod error;
 pub mod login_throttle;

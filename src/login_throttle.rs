@@ -1,31 +1,36 @@
-//! Login throttling (decisions.md, "Login protection"): failed logins are
-//! counted per client address in the configured store; past
-//! `login_max_failures` failures within `login_window_seconds` of the first,
-//! every `POST /token` from that address answers 429 "Too many login
+//! Login throttling (decisions.md, "Login protection"): login attempts are
+//! counted per client (see `client`) in the configured store; once
+//! `login_max_failures` attempts of a window have been checked and failed,
+//! every `POST /token` from that client answers 429 "Too many login
 //! attempts" with `Retry-After`, until the window ends. A successful login
-//! clears the address's count.
+//! clears the client's count.
 //!
-//! What a login costs the store (each item one statement):
-//! - before the credentials are checked: read the address's count (so that
-//!   a blocked address never costs a password check, which with an Argon2id
-//!   hash is tens of milliseconds);
-//! - a success: nothing more, unless the address had a count: then delete it;
-//! - a failure: count it (an atomic upsert that also restarts an ended
-//!   window); when that starts a new window, also delete up to
-//!   `PRUNE_BATCH` ended windows of any address through the `window_end`
-//!   index, so old rows go without a scan on every request.
-
-use std::net::{IpAddr, SocketAddr};
+//! An attempt is counted before its password is checked, in one atomic
+//! statement, so that however many logins arrive at once (from one host or
+//! from replicas on one database), at most `login_max_failures` passwords of
+//! a client are checked per window: the statement hands each concurrent
+//! attempt its own number, and an attempt numbered past the limit is refused
+//! unchecked. What a login costs the store (each item one statement):
+//! - a login with a readable body: count the attempt (an upsert that also
+//!   restarts an ended window); then
+//!   - right credentials: delete the client's count;
+//!   - wrong credentials that began a new window: delete up to
+//!     `PRUNE_BATCH` ended windows of any client through the `window_end`
+//!     index, so old rows go without a scan on every request;
+//! - a login whose body cannot be read checks no password and is not
+//!   counted: one read, to answer 429 rather than 400 to a blocked client.
 
 use crate::app::Context;
-use crate::settings::{self, Setting, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS};
+use crate::client::ClientIdentity;
+use crate::error::ApiError;
+use crate::settings::{
+    self, Setting, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS,
+    MAX_LOGIN_WINDOW_SECONDS, MAX_TRUSTED_PROXY_HOPS,
+};
 use crate::store::LoginFailures;
 
 /// Ended windows deleted at most per cleanup.
 pub const PRUNE_BATCH: u32 = 100;
-
-/// The key of a client whose address is unknown (a host that reports none).
-pub const UNKNOWN_CLIENT: &str = "unknown";
 
 /// The limit in force: `max_failures` failures per `window_seconds`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,28 +41,62 @@ pub struct LoginLimit {
 }
 
 impl LoginLimit {
-    pub const DEFAULT: LoginLimit = LoginLimit {
-        max_failures: DEFAULT_LOGIN_MAX_FAILURES,
-        window_seconds: DEFAULT_LOGIN_WINDOW_SECONDS,
-    };
+    /// `login_max_failures` and `login_window_seconds`. A set value that is
+    /// not a valid number is logged (never echoed: settings may sit beside
+    /// secrets) and the default is used; a setting whose source failed fails
+    /// the login.
+    pub fn read(ctx: &mut impl Context) -> Result<LoginLimit, ApiError> {
+        let max_failures = match ctx.setting(Setting::LoginMaxFailures)? {
+            None => DEFAULT_LOGIN_MAX_FAILURES,
+            Some(value) => settings::parse_max_failures(&value).unwrap_or_else(|| {
+                ctx.log(&format!(
+                    "warning: login_max_failures / LOGIN_MAX_FAILURES is not a whole number from \
+                     0 to 4294967295: using the default, {DEFAULT_LOGIN_MAX_FAILURES}"
+                ));
+                DEFAULT_LOGIN_MAX_FAILURES
+            }),
+        };
+        if max_failures == 0 {
+            // No limit: its window is never read.
+            return Ok(LoginLimit {
+                max_failures,
+                window_seconds: DEFAULT_LOGIN_WINDOW_SECONDS,
+            });
+        }
+        let window_seconds = match ctx.setting(Setting::LoginWindowSeconds)? {
+            None => DEFAULT_LOGIN_WINDOW_SECONDS,
+            Some(value) => settings::parse_window_seconds(&value).unwrap_or_else(|| {
+                ctx.log(&format!(
+                    "warning: login_window_seconds / LOGIN_WINDOW_SECONDS is not a whole number \
+                     of seconds from 1 to {MAX_LOGIN_WINDOW_SECONDS}: using the default, \
+                     {DEFAULT_LOGIN_WINDOW_SECONDS}"
+                ));
+                DEFAULT_LOGIN_WINDOW_SECONDS
+            }),
+        };
+        Ok(LoginLimit {
+            max_failures,
+            window_seconds,
+        })
+    }
 
     pub fn enabled(self) -> bool {
         self.max_failures > 0
     }
 
-    /// Whether `failures` (as stored) block a login at `now`: the window
-    /// still runs and holds the limit or more. `Some(retry_after)` if so.
-    pub fn blocks(self, failures: Option<LoginFailures>, now: u64) -> Option<u64> {
-        let failures = failures?;
-        let blocked = self.enabled()
-            && failures.window_end > now
-            && failures.count >= u64::from(self.max_failures);
-        blocked.then(|| retry_after(failures.window_end, now))
+    /// Whether a count read as stored blocks a login at `now`: the window
+    /// still runs and its limit is used up. `Some(retry_after)` if so.
+    pub fn blocks(self, known: Option<LoginFailures>, now: u64) -> Option<u64> {
+        let known = known?;
+        let blocked =
+            self.enabled() && known.window_end > now && known.count >= u64::from(self.max_failures);
+        blocked.then(|| retry_after(known.window_end, now))
     }
 
-    /// After a failure was counted: whether this one went over the limit
-    /// (the first `max_failures` of a window answer 401, the rest 429).
-    pub fn exceeded_by(self, counted: LoginFailures, now: u64) -> Option<u64> {
+    /// After an attempt was counted (`counted` includes it): whether it is
+    /// past the limit, and so refused without checking its password. The
+    /// first `max_failures` attempts of a window are checked.
+    pub fn refuses(self, counted: LoginFailures, now: u64) -> Option<u64> {
         (self.enabled() && counted.count > u64::from(self.max_failures))
             .then(|| retry_after(counted.window_end, now))
     }
@@ -69,132 +108,68 @@ pub fn retry_after(window_end: u64, now: u64) -> u64 {
     window_end.saturating_sub(now).max(1)
 }
 
-/// `login_max_failures`: a set value that is not a whole number 0..2^32-1
-/// is logged (never echoed: settings may sit beside secrets) and the
-/// default is used.
-pub fn max_failures(ctx: &mut impl Context) -> u32 {
-    match ctx.setting(Setting::LoginMaxFailures) {
-        None => DEFAULT_LOGIN_MAX_FAILURES,
-        Some(value) => settings::parse_max_failures(&value).unwrap_or_else(|| {
-            ctx.log(&format!(
-                "warning: login_max_failures / LOGIN_MAX_FAILURES is not a whole number from 0 \
-                 to 4294967295: using the default, {DEFAULT_LOGIN_MAX_FAILURES}"
-            ));
-            DEFAULT_LOGIN_MAX_FAILURES
+/// `client_ip_header`, then `trusted_proxy_hops` (or its older form,
+/// `trust_forwarded_for=true`, as one hop). Invalid values are logged and
+/// left out: no header, no trusted proxy.
+pub fn client_identity(ctx: &mut impl Context) -> Result<ClientIdentity, ApiError> {
+    let ip_header = match ctx.setting(Setting::ClientIpHeader)? {
+        None => None,
+        Some(value) => settings::parse_header_name(&value).or_else(|| {
+            ctx.log(
+                "warning: client_ip_header / CLIENT_IP_HEADER is not a header name: no header \
+                 names the client",
+            );
+            None
         }),
-    }
+    };
+    let proxy_hops = match ctx.setting(Setting::TrustedProxyHops)? {
+        Some(value) => settings::parse_proxy_hops(&value).unwrap_or_else(|| {
+            ctx.log(&format!(
+                "warning: trusted_proxy_hops / TRUSTED_PROXY_HOPS is not a whole number from 0 \
+                 to {MAX_TRUSTED_PROXY_HOPS}: X-Forwarded-For is not trusted"
+            ));
+            0
+        }),
+        None => legacy_proxy_hops(ctx)?,
+    };
+    Ok(ClientIdentity {
+        ip_header,
+        proxy_hops,
+    })
 }
 
-/// `login_window_seconds`: invalid values as in `max_failures`.
-pub fn window_seconds(ctx: &mut impl Context) -> u64 {
-    match ctx.setting(Setting::LoginWindowSeconds) {
-        None => DEFAULT_LOGIN_WINDOW_SECONDS,
-        Some(value) => settings::parse_window_seconds(&value).unwrap_or_else(|| {
-            ctx.log(&format!(
-                "warning: login_window_seconds / LOGIN_WINDOW_SECONDS is not a whole number of \
-                 seconds from 1 to {}: using the default, {DEFAULT_LOGIN_WINDOW_SECONDS}",
-                settings::MAX_LOGIN_WINDOW_SECONDS
-            ));
-            DEFAULT_LOGIN_WINDOW_SECONDS
-        }),
-    }
-}
-
-/// `trust_forwarded_for`: off unless set to a true value; an invalid value
-/// is logged and counts as off.
-pub fn trust_forwarded_for(ctx: &mut impl Context) -> bool {
-    match ctx.setting(Setting::TrustForwardedFor) {
-        None => false,
-        Some(value) => settings::parse_flag(&value).unwrap_or_else(|| {
+/// `trust_forwarded_for`, the setting `trusted_proxy_hops` replaced: `true`
+/// means one trusted proxy.
+fn legacy_proxy_hops(ctx: &mut impl Context) -> Result<u32, ApiError> {
+    let Some(value) = ctx.setting(Setting::TrustForwardedFor)? else {
+        return Ok(0);
+    };
+    Ok(match settings::parse_flag(&value) {
+        Some(true) => {
+            ctx.log(
+                "warning: trust_forwarded_for / TRUST_FORWARDED_FOR=true is read as \
+                 trusted_proxy_hops=1 (the address the one proxy in front appended to \
+                 X-Forwarded-For); set trusted_proxy_hops / TRUSTED_PROXY_HOPS instead",
+            );
+            1
+        }
+        Some(false) => 0,
+        None => {
             ctx.log(
                 "warning: trust_forwarded_for / TRUST_FORWARDED_FOR is neither true nor false: \
                  X-Forwarded-For is not trusted",
             );
-            false
-        }),
-    }
-}
-
-/// The key a request's failed logins are counted under: the IP address of
-/// `client_addr` (Spin's `spin-client-addr`, the port ignored); with
-/// `trust_forwarded_for`, the first address of `X-Forwarded-For` instead,
-/// when it holds one. Addresses are written canonically (an IPv4-mapped
-/// IPv6 address as IPv4), so one client has one key however it is spelled.
-pub fn client_key(
-    client_addr: Option<&[u8]>,
-    forwarded_for: Option<&[u8]>,
-    trust_forwarded_for: bool,
-) -> String {
-    let forwarded = forwarded_for
-        .filter(|_| trust_forwarded_for)
-        .and_then(|value| value.split(|&b| b == b',').next())
-        .and_then(parse_address);
-    forwarded
-        .or_else(|| client_addr.and_then(parse_address))
-        .map_or_else(|| UNKNOWN_CLIENT.to_string(), |ip| ip.to_string())
-}
-
-/// `1.2.3.4`, `1.2.3.4:5678`, `::1`, `[::1]`, `[::1]:5678` -> the IP.
-fn parse_address(value: &[u8]) -> Option<IpAddr> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    if text.is_empty() || text.len() > 64 {
-        return None;
-    }
-    let ip = text
-        .parse::<IpAddr>()
-        .ok()
-        .or_else(|| text.parse::<SocketAddr>().ok().map(|addr| addr.ip()))
-        .or_else(|| {
-            let inner = text.strip_prefix('[')?.strip_suffix(']')?;
-            inner.parse::<IpAddr>().ok()
-        })?;
-    Some(ip.to_canonical())
+            0
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn key(addr: &str, forwarded: Option<&str>, trust: bool) -> String {
-        client_key(Some(addr.as_bytes()), forwarded.map(str::as_bytes), trust)
-    }
-
     #[test]
-    fn the_client_is_the_peer_ip_without_its_port() {
-        assert_eq!(key("127.0.0.1:54321", None, false), "127.0.0.1");
-        assert_eq!(key("[2001:db8::1]:443", None, false), "2001:db8::1");
-        assert_eq!(key("203.0.113.9", None, false), "203.0.113.9");
-        assert_eq!(key("[::ffff:198.51.100.7]:80", None, false), "198.51.100.7");
-        assert_eq!(client_key(None, None, false), UNKNOWN_CLIENT);
-        assert_eq!(key("not an address", None, false), UNKNOWN_CLIENT);
-    }
-
-    #[test]
-    fn forwarded_for_counts_only_when_trusted() {
-        let xff = Some("198.51.100.1, 10.0.0.1");
-        assert_eq!(key("10.0.0.2:1", xff, false), "10.0.0.2");
-        assert_eq!(key("10.0.0.2:1", xff, true), "198.51.100.1");
-        assert_eq!(
-            key("10.0.0.2:1", Some(" [2001:db8::7]:99 ,x"), true),
-            "2001:db8::7"
-        );
-        assert_eq!(
-            key("10.0.0.2:1", Some("2001:DB8:0::7"), true),
-            "2001:db8::7"
-        );
-        assert_eq!(
-            key("10.0.0.2:1", Some("198.51.100.1:8080"), true),
-            "198.51.100.1"
-        );
-        // Nothing usable in the header: the peer.
-        for junk in ["", "unknown", "_hidden", ",198.51.100.1", "1.2.3.4.5"] {
-            assert_eq!(key("10.0.0.2:1", Some(junk), true), "10.0.0.2", "{junk:?}");
-        }
-        assert_eq!(key("10.0.0.2:1", None, true), "10.0.0.2");
-    }
-
-    #[test]
-    fn a_full_window_blocks_until_it_ends() {
+    fn a_used_up_window_blocks_until_it_ends() {
         let limit = LoginLimit {
             max_failures: 3,
             window_seconds: 60,
@@ -218,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn the_failure_past_the_limit_is_refused() {
+    fn attempts_past_the_limit_are_refused_unchecked() {
         let limit = LoginLimit {
             max_failures: 2,
             window_seconds: 60,
@@ -227,20 +202,10 @@ mod tests {
             count,
             window_end: 1_030,
         };
-        assert_eq!(limit.exceeded_by(counted(1), 1_000), None);
-        assert_eq!(limit.exceeded_by(counted(2), 1_000), None);
-        assert_eq!(limit.exceeded_by(counted(3), 1_000), Some(30));
+        assert_eq!(limit.refuses(counted(1), 1_000), None);
+        assert_eq!(limit.refuses(counted(2), 1_000), None);
+        assert_eq!(limit.refuses(counted(3), 1_000), Some(30));
+        assert_eq!(limit.refuses(counted(300), 1_029), Some(1));
         assert_eq!(retry_after(1_000, 1_000), 1);
-    }
-
-    #[test]
-    fn defaults_are_ten_failures_in_900_seconds() {
-        assert_eq!(
-            LoginLimit::DEFAULT,
-            LoginLimit {
-                max_failures: 10,
-                window_seconds: 900
-            }
-        );
     }
 }

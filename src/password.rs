@@ -11,6 +11,13 @@ use sha2::{Digest, Sha256};
 /// component's memory; far larger values could exhaust it and trap, so such
 /// a hash is refused as invalid instead.
 pub const MAX_MEMORY_KIB: u32 = 64 * 1024;
+/// The most passes accepted. A login costs the passes times the memory in
+/// CPU; OWASP's settings use 1 to 5, and a cost of 100 would make every
+/// login seconds of CPU, an easy way to tie up the service.
+pub const MAX_TIME_COST: u32 = 10;
+/// The most lanes accepted. A component computes them one after another (no
+/// threads), so more lanes only cost more time.
+pub const MAX_PARALLELISM: u32 = 4;
 
 /// Why `auth_password_hash` cannot be used. Never holds the hash itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +61,18 @@ impl<'a> HashedPassword<'a> {
             return Err(InvalidHash(format!(
                 "m={} KiB is more memory than the {MAX_MEMORY_KIB} KiB allowed",
                 params.m_cost()
+            )));
+        }
+        if params.t_cost() > MAX_TIME_COST {
+            return Err(InvalidHash(format!(
+                "t={} is more passes than the {MAX_TIME_COST} allowed",
+                params.t_cost()
+            )));
+        }
+        if params.p_cost() > MAX_PARALLELISM {
+            return Err(InvalidHash(format!(
+                "p={} is more lanes than the {MAX_PARALLELISM} allowed",
+                params.p_cost()
             )));
         }
         if let Some(version) = hash.version {
@@ -143,6 +162,8 @@ mod tests {
         let argon2i = good.replacen("$argon2id$", "$argon2i$", 1);
         let argon2d = good.replacen("$argon2id$", "$argon2d$", 1);
         let huge = good.replacen("m=19456", "m=4194304", 1);
+        let slow = good.replacen("t=2", "t=11", 1);
+        let wide = good.replacen("p=1", "p=5", 1);
         let zero_t = good.replacen("t=2", "t=0", 1);
         let no_hash = good.rsplit_once('$').unwrap().0.to_string();
         for bad in [
@@ -154,6 +175,8 @@ mod tests {
             &argon2i,
             &argon2d,
             &huge,
+            &slow,
+            &wide,
             &zero_t,
             &no_hash,
             "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$!!!",
@@ -168,6 +191,20 @@ mod tests {
                 assert!(!error.contains(tail), "{error} echoes {bad}");
             }
         }
+    }
+
+    #[test]
+    fn costs_at_the_bounds_are_accepted() {
+        use argon2::password_hash::{PasswordHasher, SaltString};
+        let salt = SaltString::from_b64("Ym91bmRzYm91bmRz").unwrap();
+        let params = Params::new(64, MAX_TIME_COST, MAX_PARALLELISM, None).unwrap();
+        let phc = Argon2::new(Algorithm::Argon2id, argon2::Version::V0x13, params)
+            .hash_password(b"edge", &salt)
+            .unwrap()
+            .to_string();
+        assert!(HashedPassword::parse(&phc).unwrap().verify("edge"));
+        let max_memory = phc.replacen("m=64", &format!("m={MAX_MEMORY_KIB}"), 1);
+        assert!(HashedPassword::parse(&max_memory).is_ok());
     }
 
     #[test]

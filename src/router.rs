@@ -58,6 +58,15 @@ const BOOK_ITEM_PREFIX: &str = "/book/";
 /// The health check's path: public, for load balancers and Kubernetes probes.
 pub const HEALTH_PATH: &str = "/health";
 
+/// The login path.
+pub const TOKEN_PATH: &str = "/token";
+
+/// Whether requests to `path` read header fields besides `Authorization`
+/// (`RequestHead::headers`): only a login does, to tell who the client is.
+pub fn reads_headers(path: &str) -> bool {
+    path == TOKEN_PATH
+}
+
 /// Routes a request; `path` excludes the query string.
 pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
     let (protected, endpoint) = match path {
@@ -68,7 +77,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
                 _ => Err(ApiError::MethodNotAllowed("GET")),
             },
         ),
-        "/token" => (
+        TOKEN_PATH => (
             false,
             match method {
                 "POST" => Ok(Endpoint::IssueToken),

@@ -14,6 +14,31 @@ pub enum Setting {
     LoginMaxFailures,
     LoginWindowSeconds,
     TrustForwardedFor,
+    ClientIpHeader,
+    TrustedProxyHops,
+}
+
+/// A setting whose source failed (a Spin variables provider that answered
+/// with an error, as opposed to one without a value). It is never replaced
+/// by a fallback or a default: the request that needs it answers 500
+/// (decisions.md, "Failing closed"). `reason` never holds the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingUnavailable {
+    pub setting: Setting,
+    pub reason: String,
+}
+
+impl std::fmt::Display for SettingUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the setting {} / {} could not be read, so the request is refused rather than \
+             served with a default: {}",
+            self.setting.variable_name(),
+            self.setting.env_name(),
+            self.reason
+        )
+    }
 }
 
 pub const DEFAULT_USERNAME: &str = "admin";
@@ -29,6 +54,9 @@ pub const DEFAULT_LOGIN_MAX_FAILURES: u32 = 10;
 pub const DEFAULT_LOGIN_WINDOW_SECONDS: u64 = 900;
 /// The longest window accepted: one year.
 pub const MAX_LOGIN_WINDOW_SECONDS: u64 = 365 * 24 * 60 * 60;
+/// The most proxies `trusted_proxy_hops` may name; real chains have one to
+/// three (a CDN, a load balancer, an ingress).
+pub const MAX_TRUSTED_PROXY_HOPS: u32 = 32;
 
 /// `login_max_failures`: a decimal integer 0..=4294967295, surrounding
 /// whitespace ignored. `None` for anything else (the caller warns and uses
@@ -53,6 +81,20 @@ pub fn parse_window_seconds(value: &str) -> Option<u64> {
         .filter(|seconds| (1..=MAX_LOGIN_WINDOW_SECONDS).contains(seconds))
 }
 
+/// `trusted_proxy_hops`: a decimal integer 0..=`MAX_TRUSTED_PROXY_HOPS`.
+pub fn parse_proxy_hops(value: &str) -> Option<u32> {
+    parse_max_failures(value).filter(|hops| *hops <= MAX_TRUSTED_PROXY_HOPS)
+}
+
+/// `client_ip_header`: an HTTP field name (RFC 9110 token characters),
+/// returned in lower case as hosts hand header names over.
+pub fn parse_header_name(value: &str) -> Option<String> {
+    let name = value.trim();
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    (!name.is_empty() && name.len() <= 64 && name.bytes().all(token))
+        .then(|| name.to_ascii_lowercase())
+}
+
 /// `trust_forwarded_for`: `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`),
 /// any case, surrounding whitespace ignored.
 pub fn parse_flag(value: &str) -> Option<bool> {
@@ -64,7 +106,7 @@ pub fn parse_flag(value: &str) -> Option<bool> {
 }
 
 impl Setting {
-    pub const ALL: [Setting; 9] = [
+    pub const ALL: [Setting; 11] = [
         Setting::SecretToken,
         Setting::DbUrl,
         Setting::AuthUsername,
@@ -74,6 +116,8 @@ impl Setting {
         Setting::LoginMaxFailures,
         Setting::LoginWindowSeconds,
         Setting::TrustForwardedFor,
+        Setting::ClientIpHeader,
+        Setting::TrustedProxyHops,
     ];
 
     /// The Spin variable (declared in `spin.toml`).
@@ -88,6 +132,8 @@ impl Setting {
             Setting::LoginMaxFailures => "login_max_failures",
             Setting::LoginWindowSeconds => "login_window_seconds",
             Setting::TrustForwardedFor => "trust_forwarded_for",
+            Setting::ClientIpHeader => "client_ip_header",
+            Setting::TrustedProxyHops => "trusted_proxy_hops",
         }
     }
 
@@ -103,6 +149,8 @@ impl Setting {
             Setting::LoginMaxFailures => "LOGIN_MAX_FAILURES",
             Setting::LoginWindowSeconds => "LOGIN_WINDOW_SECONDS",
             Setting::TrustForwardedFor => "TRUST_FORWARDED_FOR",
+            Setting::ClientIpHeader => "CLIENT_IP_HEADER",
+            Setting::TrustedProxyHops => "TRUSTED_PROXY_HOPS",
         }
     }
 }
@@ -111,14 +159,19 @@ impl Setting {
 /// environment value; otherwise nothing (the caller applies the default).
 /// Empty counts as unset so that the manifest's empty defaults fall through,
 /// and so that an empty secret can never become a signing key.
+/// `variable` is `Ok(None)` when the platform has no such variable (a
+/// manifest that does not declare it), `Err(reason)` when its provider
+/// failed: then neither the environment nor a default stands in for it.
 /// The environment is read only when the variable gives nothing.
 pub fn resolve(
-    variable: Option<String>,
+    setting: Setting,
+    variable: Result<Option<String>, String>,
     environment: impl FnOnce() -> Option<String>,
-) -> Option<String> {
-    variable
+) -> Result<Option<String>, SettingUnavailable> {
+    let variable = variable.map_err(|reason| SettingUnavailable { setting, reason })?;
+    Ok(variable
         .filter(|value| !value.is_empty())
-        .or_else(|| environment().filter(|value| !value.is_empty()))
+        .or_else(|| environment().filter(|value| !value.is_empty())))
 }
 
 #[cfg(test)]
@@ -129,22 +182,69 @@ mod tests {
         Some(value.to_string())
     }
 
+    const DB: Setting = Setting::DbUrl;
+
     #[test]
     fn variable_wins_over_environment() {
         let unread = || panic!("the environment is not read when the variable is set");
-        assert_eq!(resolve(some("from-var"), unread), some("from-var"));
+        assert_eq!(
+            resolve(DB, Ok(some("from-var")), unread),
+            Ok(some("from-var"))
+        );
     }
 
     #[test]
-    fn empty_variable_falls_back_to_environment() {
-        assert_eq!(resolve(some(""), || some("from-env")), some("from-env"));
-        assert_eq!(resolve(None, || some("from-env")), some("from-env"));
+    fn empty_or_undeclared_variable_falls_back_to_environment() {
+        assert_eq!(
+            resolve(DB, Ok(some("")), || some("from-env")),
+            Ok(some("from-env"))
+        );
+        assert_eq!(
+            resolve(DB, Ok(None), || some("from-env")),
+            Ok(some("from-env"))
+        );
     }
 
     #[test]
     fn empty_everywhere_is_unset() {
-        assert_eq!(resolve(some(""), || some("")), None);
-        assert_eq!(resolve(None, || None), None);
+        assert_eq!(resolve(DB, Ok(some("")), || some("")), Ok(None));
+        assert_eq!(resolve(DB, Ok(None), || None), Ok(None));
+    }
+
+    #[test]
+    fn a_failed_provider_is_never_replaced() {
+        let unread = || panic!("the environment does not stand in for a failed provider");
+        let error = resolve(
+            Setting::SecretToken,
+            Err("vault: connection refused".into()),
+            unread,
+        )
+        .unwrap_err();
+        assert_eq!(error.setting, Setting::SecretToken);
+        let text = error.to_string();
+        assert!(text.contains("secret_token / SECRET_TOKEN"), "{text}");
+        assert!(text.contains("vault: connection refused"), "{text}");
+    }
+
+    #[test]
+    fn proxy_hops_and_header_names_parse_strictly() {
+        assert_eq!(parse_proxy_hops("0"), Some(0));
+        assert_eq!(parse_proxy_hops(" 2 "), Some(2));
+        assert_eq!(parse_proxy_hops("32"), Some(MAX_TRUSTED_PROXY_HOPS));
+        for bad in ["", "-1", "33", "one", "1.0"] {
+            assert_eq!(parse_proxy_hops(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            parse_header_name("True-Client-IP"),
+            Some("true-client-ip".into())
+        );
+        assert_eq!(
+            parse_header_name(" cf-connecting-ip "),
+            Some("cf-connecting-ip".into())
+        );
+        for bad in ["", "two words", "x:y", "caf\u{e9}", &"a".repeat(65)] {
+            assert_eq!(parse_header_name(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
@@ -190,12 +290,6 @@ mod tests {
     }
 
     #[test]
-    fn login_defaults_are_ten_failures_in_fifteen_minutes() {
-        assert_eq!(DEFAULT_LOGIN_MAX_FAILURES, 10);
-        assert_eq!(DEFAULT_LOGIN_WINDOW_SECONDS, 900);
-    }
-
-    #[test]
     fn each_setting_indexes_its_place_in_all() {
         for (index, setting) in Setting::ALL.into_iter().enumerate() {
             assert_eq!(setting as usize, index, "{setting:?}");
@@ -220,6 +314,8 @@ mod tests {
                 ("login_max_failures", "LOGIN_MAX_FAILURES"),
                 ("login_window_seconds", "LOGIN_WINDOW_SECONDS"),
                 ("trust_forwarded_for", "TRUST_FORWARDED_FOR"),
+                ("client_ip_header", "CLIENT_IP_HEADER"),
+                ("trusted_proxy_hops", "TRUSTED_PROXY_HOPS"),
             ]
         );
     }

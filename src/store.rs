@@ -38,21 +38,22 @@ pub trait BookStore {
         self.get(any).map(|_| ())
     }
 
-    // Failed logins per client address (decisions.md, "Login protection"),
-    // kept in the same database so that the limit holds across instances and
+    // Login attempts per client (decisions.md, "Login protection"), kept in
+    // the same database so that the limit holds across instances and
     // replicas. Each method is one statement. A store that keeps no counts
     // refuses, so that logins fail closed rather than go unthrottled.
 
-    /// The failures stored for `client`, if any (possibly of a window that
-    /// has already ended).
+    /// The count stored for `client`, if any (possibly of a window that has
+    /// already ended).
     fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
         let _ = client;
         anyhow::bail!("this store keeps no failed-login counts")
     }
-    /// Counts one failed login of `client`, atomically: concurrent calls
-    /// each get a different count. A window that ended at or before `now`
+    /// Counts one login attempt of `client` before its password is checked,
+    /// atomically: concurrent calls each get a different count, the one that
+    /// includes their own attempt. A window that ended at or before `now`
     /// starts again: count 1, ending at `now + window_seconds`.
-    fn record_login_failure(
+    fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
@@ -98,13 +99,13 @@ impl<S: BookStore + ?Sized> BookStore for &mut S {
     fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
         (**self).login_failures(client)
     }
-    fn record_login_failure(
+    fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginFailures> {
-        (**self).record_login_failure(client, now, window_seconds)
+        (**self).count_login_attempt(client, now, window_seconds)
     }
     fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
         (**self).clear_login_failures(client)
@@ -114,10 +115,11 @@ impl<S: BookStore + ?Sized> BookStore for &mut S {
     }
 }
 
-/// The failed logins of one client address in its current window.
+/// The login attempts of one client in its current window that no
+/// successful login has cleared: failures, and attempts still being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoginFailures {
-    /// Failures counted since the window began.
+    /// Attempts counted since the window began.
     pub count: u64,
     /// Unix time (seconds) at which the window ends and the count lapses.
     pub window_end: u64,
@@ -152,13 +154,13 @@ pub mod login_sql {
         (sql, [SqlParam::Text(client)])
     }
 
-    /// Counts one failure of `client` at `now`, returning `failures,
-    /// window_end` (one row). One statement, so concurrent failures are
+    /// Counts one login attempt of `client` at `now`, returning `failures,
+    /// window_end` (one row). One statement, so concurrent attempts are
     /// counted one by one (a row lock in PostgreSQL, the write lock in
-    /// SQLite). A window that has ended starts over, so a stale row never
+    /// SQLite), each seeing its own number. A window that has ended starts over, so a stale row never
     /// needs a cleanup first. No arithmetic on parameters: PostgreSQL infers
     /// each one's type from the column it meets.
-    pub fn record(
+    pub fn count_attempt(
         client: &str,
         now: u64,
         window_seconds: u64,
@@ -269,17 +271,38 @@ pub enum StoreTarget {
 
 pub const DEFAULT_SQLITE_LABEL: &str = "default";
 
-/// A `DB_URL` that names no store we support.
+/// A `DB_URL` that names no store we support. It keeps only the URL's
+/// scheme, never the rest: a value that is not a URL we know may hold a
+/// password in any form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnsupportedDbUrl(String);
+pub struct UnsupportedDbUrl {
+    scheme: Option<String>,
+}
+
+impl UnsupportedDbUrl {
+    fn of(db_url: &str) -> UnsupportedDbUrl {
+        let scheme = db_url
+            .split_once(':')
+            .map(|(scheme, _)| scheme)
+            .filter(|scheme| {
+                !scheme.is_empty()
+                    && scheme.len() <= 16
+                    && scheme
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+            })
+            .map(str::to_string);
+        UnsupportedDbUrl { scheme }
+    }
+}
 
 impl fmt::Display for UnsupportedDbUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "DB_URL {:?} is not supported: use sqlite:, sqlite://LABEL, postgres://... or postgresql://...",
-            self.0
-        )
+        match &self.scheme {
+            Some(scheme) => write!(f, "DB_URL (a {scheme}: address) is not supported")?,
+            None => f.write_str("DB_URL is not supported")?,
+        }
+        f.write_str(": use sqlite:, sqlite://LABEL, postgres://... or postgresql://...")
     }
 }
 
@@ -344,7 +367,7 @@ impl StoreTarget {
         if db_url.starts_with("postgres://") || db_url.starts_with("postgresql://") {
             return Ok(StoreTarget::Postgres(db_url.to_string()));
         }
-        Err(UnsupportedDbUrl(redact_password(db_url)))
+        Err(UnsupportedDbUrl::of(db_url))
     }
 
     /// How the store is named in logs: never with a password.
@@ -443,7 +466,7 @@ impl BookStore for MemoryStore {
         Ok(self.login_failures.get(client).copied())
     }
 
-    fn record_login_failure(
+    fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
@@ -524,11 +547,25 @@ mod tests {
             "sqlite://a/b",
             "file.db",
             "redis://x",
+            "hunter2",
+            "host=db password=hunter2",
+            "postgress://u:hunter2@h/db",
+            "postgres:u:hunter2@h",
         ] {
             let error = target(bad).unwrap_err().to_string();
             assert!(error.starts_with("DB_URL"), "{error}");
             assert!(!error.contains("hunter2"), "{error}");
         }
+        assert_eq!(
+            target("mysql://u:hunter2@h/db").unwrap_err().to_string(),
+            "DB_URL (a mysql: address) is not supported: use sqlite:, sqlite://LABEL, \
+             postgres://... or postgresql://..."
+        );
+        assert_eq!(
+            target("hunter2").unwrap_err().to_string(),
+            "DB_URL is not supported: use sqlite:, sqlite://LABEL, postgres://... or \
+             postgresql://..."
+        );
     }
 
     #[test]

@@ -64,12 +64,13 @@ fn without_parameters_the_answer_is_byte_for_byte_unchanged() {
             path: "/books",
             query,
             authorization: Some(token.as_bytes()),
+            headers: &[],
         };
         handle(ctx, &head, &b""[..])
     };
     let plain = list(&mut ctx, None);
     assert_eq!(plain.status, 200);
-    assert_eq!(plain.link, None);
+    assert_eq!(plain.header("link"), None);
     // Written out field by field in the order the service always used.
     let books: Vec<String> = SAMPLE
         .iter()
@@ -201,6 +202,7 @@ fn authentication_and_method_come_before_the_parameters() {
         path: "/books",
         query: Some("limit=0"),
         authorization: Some(token.as_bytes()),
+        headers: &[],
     };
     assert_eq!(handle(&mut ctx, &head, &b""[..]).status, 405);
     assert_eq!(ctx.calls.opens, 0);

@@ -18,28 +18,39 @@ fn too_many() -> Outcome {
 
 /// POST /token, and the `Retry-After` it carried.
 fn login(ctx: &mut TestContext, body: &str) -> (Outcome, Option<u64>) {
+    let headers = ctx.header_fields();
     let head = book_catalog::RequestHead {
         method: "POST",
         path: "/token",
         query: None,
         authorization: None,
+        headers: &headers,
     };
     let response = book_catalog::handle(ctx, &head, body.as_bytes());
-    let retry_after = response.retry_after;
+    let retry_after = response
+        .header("retry-after")
+        .map(|value| value.parse::<u64>().expect("Retry-After is whole seconds"));
     let envelope: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
     assert_eq!(
         retry_after.is_some(),
         response.status == 429,
         "Retry-After exactly with 429"
     );
+    assert_eq!(response.header("cache-control"), Some("no-store"));
     if let Some(token) = envelope["data"]["token"].as_str() {
         ctx.never_logged.push(token.to_string());
     }
-    ((response.status, envelope, response.allow), retry_after)
+    let allow = response.header("allow").map(str::to_string);
+    ((response.status, envelope, allow), retry_after)
 }
 
 fn status(ctx: &mut TestContext, body: &str) -> u16 {
     login(ctx, body).0 .0
+}
+
+/// The count stored under `key`.
+fn count_of(ctx: &mut TestContext, key: &str) -> Option<u64> {
+    ctx.store.login_failures(key).unwrap().map(|f| f.count)
 }
 
 #[test]
@@ -89,7 +100,47 @@ fn a_success_clears_the_count() {
 }
 
 #[test]
-fn only_wrong_credentials_count() {
+fn attempts_are_counted_before_any_password_is_checked() {
+    // Ten attempts of this client already counted and still being checked
+    // (another instance, another replica): an eleventh is refused unchecked,
+    // even with the right password, and is counted too.
+    let mut ctx = TestContext::new();
+    for _ in 0..10 {
+        ctx.store
+            .count_login_attempt("192.0.2.10", NOW, 900)
+            .unwrap();
+    }
+    assert_eq!(login(&mut ctx, RIGHT), (too_many(), Some(900)));
+    assert_eq!(count_of(&mut ctx, "192.0.2.10"), Some(11));
+    // Nine in flight: the tenth attempt is checked, and a right one clears.
+    let mut ctx = TestContext::new();
+    for _ in 0..9 {
+        ctx.store
+            .count_login_attempt("192.0.2.10", NOW, 900)
+            .unwrap();
+    }
+    assert_eq!(status(&mut ctx, RIGHT), 200);
+    assert_eq!(count_of(&mut ctx, "192.0.2.10"), None);
+}
+
+#[test]
+fn a_right_password_anywhere_after_the_tenth_failure_is_refused() {
+    for position in [11, 12, 50, 200] {
+        let mut ctx = TestContext::new();
+        for attempt in 1..=200 {
+            let (outcome, _) = login(&mut ctx, if attempt == position { RIGHT } else { WRONG });
+            let expected = if attempt <= 10 {
+                invalid_credentials()
+            } else {
+                too_many()
+            };
+            assert_eq!(outcome, expected, "attempt {attempt}, right at {position}");
+        }
+    }
+}
+
+#[test]
+fn unreadable_logins_check_no_password_and_are_not_counted() {
     let mut ctx = TestContext::new();
     ctx.max_failures = Some("2".into());
     for body in ["", "{}", "not json", r#"{"username":"admin"}"#] {
@@ -97,6 +148,7 @@ fn only_wrong_credentials_count() {
             assert_eq!(login(&mut ctx, body).0, invalid_payload(), "{body:?}");
         }
     }
+    assert_eq!(count_of(&mut ctx, "192.0.2.10"), None);
     assert_eq!(status(&mut ctx, WRONG), 401);
     assert_eq!(status(&mut ctx, WRONG), 401);
     assert_eq!(status(&mut ctx, WRONG), 429);
@@ -116,32 +168,129 @@ fn addresses_are_counted_apart_and_the_port_is_ignored() {
     assert_eq!(status(&mut ctx, RIGHT), 429, "same address, other port");
     ctx.client_addr = Some("203.0.113.2:1000".into());
     assert_eq!(status(&mut ctx, RIGHT), 200, "another address");
-    ctx.client_addr = Some("[2001:db8::1]:443".into());
-    assert_eq!(status(&mut ctx, WRONG), 401);
+    ctx.client_addr = Some("[::ffff:203.0.113.1]:4000".into());
+    assert_eq!(
+        status(&mut ctx, RIGHT),
+        429,
+        "IPv4-mapped IPv6 is the IPv4 address"
+    );
 }
 
 #[test]
-fn forwarded_for_names_the_client_only_when_trusted() {
+fn eleven_addresses_of_one_64_share_a_bucket() {
+    let mut ctx = TestContext::new();
+    // Each address of the /64 makes one wrong login: ten are checked, then
+    // the whole /64 is blocked, whichever address it uses next.
+    for host in 1..=10 {
+        ctx.client_addr = Some(format!("[2001:db8:aa:bb::{host:x}]:443"));
+        assert_eq!(status(&mut ctx, WRONG), 401, "address {host}");
+    }
+    ctx.client_addr = Some("[2001:db8:aa:bb:ffff:1:2:3]:443".into());
+    assert_eq!(login(&mut ctx, RIGHT), (too_many(), Some(900)));
+    assert_eq!(count_of(&mut ctx, "2001:db8:aa:bb::/64"), Some(11));
+    // The next /64 is another end site.
+    ctx.client_addr = Some("[2001:db8:aa:bc::1]:443".into());
+    assert_eq!(status(&mut ctx, RIGHT), 200);
+}
+
+#[test]
+fn a_client_sent_spin_client_addr_is_not_the_peer() {
+    // Spin appends its own spin-client-addr after one a client sends: the
+    // last value is the platform's.
+    let mut ctx = TestContext::new();
+    ctx.max_failures = Some("1".into());
+    for spoofed in ["198.51.100.1:1", "198.51.100.2:1"] {
+        ctx.request_headers = vec![("spin-client-addr".into(), spoofed.into())];
+        let expected = if spoofed.starts_with("198.51.100.1") {
+            401
+        } else {
+            429
+        };
+        assert_eq!(status(&mut ctx, WRONG), expected, "{spoofed}");
+    }
+    assert_eq!(count_of(&mut ctx, "192.0.2.10"), Some(2));
+}
+
+#[test]
+fn forwarded_for_is_read_only_from_trusted_proxies() {
     let mut ctx = TestContext::new();
     ctx.max_failures = Some("1".into());
     ctx.client_addr = Some("10.0.0.9:5555".into());
-    // Not trusted: a client cannot escape its count by inventing addresses.
+    // No trusted proxy: a client cannot escape its count by inventing addresses.
     for fake in ["198.51.100.1", "198.51.100.2"] {
         ctx.forwarded_for = Some(fake.into());
         let expected = if fake.ends_with('1') { 401 } else { 429 };
         assert_eq!(status(&mut ctx, WRONG), expected, "{fake}");
     }
-    ctx.client_addr = Some("10.0.0.10:5555".into());
-    ctx.trust_forwarded_for = Some("true".into());
-    ctx.forwarded_for = Some("198.51.100.7, 10.0.0.1".into());
-    assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(status(&mut ctx, WRONG), 429);
-    // The first address decides; the proxy's own address does not.
-    ctx.forwarded_for = Some("198.51.100.8, 10.0.0.1".into());
-    assert_eq!(status(&mut ctx, WRONG), 401);
-    // Without the header, the peer.
-    ctx.forwarded_for = None;
+    assert_eq!(count_of(&mut ctx, "10.0.0.9"), Some(2));
+}
+
+#[test]
+fn with_one_hop_a_spoofed_leftmost_entry_does_not_change_the_bucket() {
+    let mut ctx = TestContext::new();
+    ctx.trusted_proxy_hops = Some("1".into());
+    ctx.client_addr = Some("10.0.0.1:5555".into());
+    // The client writes its own X-Forwarded-For; the ingress appends the
+    // address it received from (198.51.100.7).
+    for attempt in 1..=12 {
+        ctx.forwarded_for = Some(format!("203.0.113.{attempt}, 198.51.100.7"));
+        let expected = if attempt <= 10 { 401 } else { 429 };
+        assert_eq!(status(&mut ctx, WRONG), expected, "attempt {attempt}");
+    }
+    assert_eq!(count_of(&mut ctx, "198.51.100.7"), Some(12));
+    assert_eq!(count_of(&mut ctx, "203.0.113.1"), None);
+    // Another client behind the same ingress is not locked out with it.
+    ctx.forwarded_for = Some("198.51.100.8".into());
     assert_eq!(status(&mut ctx, RIGHT), 200);
+}
+
+#[test]
+fn the_old_trust_forwarded_for_is_one_hop_with_a_log_line() {
+    let mut ctx = TestContext::new();
+    ctx.max_failures = Some("1".into());
+    ctx.trust_forwarded_for = Some("true".into());
+    ctx.client_addr = Some("10.0.0.1:5555".into());
+    ctx.forwarded_for = Some("203.0.113.50, 198.51.100.9".into());
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(count_of(&mut ctx, "198.51.100.9"), Some(1));
+    assert!(
+        ctx.logs
+            .iter()
+            .any(|l| l.contains("TRUST_FORWARDED_FOR") && l.contains("trusted_proxy_hops=1")),
+        "{:?}",
+        ctx.logs
+    );
+    // trusted_proxy_hops, when set, wins.
+    ctx.trusted_proxy_hops = Some("0".into());
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(count_of(&mut ctx, "10.0.0.1"), Some(1));
+}
+
+#[test]
+fn two_hops_skip_the_cdn_and_the_ingress() {
+    let mut ctx = TestContext::new();
+    ctx.trusted_proxy_hops = Some("2".into());
+    ctx.client_addr = Some("10.0.0.1:5555".into());
+    // client -> CDN (appends the client) -> ingress (appends the CDN) -> us
+    ctx.forwarded_for = Some("6.6.6.6, 198.51.100.20, 192.0.2.250".into());
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(count_of(&mut ctx, "198.51.100.20"), Some(1));
+}
+
+#[test]
+fn the_client_ip_header_names_the_client_when_present() {
+    let mut ctx = TestContext::new();
+    ctx.client_ip_header = Some("True-Client-IP".into());
+    ctx.client_addr = Some("10.0.0.1:5555".into());
+    ctx.request_headers = vec![("true-client-ip".into(), "203.0.113.77".into())];
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(count_of(&mut ctx, "203.0.113.77"), Some(1));
+    // Missing or unparsable: the peer (no proxy hops here).
+    ctx.request_headers = vec![("true-client-ip".into(), "not-an-ip".into())];
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    ctx.request_headers.clear();
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(count_of(&mut ctx, "10.0.0.1"), Some(2));
 }
 
 #[test]
@@ -158,15 +307,16 @@ fn zero_turns_the_limit_off_without_store_calls() {
 
 #[test]
 fn invalid_settings_warn_and_use_the_defaults() {
-    for (max, window, trust) in [
-        ("ten", "15m", "maybe"),
-        ("-1", "0", "2"),
-        ("99999999999", "31536001", ""),
+    for (max, window, hops, header) in [
+        ("ten", "15m", "maybe", "two words"),
+        ("-1", "0", "-2", "x:y"),
+        ("99999999999", "31536001", "33", ""),
     ] {
         let mut ctx = TestContext::new();
         ctx.max_failures = Some(max.into());
         ctx.window_seconds = Some(window.into());
-        ctx.trust_forwarded_for = Some(trust.into());
+        ctx.trusted_proxy_hops = Some(hops.into());
+        ctx.client_ip_header = Some(header.into());
         ctx.forwarded_for = Some("198.51.100.77".into());
         for _ in 0..10 {
             assert_eq!(status(&mut ctx, WRONG), 401, "{max} {window}");
@@ -176,7 +326,11 @@ fn invalid_settings_warn_and_use_the_defaults() {
             (too_many(), Some(900)),
             "{max} {window}"
         );
-        for name in ["LOGIN_MAX_FAILURES", "LOGIN_WINDOW_SECONDS"] {
+        for name in [
+            "LOGIN_MAX_FAILURES",
+            "LOGIN_WINDOW_SECONDS",
+            "TRUSTED_PROXY_HOPS",
+        ] {
             assert!(
                 ctx.logs
                     .iter()
@@ -185,49 +339,52 @@ fn invalid_settings_warn_and_use_the_defaults() {
                 ctx.logs
             );
         }
-        if !trust.is_empty() {
-            assert!(ctx.logs.iter().any(|l| l.contains("TRUST_FORWARDED_FOR")));
+        if !header.is_empty() {
+            assert!(ctx.logs.iter().any(|l| l.contains("CLIENT_IP_HEADER")));
         }
-        // Untrusted: the count is the peer's, not the forwarded address's.
-        let peer = ctx.store.login_failures("192.0.2.10").unwrap();
-        assert_eq!(
-            peer.map(|f| f.count),
-            Some(10),
-            "a blocked login is not counted"
-        );
+        // No trusted proxy: the count is the peer's.
+        assert_eq!(count_of(&mut ctx, "192.0.2.10"), Some(11));
     }
 }
 
 #[test]
-fn a_login_with_no_failures_on_record_is_one_store_call() {
+fn what_each_login_costs_the_store() {
     let mut ctx = TestContext::new();
+    // A success with no failures on record: the attempt counted, then cleared.
     assert_eq!(status(&mut ctx, RIGHT), 200);
-    assert_eq!((ctx.calls.opens, ctx.calls.total()), (1, 1));
-    assert_eq!(ctx.calls.login_read, 1);
-    // A failure: the check, the count, and (a new window) one bounded cleanup.
+    assert_eq!(ctx.calls.opens, 1);
+    assert_eq!(
+        (
+            ctx.calls.login_record,
+            ctx.calls.login_clear,
+            ctx.calls.total()
+        ),
+        (1, 1, 2)
+    );
+    // A failure that starts a window: counted, and one bounded cleanup.
     ctx.reset_calls();
     assert_eq!(status(&mut ctx, WRONG), 401);
     assert_eq!(
         (
-            ctx.calls.login_read,
             ctx.calls.login_record,
-            ctx.calls.login_prune
+            ctx.calls.login_prune,
+            ctx.calls.total()
         ),
-        (1, 1, 1)
+        (1, 1, 2)
     );
+    // A failure in the same window: counted, nothing else.
     ctx.reset_calls();
     assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(ctx.calls.login_prune, 0, "the same window: no cleanup");
-    // A success with failures on record: the check and the clearing.
+    assert_eq!((ctx.calls.login_record, ctx.calls.total()), (1, 1));
+    // An unreadable body: one read.
     ctx.reset_calls();
-    assert_eq!(status(&mut ctx, RIGHT), 200);
-    assert_eq!((ctx.calls.login_read, ctx.calls.login_clear), (1, 1));
-    // Blocked: the check alone answers.
+    assert_eq!(login(&mut ctx, "{}").0, invalid_payload());
+    assert_eq!((ctx.calls.login_read, ctx.calls.total()), (1, 1));
+    // Blocked: the count alone answers.
     ctx.max_failures = Some("1".into());
-    status(&mut ctx, WRONG);
     ctx.reset_calls();
-    assert_eq!(status(&mut ctx, WRONG), 429);
-    assert_eq!(ctx.calls.total(), 1);
+    assert_eq!(status(&mut ctx, RIGHT), 429);
+    assert_eq!((ctx.calls.login_record, ctx.calls.total()), (1, 1));
 }
 
 #[test]
@@ -263,6 +420,45 @@ fn a_store_failure_fails_the_login_closed() {
     assert_eq!(login(&mut ctx, RIGHT).0, internal_error());
     assert_eq!(login(&mut ctx, WRONG).0, internal_error());
     assert!(ctx.logs.iter().any(|l| l.contains("detail-LOCK")));
+}
+
+// ---- Failing closed -------------------------------------------------------
+
+#[test]
+fn a_setting_whose_provider_fails_is_never_replaced_by_its_default() {
+    use book_catalog::settings::Setting;
+    // Every setting a login reads: the default credentials never sign.
+    for setting in [
+        Setting::AuthUsername,
+        Setting::AuthPassword,
+        Setting::AuthPasswordHash,
+        Setting::LoginMaxFailures,
+        Setting::LoginWindowSeconds,
+        Setting::TrustedProxyHops,
+        Setting::TrustForwardedFor,
+        Setting::ClientIpHeader,
+        Setting::DbUrl,
+        Setting::SecretToken,
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.failing_setting = Some(setting);
+        assert_eq!(login(&mut ctx, RIGHT).0, internal_error(), "{setting:?}");
+        let name = setting.env_name();
+        assert!(
+            ctx.logs
+                .iter()
+                .any(|l| l.starts_with("error:") && l.contains(name)),
+            "{setting:?}: {:?}",
+            ctx.logs
+        );
+    }
+    // A protected route whose secret cannot be read: 500, not 401.
+    let mut ctx = TestContext::new();
+    ctx.failing_setting = Some(Setting::SecretToken);
+    assert_eq!(
+        ctx.call("GET", "/books", Some(&valid_token()), ""),
+        internal_error()
+    );
 }
 
 // ---- The password hash --------------------------------------------------
@@ -402,6 +598,8 @@ fn no_secret_hash_password_or_token_is_ever_logged() {
     ctx.max_failures = Some("bogus-value".into());
     ctx.window_seconds = Some("bogus-window".into());
     ctx.trust_forwarded_for = Some("bogus-flag".into());
+    ctx.trusted_proxy_hops = Some("bogus-hops".into());
+    ctx.client_ip_header = Some("bogus header".into());
     let attempts = [
         r#"{"username":"keeper","password":"Hashed-Secret-Pass-42"}"#,
         r#"{"username":"keeper","password":"Guess-Number-One"}"#,
@@ -423,6 +621,8 @@ fn no_secret_hash_password_or_token_is_ever_logged() {
             "bogus-value",
             "bogus-window",
             "bogus-flag",
+            "bogus-hops",
+            "bogus header",
         ]
         .map(String::from),
     );

@@ -678,29 +678,38 @@ fn an_empty_secret_from_the_host_is_never_used() {
 }
 
 #[test]
-fn a_short_secret_works_with_a_warning() {
+fn a_secret_shorter_than_32_bytes_is_not_used() {
+    let short = "0123456789abcdef0123456789abcde"; // 31 bytes
+    let right = r#"{"username":"admin","password":"password"}"#;
     let mut ctx = TestContext::new();
-    ctx.secret = Some("short-secret".to_string());
-    let token = ctx.login();
+    ctx.secret = Some(short.into());
+    assert_eq!(ctx.call("POST", "/token", None, right), token_not_issued());
+    let signed_with_it = forge(HS256_HEADER, &claims_900(), short.as_bytes());
+    ctx.never_logged.push(signed_with_it.clone());
     assert_eq!(
-        token,
-        forge(HS256_HEADER, &claims_900(), b"short-secret"),
-        "signed with the configured secret"
-    );
-    assert!(
-        ctx.logs.iter().any(|l| l.contains("32")),
-        "short-key warning: {:?}",
-        ctx.logs
-    );
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&token), ""),
-        ok(200, "Books retrieved successfully", json!([]))
-    );
-    // A token under the long test secret is not valid under the short one.
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&valid_token()), ""),
+        ctx.call("GET", "/books", Some(&signed_with_it), ""),
         invalid_token()
     );
+    assert!(
+        ctx.logs
+            .iter()
+            .any(|l| l.contains("shorter than 32 bytes") && l.contains("RFC 7518")),
+        "{:?}",
+        ctx.logs
+    );
+    // 32 bytes are enough.
+    let mut ctx = TestContext::new();
+    ctx.secret = Some(format!("{short}f"));
+    assert_eq!(ctx.call("POST", "/token", None, right).0, 200);
+    // A short previous secret is not used either.
+    let mut ctx = TestContext::new();
+    ctx.previous_secret = Some(short.into());
+    ctx.never_logged.push(signed_with_it.clone());
+    assert_eq!(
+        ctx.call("GET", "/books", Some(&signed_with_it), ""),
+        invalid_token()
+    );
+    assert!(ctx.logs.iter().any(|l| l.contains("SECRET_TOKEN_PREVIOUS")));
 }
 
 #[test]

@@ -136,3 +136,45 @@ fn every_error_message_is_documented_at_its_status() {
         );
     }
 }
+
+/// Every documented response carries the headers every response has, as
+/// `envelope::COMMON_HEADERS` sets them.
+#[test]
+fn every_response_documents_cache_control_no_store() {
+    let doc = document();
+    let common = doc["components"]["headers"]["CacheControl"].clone();
+    let (name, value) = book_catalog::envelope::COMMON_HEADERS[1];
+    assert_eq!(name, "cache-control");
+    assert_eq!(common["schema"]["const"].as_str(), Some(value));
+    assert_eq!(common["required"].as_bool(), Some(true));
+    let reference = "#/components/headers/CacheControl";
+    let mut responses: Vec<(String, &Value)> = Vec::new();
+    for (template, item) in doc["paths"].as_mapping().expect("paths") {
+        for method in documented_methods(item) {
+            let operation = &item[method.to_ascii_lowercase().as_str()];
+            for (status, response) in operation["responses"].as_mapping().expect("responses") {
+                let name = format!("{method} {template:?} {status:?}");
+                responses.push((name, response));
+            }
+        }
+    }
+    for (name, response) in doc["components"]["responses"]
+        .as_mapping()
+        .expect("responses")
+    {
+        responses.push((format!("{name:?}"), response));
+    }
+    let mut checked = 0;
+    for (name, response) in responses {
+        if response["$ref"].is_string() {
+            continue; // checked where it is defined
+        }
+        assert_eq!(
+            response["headers"]["Cache-Control"]["$ref"].as_str(),
+            Some(reference),
+            "{name}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 18, "7 successes and 11 shared error responses");
+}

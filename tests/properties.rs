@@ -4,7 +4,7 @@
 
 use book_catalog::app::{Context, RequestHead};
 use book_catalog::books::{BookChanges, NewBook, MAX_TEXT_CHARS};
-use book_catalog::settings::Setting;
+use book_catalog::settings::{Setting, SettingUnavailable};
 use book_catalog::store::{BookStore, MemoryStore, StoreTarget};
 use book_catalog::token::{self, TokenError, MAX_TOKEN_BYTES};
 use book_catalog::{handle, ApiError};
@@ -19,11 +19,11 @@ struct PropContext {
 }
 
 impl Context for PropContext {
-    fn setting(&mut self, setting: Setting) -> Option<String> {
-        match setting {
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
+        Ok(match setting {
             Setting::SecretToken => Some(String::from_utf8_lossy(KEY).into_owned()),
             _ => None,
-        }
+        })
     }
     fn now(&self) -> u64 {
         NOW
@@ -178,6 +178,7 @@ proptest! {
             path: &path,
             query: None,
             authorization: authorized.then_some(token.as_bytes()),
+            headers: &[],
         };
         let response = handle(&mut ctx, &head, body.as_slice());
         let envelope: Value = serde_json::from_slice(&response.body).unwrap();
@@ -187,6 +188,7 @@ proptest! {
         if response.status >= 400 {
             prop_assert!(envelope["data"].is_null());
         }
-        prop_assert_eq!(response.allow.is_some(), response.status == 405);
+        prop_assert_eq!(response.header("allow").is_some(), response.status == 405);
+        prop_assert_eq!(response.header("cache-control"), Some("no-store"));
     }
 }

@@ -17,9 +17,9 @@ use spin_sdk::wit::wasi::http0_2_0::types::IncomingBody;
 use wasi::io::streams::StreamError;
 
 use crate::app::{self, Body, BodyError, Context, RequestHead};
-use crate::envelope::{Response, CONTENT_TYPE};
+use crate::envelope::Response;
 use crate::router;
-use crate::settings::{self, Setting};
+use crate::settings::{self, Setting, SettingUnavailable};
 use crate::store::{BookStore, StoreTarget};
 
 /// How much of the body one host call reads.
@@ -35,17 +35,12 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let authorization = joined_header(&headers, "authorization");
     let declared_length = joined_header(&headers, "content-length")
         .and_then(|value| std::str::from_utf8(&value).ok()?.trim().parse::<u64>().ok());
-    // The login throttle's client: Spin's peer address, and X-Forwarded-For
-    // for deployments behind a proxy (used only when trusted). Only a login
-    // needs them, so other requests skip the two header reads.
-    let login = path == "/token";
-    let mut context = SpinContext {
-        client_addr: login
-            .then(|| joined_header(&headers, "spin-client-addr"))
-            .flatten(),
-        forwarded_for: login
-            .then(|| joined_header(&headers, "x-forwarded-for"))
-            .flatten(),
+    // A login reads who the client is from several headers (which ones
+    // depends on settings); other requests skip copying them.
+    let all_headers = if router::reads_headers(path) {
+        headers.entries()
+    } else {
+        Vec::new()
     };
     drop(headers);
 
@@ -54,12 +49,13 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
         path,
         query: router::query_of(&target),
         authorization: authorization.as_deref(),
+        headers: &all_headers,
     };
     let body = RequestBody {
         request,
         declared_length,
     };
-    let response = app::handle(&mut context, &head, body);
+    let response = app::handle(&mut SpinContext, &head, body);
 
     let status = response.status;
     send(response_out, response).await;
@@ -82,16 +78,10 @@ fn joined_header(headers: &Fields, name: &str) -> Option<Vec<u8>> {
 }
 
 async fn send(response_out: ResponseOutparam, response: Response) {
-    let mut headers = vec![("content-type".to_string(), CONTENT_TYPE.as_bytes().to_vec())];
-    if let Some(allow) = response.allow {
-        headers.push(("allow".to_string(), allow.as_bytes().to_vec()));
-    }
-    if let Some(link) = &response.link {
-        headers.push(("link".to_string(), link.as_bytes().to_vec()));
-    }
-    if let Some(seconds) = response.retry_after {
-        headers.push(("retry-after".to_string(), seconds.to_string().into_bytes()));
-    }
+    let headers: Vec<(String, Vec<u8>)> = response
+        .headers()
+        .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()))
+        .collect();
     let Ok(fields) = Fields::from_list(&headers) else {
         log("error: could not build response headers");
         return;
@@ -153,23 +143,36 @@ impl Body for RequestBody {
 }
 
 /// Spin as the core's `Context`.
-struct SpinContext {
-    client_addr: Option<Vec<u8>>,
-    forwarded_for: Option<Vec<u8>>,
-}
+struct SpinContext;
 
 /// Settings as this instance first read them. An instance serves one
 /// request under Spin's WASI 0.2 model; where a host reuses instances, the
 /// configuration of a running app does not change, so each is read once.
-static SETTINGS: [OnceLock<Option<String>>; Setting::ALL.len()] =
+type CachedSetting = OnceLock<Result<Option<String>, SettingUnavailable>>;
+static SETTINGS: [CachedSetting; Setting::ALL.len()] =
     [const { OnceLock::new() }; Setting::ALL.len()];
 
+/// A Spin variable: `Ok(None)` when the manifest does not declare it for
+/// this component (the plain environment may still set it), `Err` when its
+/// provider failed (a Vault it cannot reach): that is never read as unset.
+fn variable(name: &str) -> Result<Option<String>, String> {
+    use spin_sdk::variables::Error;
+    match spin_sdk::variables::get(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(Error::Undefined(_)) => Ok(None),
+        Err(Error::Provider(reason)) => Err(format!("the variables provider failed: {reason}")),
+        Err(Error::InvalidName(reason)) => Err(format!("invalid variable name: {reason}")),
+        Err(Error::Other(reason)) => Err(reason),
+    }
+}
+
 impl Context for SpinContext {
-    fn setting(&mut self, setting: Setting) -> Option<String> {
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
         SETTINGS[setting as usize]
             .get_or_init(|| {
-                let variable = spin_sdk::variables::get(setting.variable_name()).ok();
-                settings::resolve(variable, || std::env::var(setting.env_name()).ok())
+                settings::resolve(setting, variable(setting.variable_name()), || {
+                    std::env::var(setting.env_name()).ok()
+                })
             })
             .clone()
     }
@@ -193,13 +196,5 @@ impl Context for SpinContext {
 
     fn log(&mut self, line: &str) {
         log(line);
-    }
-
-    fn client_addr(&self) -> Option<&[u8]> {
-        self.client_addr.as_deref()
-    }
-
-    fn forwarded_for(&self) -> Option<&[u8]> {
-        self.forwarded_for.as_deref()
     }
 }

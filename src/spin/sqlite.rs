@@ -165,13 +165,13 @@ impl BookStore for SqliteStore {
         login_row(self.execute(&sql, &bind(&params))?)
     }
 
-    fn record_login_failure(
+    fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginFailures> {
-        let (sql, params) = login_sql::record(client, now, window_seconds, '?');
+        let (sql, params) = login_sql::count_attempt(client, now, window_seconds, '?');
         login_row(self.execute(&sql, &bind(&params))?)?
             .context("the failed-login upsert returned no row")
     }

@@ -16,7 +16,7 @@ use sha2::Sha256;
 use book_catalog::books::{Book, BookChanges, NewBook};
 use book_catalog::catalog::BookQuery;
 use book_catalog::router::BookId;
-use book_catalog::settings::Setting;
+use book_catalog::settings::{Setting, SettingUnavailable};
 use book_catalog::store::{BookStore, LoginFailures, MemoryStore, StoreTarget};
 use book_catalog::{handle, Body, BodyError, Context, RequestHead, Response};
 
@@ -28,7 +28,7 @@ pub const SECRET: &str = "test-signing-secret-0123456789-abcdefghijklmnop";
 pub const HS256_HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
 
 /// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
-pub type Outcome = (u16, Value, Option<&'static str>);
+pub type Outcome = (u16, Value, Option<String>);
 
 /// Store calls seen through the counting wrapper.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +119,7 @@ impl<S: BookStore> BookStore for CountingStore<'_, S> {
         self.check()?;
         self.inner.login_failures(client)
     }
-    fn record_login_failure(
+    fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
@@ -127,7 +127,7 @@ impl<S: BookStore> BookStore for CountingStore<'_, S> {
     ) -> anyhow::Result<LoginFailures> {
         self.calls.login_record += 1;
         self.check()?;
-        self.inner.record_login_failure(client, now, window_seconds)
+        self.inner.count_login_attempt(client, now, window_seconds)
     }
     fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
         self.calls.login_clear += 1;
@@ -153,14 +153,21 @@ pub struct TestContext {
     /// `secret_token_previous`.
     pub previous_secret: Option<String>,
     /// `login_max_failures`, `login_window_seconds`, `trust_forwarded_for`,
-    /// as the raw setting values (unset: the defaults).
+    /// `client_ip_header`, `trusted_proxy_hops`, as the raw setting values
+    /// (unset: the defaults).
     pub max_failures: Option<String>,
     pub window_seconds: Option<String>,
     pub trust_forwarded_for: Option<String>,
-    /// What the host reports as the client (`spin-client-addr`) and the
-    /// request's `X-Forwarded-For`.
+    pub client_ip_header: Option<String>,
+    pub trusted_proxy_hops: Option<String>,
+    /// Reading this setting fails, as when a Spin variables provider errors.
+    pub failing_setting: Option<Setting>,
+    /// What the platform reports as the client (`spin-client-addr`), the
+    /// request's `X-Forwarded-For`, and any other request headers, all sent
+    /// with every request.
     pub client_addr: Option<String>,
     pub forwarded_for: Option<String>,
+    pub request_headers: Vec<(String, String)>,
     pub now: u64,
     pub store: MemoryStore,
     pub calls: StoreCalls,
@@ -195,8 +202,12 @@ impl TestContext {
             max_failures: None,
             window_seconds: None,
             trust_forwarded_for: None,
+            client_ip_header: None,
+            trusted_proxy_hops: None,
+            failing_setting: None,
             client_addr: Some("192.0.2.10:40000".to_string()),
             forwarded_for: None,
+            request_headers: Vec::new(),
             now: NOW,
             store: MemoryStore::default(),
             calls: StoreCalls::default(),
@@ -251,14 +262,34 @@ impl TestContext {
                 self.never_logged.push(text);
             }
         }
+        let headers = self.header_fields();
         let head = RequestHead {
             method,
             path,
             query: None,
             authorization: auth,
+            headers: &headers,
         };
         let response = handle(self, &head, body);
         self.check_response(&response)
+    }
+
+    /// The request's header fields as a platform hands them over: the
+    /// client's own first, then the platform's `spin-client-addr` (Spin
+    /// appends it after any the client sent).
+    pub fn header_fields(&self) -> Vec<(String, Vec<u8>)> {
+        let mut fields: Vec<(String, Vec<u8>)> = self
+            .request_headers
+            .iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), value.clone().into_bytes()))
+            .collect();
+        if let Some(forwarded) = &self.forwarded_for {
+            fields.push(("x-forwarded-for".into(), forwarded.clone().into_bytes()));
+        }
+        if let Some(peer) = &self.client_addr {
+            fields.push(("spin-client-addr".into(), peer.clone().into_bytes()));
+        }
+        fields
     }
 
     /// `GET /books` with a query string (`None`: no `?`); the outcome and
@@ -273,10 +304,11 @@ impl TestContext {
             path: "/books",
             query,
             authorization: auth.map(str::as_bytes),
+            headers: &[],
         };
         let response = handle(self, &head, &b""[..]);
         let outcome = self.check_response(&response);
-        (outcome, response.link)
+        (outcome, response.header("link").map(str::to_string))
     }
 
     /// Checks what every response must satisfy and returns its parts.
@@ -300,19 +332,31 @@ impl TestContext {
         if response.status >= 400 {
             assert_eq!(envelope["data"], Value::Null, "data is null on errors");
         }
+        assert_eq!(response.header("content-type"), Some("application/json"));
         assert_eq!(
-            response.allow.is_some(),
+            response.header("cache-control"),
+            Some("no-store"),
+            "no response is for shared caches"
+        );
+        let allow = response.header("allow").map(str::to_string);
+        assert_eq!(
+            allow.is_some(),
             response.status == 405,
             "Allow is sent exactly with 405"
         );
         assert!(
-            response.link.is_none() || response.status == 200,
+            response.header("link").is_none() || response.status == 200,
             "Link is sent only with a page"
+        );
+        assert_eq!(
+            response.header("retry-after").is_some(),
+            response.status == 429,
+            "Retry-After is sent exactly with 429"
         );
         if let Some(token) = envelope["data"]["token"].as_str() {
             self.never_logged.push(token.to_string());
         }
-        (response.status, envelope, response.allow)
+        (response.status, envelope, allow)
     }
 
     /// Logs in with the configured (or default) credentials; returns the token.
@@ -385,8 +429,14 @@ impl Drop for TestContext {
 }
 
 impl Context for TestContext {
-    fn setting(&mut self, setting: Setting) -> Option<String> {
-        match setting {
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
+        if self.failing_setting == Some(setting) {
+            return Err(SettingUnavailable {
+                setting,
+                reason: "the variables provider failed: vault unreachable".into(),
+            });
+        }
+        Ok(match setting {
             Setting::SecretToken => self.secret.clone(),
             Setting::DbUrl => self.db_url.clone(),
             Setting::AuthUsername => self.username.clone(),
@@ -396,9 +446,9 @@ impl Context for TestContext {
             Setting::LoginMaxFailures => self.max_failures.clone(),
             Setting::LoginWindowSeconds => self.window_seconds.clone(),
             Setting::TrustForwardedFor => self.trust_forwarded_for.clone(),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
+            Setting::ClientIpHeader => self.client_ip_header.clone(),
+            Setting::TrustedProxyHops => self.trusted_proxy_hops.clone(),
+        })
     }
 
     fn now(&self) -> u64 {
@@ -421,14 +471,6 @@ impl Context for TestContext {
 
     fn log(&mut self, line: &str) {
         self.logs.push(line.to_string());
-    }
-
-    fn client_addr(&self) -> Option<&[u8]> {
-        self.client_addr.as_deref().map(str::as_bytes)
-    }
-
-    fn forwarded_for(&self) -> Option<&[u8]> {
-        self.forwarded_for.as_deref().map(str::as_bytes)
     }
 }
 
@@ -503,11 +545,11 @@ pub fn internal_error() -> Outcome {
 pub fn token_not_issued() -> Outcome {
     error(500, "Could not generate token")
 }
-pub fn not_allowed(allow: &'static str) -> Outcome {
+pub fn not_allowed(allow: &str) -> Outcome {
     (
         405,
         envelope(405, "Method not allowed", Value::Null),
-        Some(allow),
+        Some(allow.to_string()),
     )
 }
 

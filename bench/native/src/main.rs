@@ -28,7 +28,7 @@ use anyhow::{anyhow, bail, Context as _};
 use book_catalog::books::{Book, BookChanges, NewBook};
 use book_catalog::catalog::{page_statement, BookQuery, Dialect};
 use book_catalog::router::BookId;
-use book_catalog::settings::Setting;
+use book_catalog::settings::{Setting, SettingUnavailable};
 use book_catalog::store::{
     login_sql, update_statement, BookStore, LoginFailures, SqlParam, StoreTarget, BOOK_COLUMNS,
 };
@@ -36,7 +36,7 @@ use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, LINK};
+use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -234,13 +234,13 @@ impl BookStore for SqliteStore<'_> {
         self.login_statement(login_sql::select(client, '?'))
     }
 
-    fn record_login_failure(
+    fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginFailures> {
-        self.login_statement(login_sql::record(client, now, window_seconds, '?'))?
+        self.login_statement(login_sql::count_attempt(client, now, window_seconds, '?'))?
             .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
     }
 
@@ -413,13 +413,13 @@ impl BookStore for PgStore<'_> {
         self.login_statement(login_sql::select(client, '$'))
     }
 
-    fn record_login_failure(
+    fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginFailures> {
-        self.login_statement(login_sql::record(client, now, window_seconds, '$'))?
+        self.login_statement(login_sql::count_attempt(client, now, window_seconds, '$'))?
             .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
     }
 
@@ -505,8 +505,8 @@ struct NativeContext {
 }
 
 impl Context for NativeContext {
-    fn setting(&mut self, setting: Setting) -> Option<String> {
-        self.settings.get(setting)
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
+        Ok(self.settings.get(setting))
     }
 
     fn now(&self) -> u64 {
@@ -578,6 +578,17 @@ async fn serve(
     let method = parts.method.as_str().to_string();
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().map(str::to_string);
+    // As the component: a login reads the client's headers (here there is no
+    // peer address, so every login counts as the one client `unknown`).
+    let headers: Vec<(String, Vec<u8>)> = if book_catalog::router::reads_headers(&path) {
+        parts
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut authorization: Option<Vec<u8>> = None;
     for value in parts.headers.get_all(AUTHORIZATION) {
         let joined = authorization.get_or_insert_with(Vec::new);
@@ -628,12 +639,13 @@ async fn serve(
             path: &path,
             query: query.as_deref(),
             authorization: authorization.as_deref(),
+            headers: &headers,
         };
         book_catalog::handle(&mut context, &head, body)
     };
     // Store work blocks: it runs on tokio's blocking threads. The rest
     // (refusals, other paths) is cheap and stays on the async thread.
-    let response = if blocking {
+    let mut response = if blocking {
         tokio::task::spawn_blocking(run)
             .await
             .unwrap_or_else(|_| book_catalog::Response::internal_error())
@@ -641,20 +653,13 @@ async fn serve(
         run()
     };
 
-    let mut http = Response::new(Full::new(Bytes::from(response.body)));
+    let mut http = Response::new(Full::new(Bytes::from(std::mem::take(&mut response.body))));
     *http.status_mut() = hyper::StatusCode::from_u16(response.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    http.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(allow) = response.allow {
-        http.headers_mut()
-            .insert(ALLOW, HeaderValue::from_static(allow));
-    }
-    if let Some(link) = response
-        .link
-        .and_then(|link| HeaderValue::from_str(&link).ok())
-    {
-        http.headers_mut().insert(LINK, link);
+    for (name, value) in response.headers() {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
+            http.headers_mut().append(name, value);
+        }
     }
     Ok(http)
 }

@@ -1,0 +1,292 @@
+//! Application variables and the component's view of them, with Spin's
+//! precedence: `--variable`, then the runtime config's providers in file
+//! order, then `SPIN_VARIABLE_<NAME>` in the environment or `./.env`, then
+//! the manifest's default. A provider with no value passes to the next
+//! source; a provider that fails ends the lookup with its error (Spin does
+//! not fall back then, and neither do we).
+
+use std::collections::{BTreeMap, HashMap};
+
+use anyhow::{bail, Result};
+
+use super::providers::Provider;
+use super::template::{validate_name, Template};
+use crate::bindings::fermyon::spin::variables::Error;
+use crate::manifest::Manifest;
+
+/// Resolved application variables plus the component's templates.
+pub struct Variables {
+    /// `--variable name=value`.
+    cli: HashMap<String, String>,
+    providers: Vec<Provider>,
+    /// The environment, `./.env` and the manifest's defaults, resolved at
+    /// start (they do not change while the host runs).
+    fallback: HashMap<String, String>,
+    component: BTreeMap<String, Template>,
+}
+
+/// Where application variable values come from, highest priority first.
+pub struct Sources<'a> {
+    /// `--variable name=value` from the command line.
+    pub cli: &'a HashMap<String, String>,
+    /// The process environment (`SPIN_VARIABLE_<NAME>`).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// `SPIN_VARIABLE_<NAME>` lines of `./.env`, if any.
+    pub dotenv: &'a HashMap<String, String>,
+}
+
+impl Variables {
+    /// Resolves what can be at start. A required variable that no static
+    /// source sets is asked of the providers (when there are any) and stops
+    /// start-up when none has it, as in Spin.
+    pub async fn resolve(
+        manifest: &Manifest,
+        sources: &Sources<'_>,
+        providers: Vec<Provider>,
+    ) -> Result<Variables> {
+        let mut fallback = HashMap::new();
+        for (name, var) in &manifest.variables {
+            let env_name = format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase());
+            let value = (sources.env)(&env_name)
+                .or_else(|| sources.dotenv.get(&env_name).cloned())
+                .or_else(|| var.default.clone());
+            if let Some(value) = value {
+                fallback.insert(name.clone(), value);
+            }
+        }
+        let variables = Variables {
+            cli: sources.cli.clone(),
+            providers,
+            fallback,
+            component: manifest.component_variables.clone(),
+        };
+        let mut missing = Vec::new();
+        for (name, _) in manifest.variables.iter().filter(|(_, var)| var.required) {
+            if !matches!(variables.value(name).await, Ok(Some(_))) {
+                missing.push(name.as_str());
+            }
+        }
+        if !missing.is_empty() {
+            bail!(
+                "no provider resolved required variable(s): {}",
+                missing.join(", ")
+            );
+        }
+        Ok(variables)
+    }
+
+    /// Whether any value may come from a provider, known only when asked.
+    pub fn has_providers(&self) -> bool {
+        !self.providers.is_empty()
+    }
+
+    /// An application variable from the first source that has it.
+    async fn value(&self, name: &str) -> Result<Option<String>, String> {
+        if let Some(value) = self.cli.get(name) {
+            return Ok(Some(value.clone()));
+        }
+        for provider in &self.providers {
+            if let Some(value) = provider.get(name).await? {
+                return Ok(Some(value));
+            }
+        }
+        Ok(self.fallback.get(name).cloned())
+    }
+
+    /// The application variables a start-up check can see without asking a
+    /// provider: `--variable`, the environment, `.env` and the defaults.
+    fn static_values(&self) -> HashMap<String, String> {
+        let mut values = self.fallback.clone();
+        values.extend(self.cli.clone());
+        values
+    }
+
+    /// Expands a template (e.g. an `allowed_outbound_hosts` entry) against
+    /// the static application variables; `Err(name)` names an undefined one.
+    pub fn expand(&self, text: &str) -> Result<String, String> {
+        let template = Template::parse(text).map_err(|e| e.to_string())?;
+        template.expand(&self.static_values())
+    }
+
+    /// A component variable as start-up checks see it (no provider asked).
+    pub fn get_static(&self, name: &str) -> Option<String> {
+        self.component.get(name)?.expand(&self.static_values()).ok()
+    }
+
+    /// The component's view: `get(name)` of a component variable.
+    pub async fn get(&self, name: &str) -> Result<String, Error> {
+        validate_name(name).map_err(|e| Error::InvalidName(format!("{name:?}: {e}")))?;
+        let template = self
+            .component
+            .get(name)
+            .ok_or_else(|| Error::Undefined(format!("no variable for {name:?}")))?;
+        let mut values = HashMap::new();
+        for reference in template.references() {
+            match self.value(reference).await {
+                Ok(Some(value)) => {
+                    values.insert(reference.to_string(), value);
+                }
+                Ok(None) => {
+                    return Err(Error::Provider(format!(
+                        "no provider resolved required variable {reference:?}"
+                    )))
+                }
+                Err(reason) => {
+                    eprintln!("error: variables provider: {reason}");
+                    return Err(Error::Provider(reason));
+                }
+            }
+        }
+        template
+            .expand(&values)
+            .map_err(|v| Error::Provider(format!("variable {v:?} is not resolved")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn manifest() -> Manifest {
+        let text = r#"
+spin_manifest_version = 2
+[application]
+name = "t"
+[variables]
+secret_token = { default = "", secret = true }
+db_host = { default = "127.0.0.1:5432" }
+needed = { required = true }
+[[trigger.http]]
+route = "/..."
+component = "c"
+[component.c]
+source = "c.wasm"
+[component.c.variables]
+secret_token = "{{ secret_token }}"
+url = "postgres://{{db_host}}/x"
+fixed = "literal"
+"#;
+        Manifest::parse(text, PathBuf::from(".")).unwrap()
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> HashMap<String, String> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    async fn resolve_with(
+        cli: &[(&str, &str)],
+        env: &[(&str, &str)],
+        dotenv: &[(&str, &str)],
+        providers: Vec<Provider>,
+    ) -> Result<Variables> {
+        let env = pairs(env);
+        let lookup = move |k: &str| env.get(k).cloned();
+        Variables::resolve(
+            &manifest(),
+            &Sources {
+                cli: &pairs(cli),
+                env: &lookup,
+                dotenv: &pairs(dotenv),
+            },
+            providers,
+        )
+        .await
+    }
+
+    async fn resolve(
+        cli: &[(&str, &str)],
+        env: &[(&str, &str)],
+        dotenv: &[(&str, &str)],
+    ) -> Result<Variables> {
+        resolve_with(cli, env, dotenv, Vec::new()).await
+    }
+
+    const NEED: (&str, &str) = ("SPIN_VARIABLE_NEEDED", "n");
+
+    #[tokio::test]
+    async fn required_variable_stops_start_up() {
+        let err = resolve(&[], &[], &[]).await.err().unwrap().to_string();
+        assert_eq!(err, "no provider resolved required variable(s): needed");
+        // A provider may hold it.
+        let vault_like = Provider::Env(pairs(&[("needed", "from-provider")]));
+        assert!(resolve_with(&[], &[], &[], vec![vault_like]).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn precedence_cli_providers_env_dotenv_default() {
+        let v = resolve(&[], &[NEED], &[]).await.unwrap();
+        assert_eq!(v.get("secret_token").await.unwrap(), "");
+        assert_eq!(v.get("url").await.unwrap(), "postgres://127.0.0.1:5432/x");
+        assert_eq!(v.get("fixed").await.unwrap(), "literal");
+
+        let dot = ("SPIN_VARIABLE_SECRET_TOKEN", "dot");
+        let v = resolve(&[], &[NEED], &[dot]).await.unwrap();
+        assert_eq!(v.get("secret_token").await.unwrap(), "dot");
+
+        let env = ("SPIN_VARIABLE_SECRET_TOKEN", "env");
+        let v = resolve(&[], &[NEED, env, ("SECRET_TOKEN", "plain")], &[dot])
+            .await
+            .unwrap();
+        assert_eq!(v.get("secret_token").await.unwrap(), "env");
+
+        let provider = || Provider::Env(pairs(&[("secret_token", "provided")]));
+        let v = resolve_with(&[], &[NEED, env], &[], vec![provider()])
+            .await
+            .unwrap();
+        assert_eq!(v.get("secret_token").await.unwrap(), "provided");
+
+        let cli = ("secret_token", "cli");
+        let v = resolve_with(&[cli], &[NEED, env], &[], vec![provider()])
+            .await
+            .unwrap();
+        assert_eq!(v.get("secret_token").await.unwrap(), "cli");
+
+        // A plain SECRET_TOKEN never reaches a Spin variable.
+        let v = resolve(&[], &[NEED, ("SECRET_TOKEN", "plain")], &[])
+            .await
+            .unwrap();
+        assert_eq!(v.get("secret_token").await.unwrap(), "");
+    }
+
+    #[tokio::test]
+    async fn a_failing_provider_is_an_error_not_a_default() {
+        // Nothing listens on port 9 of loopback (discard, never served here).
+        let vault = super::super::vault::Vault::new(super::super::vault::VaultConfig {
+            url: "http://127.0.0.1:9".into(),
+            token: "t".into(),
+            mount: "secret".into(),
+            prefix: None,
+        })
+        .unwrap();
+        let v = resolve_with(&[], &[NEED], &[], vec![Provider::Vault(vault)])
+            .await
+            .unwrap();
+        assert!(matches!(v.get("secret_token").await, Err(Error::Provider(_))));
+        // A variable that needs no application variable is not affected.
+        assert_eq!(v.get("fixed").await.unwrap(), "literal");
+        // Start-up checks see the static sources only.
+        assert_eq!(v.get_static("secret_token").as_deref(), Some(""));
+    }
+
+    #[tokio::test]
+    async fn get_errors() {
+        let v = resolve(&[], &[NEED], &[]).await.unwrap();
+        assert!(matches!(v.get("nope").await, Err(Error::Undefined(_))));
+        // Application variables are not visible unless the component maps them.
+        assert!(matches!(v.get("db_host").await, Err(Error::Undefined(_))));
+        for bad in ["", "Bad", "a-b", "1a", "a__b", "a_", "_a"] {
+            assert!(
+                matches!(v.get(bad).await, Err(Error::InvalidName(_))),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            v.expand("postgres://{{ db_host }}").unwrap(),
+            "postgres://127.0.0.1:5432"
+        );
+        assert_eq!(v.expand("postgres://{{ nope }}").unwrap_err(), "nope");
+    }
+}
