@@ -5,6 +5,7 @@ mod bindings;
 mod hash_password;
 mod manifest;
 mod postgres;
+mod request_body;
 mod server;
 mod sqlite;
 mod startup;
@@ -19,7 +20,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -30,33 +31,22 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 
 use crate::manifest::Manifest;
 use crate::postgres::{AllowedHost, PgPools};
-use crate::server::Server;
+use crate::server::{Limits, Server};
 use crate::sqlite::SqliteDbs;
+use crate::startup::ComponentSettings;
 use crate::state::Shared;
 use crate::variables::{Sources, Variables};
 
-/// The plain environment names the component may read (like `spin up -e`);
-/// nothing else of the host's environment reaches it.
-const COMPONENT_ENV: [&str; 9] = [
-    "SECRET_TOKEN",
-    "DB_URL",
-    "AUTH_USERNAME",
-    "AUTH_PASSWORD",
-    "AUTH_PASSWORD_HASH",
-    "SECRET_TOKEN_PREVIOUS",
-    "LOGIN_MAX_FAILURES",
-    "LOGIN_WINDOW_SECONDS",
-    "TRUST_FORWARDED_FOR",
-];
-
 /// Serve the Book Catalog component (a Spin HTTP app) on wasmtime, like `spin up`.
 ///
-/// Application variables come from --variable, then SPIN_VARIABLE_<NAME> in
-/// the environment, then a .env file in the current directory, then the
-/// manifest's defaults. The component's environment holds SECRET_TOKEN,
-/// DB_URL, AUTH_USERNAME, AUTH_PASSWORD, AUTH_PASSWORD_HASH,
-/// SECRET_TOKEN_PREVIOUS, LOGIN_MAX_FAILURES, LOGIN_WINDOW_SECONDS and
-/// TRUST_FORWARDED_FOR when the host has them set.
+/// Application variables come from --variable, then the variables providers
+/// of --runtime-config-file, then SPIN_VARIABLE_<NAME> in the environment,
+/// then a .env file in the current directory, then the manifest's defaults.
+/// The component's environment holds the plain names of its settings
+/// (SECRET_TOKEN, DB_URL, AUTH_USERNAME, AUTH_PASSWORD, AUTH_PASSWORD_HASH,
+/// SECRET_TOKEN_PREVIOUS, LOGIN_MAX_FAILURES, LOGIN_WINDOW_SECONDS,
+/// TRUST_FORWARDED_FOR, CLIENT_IP_HEADER, TRUSTED_PROXY_HOPS) when the host
+/// has them set, and nothing else of the host's environment.
 /// BOOK_HOST_COUNT_DB_CALLS=1 logs the Spin database calls of each request.
 /// BOOK_HOST_THREADS=N (1 to 64) sets the serving threads, each with its own
 /// runtime on the shared listener (default: one per core).
@@ -90,6 +80,25 @@ struct Cli {
           value_parser = clap::value_parser!(u32).range(1..))]
     max_instance_reuse: u32,
 
+    /// Instances running at once; a request that finds them all busy for
+    /// 5 s answers 503
+    #[arg(long, value_name = "N", env = "BOOK_HOST_MAX_INSTANCES",
+          default_value_t = server::DEFAULT_MAX_INSTANCES,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    max_instances: u32,
+
+    /// The longest a request may run once it has an instance: past it the
+    /// guest is stopped, the request answers 500 and the instance is
+    /// discarded
+    #[arg(long, value_name = "SECONDS", env = "BOOK_HOST_REQUEST_TIMEOUT",
+          default_value = "30", value_parser = parse_seconds)]
+    request_timeout: Duration,
+
+    /// A Spin runtime config file; its [[variables_provider]] tables (env,
+    /// vault) are applied, other tables are named in a warning
+    #[arg(long, value_name = "FILE")]
+    runtime_config_file: Option<PathBuf>,
+
     /// Set an application variable (wins over the environment), e.g.
     /// --variable secret_token=...
     #[arg(long = "variable", value_name = "NAME=VALUE")]
@@ -105,6 +114,18 @@ struct Cli {
 
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// Seconds, whole or not, from 0.1 to one day.
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(0.1..=86_400.0).contains(&seconds) {
+        return Err(format!("{text} is not between 0.1 and 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 #[derive(clap::Subcommand, Debug, PartialEq, Eq)]
@@ -179,6 +200,17 @@ async fn run(cli: Cli) -> Result<()> {
     }
     let dotenv = variables::read_dotenv(Path::new(".env"));
     let env = |name: &str| std::env::var(name).ok();
+    let providers = match &cli.runtime_config_file {
+        None => Vec::new(),
+        Some(path) => {
+            let names: Vec<&str> = manifest.variables.keys().map(String::as_str).collect();
+            let (providers, warnings) = variables::load_providers(path, &names, &env)?;
+            for warning in warnings {
+                eprintln!("warning: {warning}");
+            }
+            providers
+        }
+    };
     let variables = Variables::resolve(
         &manifest,
         &Sources {
@@ -186,7 +218,9 @@ async fn run(cli: Cli) -> Result<()> {
             env: &env,
             dotenv: &dotenv,
         },
-    )?;
+        providers,
+    )
+    .await?;
 
     let state_dir = cli
         .state_dir
@@ -200,17 +234,16 @@ async fn run(cli: Cli) -> Result<()> {
     let sqlite_path = state_dir.join("sqlite_db.db");
 
     let allowed = allowed_hosts(&manifest, &variables);
-    let component_env: Vec<(String, String)> = COMPONENT_ENV
-        .iter()
-        .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
-        .collect();
-    report_configuration(&variables, &component_env, &sqlite_path);
-    // A store the component will be refused: say so now, with the fix.
-    for warning in startup::store_access_warnings(&manifest, &variables, &component_env) {
-        eprintln!("warning: {warning}");
-    }
+    let component_env = ComponentSettings::environment(env);
+    startup::report(
+        &manifest,
+        &ComponentSettings::new(&variables, component_env.clone()),
+        &sqlite_path,
+    );
 
-    let engine = engine(&state_dir)?;
+    let instances = cli.max_instances + server::MAX_IDLE_INSTANCES;
+    let engine = engine(&state_dir, instances)?;
+    server::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
     let component = Component::from_file(&engine, &manifest.source)
         .map_err(anyhow::Error::from)
         .with_context(|| {
@@ -241,7 +274,11 @@ async fn run(cli: Cli) -> Result<()> {
         pre,
         shared,
         manifest.route.clone(),
-        cli.max_instance_reuse,
+        Limits {
+            max_reuse: cli.max_instance_reuse,
+            max_instances: cli.max_instances,
+            request_timeout: cli.request_timeout,
+        },
     ));
 
     // Install signal handlers before announcing the address, so a signal
@@ -303,106 +340,15 @@ fn allowed_hosts(manifest: &Manifest, variables: &Variables) -> Vec<AllowedHost>
     allowed
 }
 
-/// Start-up lines about the store and the secrets, never printing a secret.
-fn report_configuration(variables: &Variables, env: &[(String, String)], sqlite_path: &Path) {
-    let (store, warnings) = configuration_report(variables, env, sqlite_path);
-    println!("Store: {store}");
-    for warning in warnings {
-        eprintln!("warning: {warning}");
-    }
-}
-
-/// The store line and the warnings, as the component will see its settings:
-/// a non-empty Spin variable, else the plain environment name.
-fn configuration_report(
-    variables: &Variables,
-    env: &[(String, String)],
-    sqlite_path: &Path,
-) -> (String, Vec<String>) {
-    let setting = |var: &str, env_name: &str| {
-        variables
-            .get(var)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .or_else(|| {
-                env.iter()
-                    .find(|(k, v)| k == env_name && !v.is_empty())
-                    .map(|(_, v)| v.clone())
-            })
-    };
-    let db_url = setting("db_url", "DB_URL").unwrap_or_default();
-    let mut warnings = Vec::new();
-    match setting("secret_token", "SECRET_TOKEN") {
-        None => warnings.push(
-            "no signing secret configured (set SPIN_VARIABLE_SECRET_TOKEN or SECRET_TOKEN): \
-             POST /token will answer 500 and protected routes 401"
-                .to_string(),
-        ),
-        Some(s) if s.len() < 32 => warnings.push(format!(
-            "the signing secret is shorter than 32 bytes ({} bytes); use a longer random secret",
-            s.len()
-        )),
-        Some(_) => {}
-    }
-    match setting("auth_password_hash", "AUTH_PASSWORD_HASH") {
-        // A hash replaces the password; one the component cannot use makes
-        // every login 500 (the reason is checked by the component itself).
-        Some(hash) if !hash_password::looks_like_argon2id(&hash) => warnings.push(
-            "auth_password_hash / AUTH_PASSWORD_HASH is not an Argon2id PHC string \
-             ($argon2id$v=19$m=...,t=...,p=...$salt$hash): every login will answer 500"
-                .to_string(),
-        ),
-        Some(_) => {}
-        None if setting("auth_password", "AUTH_PASSWORD").is_none() => warnings.push(
-            "the default login password is in use (set SPIN_VARIABLE_AUTH_PASSWORD or AUTH_PASSWORD, \
-             or a hash in AUTH_PASSWORD_HASH: book-host hash-password)"
-                .to_string(),
-        ),
-        None => {}
-    }
-    (describe_store(&db_url, sqlite_path), warnings)
-}
-
-fn describe_store(db_url: &str, sqlite_path: &Path) -> String {
-    let url = db_url.trim();
-    if url.is_empty() || url == "sqlite:" || url == "sqlite://" || url == "sqlite://default" {
-        format!("SQLite default database at {}", sqlite_path.display())
-    } else if let Some(label) = url.strip_prefix("sqlite://") {
-        format!("SQLite database {label:?} (this host only provides \"default\")")
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        format!("PostgreSQL at {}", redact_password(url))
-    } else {
-        "DB_URL is neither sqlite: nor postgres://; the component will answer 500".to_string()
-    }
-}
-
-/// `scheme://user:secret@host/...` -> `scheme://user:***@host/...`. Uses the
-/// last `@`, so an unescaped `@` or `/` inside the password is still hidden.
-fn redact_password(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_string();
-    };
-    let Some(at) = url.rfind('@').filter(|at| *at > scheme_end) else {
-        return url.to_string();
-    };
-    let userinfo = &url[scheme_end..at];
-    match userinfo.find(':') {
-        Some(colon) => format!(
-            "{}{}:***{}",
-            &url[..scheme_end],
-            &userinfo[..colon],
-            &url[at..]
-        ),
-        None => url.to_string(),
-    }
-}
-
 /// One engine for the process: the compilation cache (under the state dir)
-/// makes a restart skip compilation; the pooling allocator and copy-on-write
-/// memory images make a fresh instance per request cheap.
-fn engine(state_dir: &Path) -> Result<Engine> {
+/// makes a restart skip compilation; the pooling allocator (room for
+/// `instances`) and copy-on-write memory images make a fresh instance per
+/// request cheap; epoch interruption lets running guest code yield and be
+/// stopped (see `server`).
+fn engine(state_dir: &Path, instances: u32) -> Result<Engine> {
     let mut config = Config::new();
     config.memory_init_cow(true);
+    config.epoch_interruption(true);
     let mut cache = CacheConfig::new();
     cache.with_directory(state_dir.join("cache"));
     match Cache::new(cache) {
@@ -416,7 +362,6 @@ fn engine(state_dir: &Path) -> Result<Engine> {
     /// than a request of our component touches (its stack, data and heap).
     const MEMORY_KEEP_RESIDENT_BYTES: usize = 1 << 20;
     const TABLE_KEEP_RESIDENT_BYTES: usize = 64 << 10;
-    let instances = server::MAX_ACTIVE_INSTANCES + server::MAX_IDLE_INSTANCES;
     let mut pooling = wasmtime::PoolingAllocationConfig::default();
     pooling
         .total_component_instances(instances)
@@ -456,100 +401,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn redacts_passwords() {
-        assert_eq!(
-            redact_password("postgres://book:s3cret@127.0.0.1:5432/books"),
-            "postgres://book:***@127.0.0.1:5432/books"
-        );
-        assert_eq!(
-            redact_password("postgresql://u:p@ss/w0rd@db/x?sslmode=require"),
-            "postgresql://u:***@db/x?sslmode=require"
-        );
-        assert_eq!(redact_password("postgres://u@db/x"), "postgres://u@db/x");
-        assert_eq!(redact_password("postgres://db/x"), "postgres://db/x");
-    }
-
-    #[test]
-    fn store_descriptions() {
-        let p = Path::new("/s/sqlite_db.db");
-        assert_eq!(
-            describe_store("", p),
-            "SQLite default database at /s/sqlite_db.db"
-        );
-        assert_eq!(
-            describe_store("sqlite://default", p),
-            "SQLite default database at /s/sqlite_db.db"
-        );
-        let pg = describe_store("postgres://a:secretpw@h:5432/d", p);
-        assert_eq!(pg, "PostgreSQL at postgres://a:***@h:5432/d");
-        assert!(!describe_store("mysql://a:secretpw@h", p).contains("secretpw"));
-    }
-
-    #[test]
-    fn start_up_warnings() {
-        let manifest =
-            Manifest::parse(include_str!("../../spin.toml"), PathBuf::from(".")).unwrap();
-        let vars = |pairs: &[(&str, &str)]| {
-            let cli: HashMap<String, String> = pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            let none = |_: &str| None;
-            Variables::resolve(
-                &manifest,
-                &Sources {
-                    cli: &cli,
-                    env: &none,
-                    dotenv: &HashMap::new(),
-                },
-            )
-            .unwrap()
-        };
-        let path = Path::new("/s/sqlite_db.db");
-        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-
-        let (store, warnings) = configuration_report(&vars(&[]), &[], path);
-        assert_eq!(store, "SQLite default database at /s/sqlite_db.db");
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert!(warnings[0].starts_with("no signing secret"));
-        assert!(warnings[1].starts_with("the default login password"));
-
-        let short = "short-secret";
-        let (_, warnings) = configuration_report(
-            &vars(&[]),
-            &env(&[("SECRET_TOKEN", short), ("AUTH_PASSWORD", "pw")]),
-            path,
-        );
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].contains("shorter than 32 bytes"));
-        assert!(!warnings[0].contains(short));
-
-        let long = "x".repeat(40);
-        let (store, warnings) = configuration_report(
-            &vars(&[
-                ("secret_token", &long),
-                ("auth_password", "pw"),
-                ("db_url", "postgres://u:hidden@h/d"),
-            ]),
-            &env(&[("DB_URL", "sqlite://default")]),
-            path,
-        );
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(store, "PostgreSQL at postgres://u:***@h/d");
-    }
-
-    #[test]
     fn cli_defaults() {
         let cli = Cli::try_parse_from(["book-host"]).unwrap();
         assert_eq!(cli.from, PathBuf::from("spin.toml"));
         assert_eq!(cli.listen, "0.0.0.0:8080".parse().unwrap());
         assert_eq!(cli.max_instance_reuse, 1);
+        assert_eq!(cli.max_instances, 32);
+        assert_eq!(cli.request_timeout, Duration::from_secs(30));
         assert!(!cli.pg_empty_query_error, "off by default");
+        let cli = Cli::try_parse_from(["book-host", "--request-timeout", "1.5"]).unwrap();
+        assert_eq!(cli.request_timeout, Duration::from_millis(1500));
+        for bad in ["0", "-1", "x", "100000"] {
+            assert!(Cli::try_parse_from(["book-host", "--request-timeout", bad]).is_err());
+        }
         let cli = Cli::try_parse_from(["book-host", "--pg-empty-query-error"]).unwrap();
         assert!(cli.pg_empty_query_error);
         // The only test that touches this variable (tests share the process).

@@ -6,19 +6,27 @@
 //! listener: a connection, the instances serving its requests and their
 //! SQLite statements stay on one thread (measured: see the README's
 //! performance section).
+//!
+//! What a slow or hostile client can hold: its connection's task, never an
+//! instance slot or a thread. Hyper reads the request head (within
+//! `HEADER_TIMEOUT`) before the request exists; the body is read ahead
+//! (`request_body`) before the request waits for a slot; a request that
+//! waits `SLOT_WAIT` for a slot answers 503; and one that runs past
+//! `--request-timeout` is stopped with 500, its instance discarded. Guest
+//! code yields to the other requests of its thread every `EPOCH_TICK`, so a
+//! runaway guest cannot keep them waiting, nor its own deadline from firing.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
+use book_catalog::ApiError;
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -31,18 +39,24 @@ use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::WasiHttpView;
 
 use crate::manifest::Route;
+use crate::request_body::{BodyDeadline, RequestBody};
 use crate::state::{DbCalls, Shared, State};
 
 /// A client must send its request headers within this time.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// ... and its whole body within this time.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// Instances running at once; more requests wait for a slot.
-pub const MAX_ACTIVE_INSTANCES: u32 = 32;
+/// A request that finds every instance slot busy this long answers 503
+/// rather than wait on.
+pub const SLOT_WAIT: Duration = Duration::from_secs(5);
+/// Instances running at once, unless `--max-instances` says otherwise; more
+/// requests wait for a slot.
+pub const DEFAULT_MAX_INSTANCES: u32 = 32;
 /// Idle instances kept for reuse (only with `--max-instance-reuse` > 1).
 pub const MAX_IDLE_INSTANCES: u32 = 32;
+/// How often running guest code yields to the other requests of its thread
+/// (an epoch tick, see `start_epoch_ticker`).
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Blocking threads per runtime. Statements run inline on the serving
 /// threads; the blocking pool only closes connections left in a transaction.
 pub const MAX_BLOCKING_THREADS_PER_RUNTIME: usize = 4;
@@ -62,13 +76,33 @@ async fn stop_signal(mut stopped: tokio::sync::watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-const INTERNAL_ERROR: &str = r#"{"status":500,"message":"Internal server error","data":null}"#;
+/// Advances the engine's epoch every `EPOCH_TICK`, for as long as the
+/// process runs, so that guest code reaches a yield point that often.
+pub fn start_epoch_ticker(engine: wasmtime::Engine) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("epoch-ticker".into())
+        .spawn(move || loop {
+            std::thread::sleep(EPOCH_TICK);
+            engine.increment_epoch();
+        })
+        .map(drop)
+}
+
+/// How the server serves: its limits.
+pub struct Limits {
+    /// Requests one instance may serve, one after another.
+    pub max_reuse: u32,
+    /// Instances running at once.
+    pub max_instances: u32,
+    /// The longest a request may run, from taking its slot to its answer.
+    pub request_timeout: Duration,
+}
 
 pub struct Server {
     pre: ProxyPre<State>,
     shared: Arc<Shared>,
     route: Route,
-    max_reuse: u32,
+    limits: Limits,
     idle: Mutex<Vec<Instance>>,
     active: Arc<Semaphore>,
 }
@@ -80,14 +114,15 @@ struct Instance {
 }
 
 impl Server {
-    pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, max_reuse: u32) -> Server {
+    pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Server {
+        let slots = limits.max_instances as usize;
         Server {
             pre,
             shared,
             route,
-            max_reuse,
+            limits,
             idle: Mutex::new(Vec::new()),
-            active: Arc::new(Semaphore::new(MAX_ACTIVE_INSTANCES as usize)),
+            active: Arc::new(Semaphore::new(slots)),
         }
     }
 
@@ -219,16 +254,29 @@ impl Server {
         peer: SocketAddr,
         local: Option<SocketAddr>,
     ) -> Response<HyperOutgoingBody> {
+        let body_deadline = BodyDeadline::start();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let Some(path_info) = self.route.matches(&path) else {
             return empty(StatusCode::NOT_FOUND);
         };
-        let req = self.spin_request(req, path_info.to_string(), peer, local);
+        let (parts, body) = req.into_parts();
+        // Before a slot is taken: a client that stalls holds none.
+        let body = RequestBody::read_ahead(body, body_deadline).await;
+        let req = self.spin_request(Request::from_parts(parts, body), path_info, peer, local);
 
-        // Waits (rather than failing) when every instance slot is busy.
-        let Ok(permit) = self.active.clone().acquire_owned().await else {
-            return internal_error();
+        let permit = match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned())
+            .await
+        {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return envelope(&ApiError::internal("the instance slots are closed")),
+            Err(_) => {
+                eprintln!(
+                    "{method} {path}: every instance slot was busy for {} s: answered 503",
+                    SLOT_WAIT.as_secs()
+                );
+                return envelope(&ApiError::ServiceUnavailable(String::new()));
+            }
         };
         let mut instance = match self.take_idle() {
             Some(i) => i,
@@ -260,25 +308,35 @@ impl Server {
         // after it has handed over the response head.
         let server = self.clone();
         tokio::spawn(async move {
-            let Instance { store, proxy, .. } = &mut instance;
-            let result = proxy
-                .wasi_http_incoming_handler()
-                .call_handle(&mut *store, request, outparam)
-                .await;
+            let timeout = server.limits.request_timeout;
+            let result = {
+                let Instance { store, proxy, .. } = &mut instance;
+                let call =
+                    proxy
+                        .wasi_http_incoming_handler()
+                        .call_handle(&mut *store, request, outparam);
+                tokio::time::timeout(timeout, call).await
+            };
             if server.shared.count_db_calls {
-                let c = store.data().calls;
+                let c = instance.store.data().calls;
                 eprintln!(
                     "db-calls method={method} path={path} open={} execute={} query={}",
                     c.open, c.execute, c.query
                 );
             }
             match result {
-                Ok(()) => {
+                Ok(Ok(())) => {
                     instance.served += 1;
                     server.recycle(instance);
                 }
                 // A trapped instance is never reused.
-                Err(e) => eprintln!("component failed on {method} {path}: {e:?}"),
+                Ok(Err(e)) => eprintln!("component failed on {method} {path}: {e:?}"),
+                // Dropping the call stopped the guest; its instance goes too.
+                Err(_) => eprintln!(
+                    "component stopped on {method} {path}: still running after {} s \
+                     (--request-timeout); its instance is discarded",
+                    timeout.as_secs_f64()
+                ),
             }
             drop(permit);
         });
@@ -289,20 +347,22 @@ impl Server {
                 eprintln!("component answered with an error: {code:?}");
                 internal_error()
             }
-            // The guest trapped or returned without setting a response
-            // (the task logs why).
+            // The guest trapped, ran out of time, or returned without
+            // setting a response (the task logs why).
             Err(_) => internal_error(),
         }
     }
 
-    /// Adds the headers Spin gives a component and bounds the body read time.
+    /// Adds the headers Spin gives a component. Like Spin, after the
+    /// client's own: a client that sends `spin-client-addr` cannot replace
+    /// the platform's, which is the last value.
     fn spin_request(
         &self,
-        req: Request<Incoming>,
-        path_info: String,
+        req: Request<RequestBody>,
+        path_info: &str,
         peer: SocketAddr,
         local: Option<SocketAddr>,
-    ) -> Request<DeadlineBody> {
+    ) -> Request<RequestBody> {
         let (mut parts, body) = req.into_parts();
         let headers = &mut parts.headers;
         if !headers.contains_key(http::header::HOST) {
@@ -318,32 +378,27 @@ impl Server {
             .unwrap_or("localhost")
             .to_string();
         let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let base = if self.route.base.is_empty() {
-            "/"
-        } else {
-            &self.route.base
-        };
         let spin_headers = [
+            ("spin-path-info", path_info.to_string()),
             ("spin-full-url", format!("http://{host}{path_and_query}")),
-            ("spin-path-info", path_info),
             ("spin-matched-route", self.route.raw.clone()),
+            ("spin-base-path", "/".to_string()),
             ("spin-raw-component-route", self.route.raw.clone()),
             ("spin-component-route", self.route.base.clone()),
-            ("spin-base-path", base.to_string()),
             ("spin-client-addr", peer.to_string()),
         ];
         for (name, value) in spin_headers {
-            if let Ok(v) = HeaderValue::from_str(&value) {
-                headers.insert(name, v);
-            } else {
-                headers.remove(name);
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.append(HeaderName::from_static(name), value);
             }
         }
-        Request::from_parts(parts, DeadlineBody::new(body, BODY_TIMEOUT))
+        Request::from_parts(parts, body)
     }
 
     async fn instantiate(&self) -> wasmtime::Result<Instance> {
         let mut store = Store::new(self.pre.engine(), State::new(self.shared.clone()));
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
         let proxy = self.pre.instantiate_async(&mut store).await?;
         Ok(Instance {
             store,
@@ -353,14 +408,14 @@ impl Server {
     }
 
     fn take_idle(&self) -> Option<Instance> {
-        if self.max_reuse <= 1 {
+        if self.limits.max_reuse <= 1 {
             return None;
         }
         self.idle.lock().ok()?.pop()
     }
 
     fn recycle(&self, instance: Instance) {
-        if instance.served >= self.max_reuse {
+        if instance.served >= self.limits.max_reuse {
             return;
         }
         if let Ok(mut idle) = self.idle.lock() {
@@ -384,99 +439,20 @@ fn body(bytes: Bytes) -> HyperOutgoingBody {
 /// The service's own 500 envelope, for a component that failed before
 /// answering.
 pub fn internal_error() -> Response<HyperOutgoingBody> {
-    let mut r = Response::new(body(Bytes::from_static(INTERNAL_ERROR.as_bytes())));
-    *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
+    envelope(&ApiError::internal("the component gave no answer"))
 }
 
-/// What of a request body the component left unread is still read, and
-/// discarded, before the connection closes (a "lingering close", as web
-/// servers do). Closing a socket that holds unread data resets it, so a
-/// client still sending, say a body over the 1 MiB limit that the component
-/// refused from its Content-Length, would get "broken pipe" instead of the
-/// 413 (seen in about 1 of 300 such requests under load).
-const LINGER_MAX_BYTES: usize = 4 << 20;
-const LINGER_TIME: Duration = Duration::from_secs(2);
-
-/// The request body, failing once `limit` has passed since the request
-/// arrived, so a stalled upload cannot hold an instance forever.
-pub struct DeadlineBody {
-    /// `None` once dropped into `linger`.
-    inner: Option<Incoming>,
-    deadline: Pin<Box<tokio::time::Sleep>>,
-}
-
-impl DeadlineBody {
-    fn new(inner: Incoming, limit: Duration) -> DeadlineBody {
-        DeadlineBody {
-            inner: Some(inner),
-            deadline: Box::pin(tokio::time::sleep(limit)),
+/// The service's envelope for `error`, with the headers every response of
+/// the service carries, for what the host answers itself.
+fn envelope(error: &ApiError) -> Response<HyperOutgoingBody> {
+    let answer = book_catalog::Response::error(error);
+    let mut response = Response::new(body(Bytes::from(answer.body.clone())));
+    *response.status_mut() =
+        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in answer.headers() {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
+            response.headers_mut().append(name, value);
         }
     }
-}
-
-impl Drop for DeadlineBody {
-    fn drop(&mut self) {
-        let Some(body) = self.inner.take() else {
-            return;
-        };
-        // Nothing left, or more announced than lingering would read: close.
-        if body.is_end_stream() || body.size_hint().lower() > LINGER_MAX_BYTES as u64 {
-            return;
-        }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(linger(body));
-        }
-    }
-}
-
-/// Reads and discards the rest of a body, within the lingering bounds.
-async fn linger(mut body: Incoming) {
-    let discard = async {
-        let mut read = 0;
-        while let Some(Ok(frame)) = body.frame().await {
-            read += frame.data_ref().map_or(0, Bytes::len);
-            if read > LINGER_MAX_BYTES {
-                break;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(LINGER_TIME, discard).await;
-}
-
-impl Body for DeadlineBody {
-    type Data = Bytes;
-    type Error = wasmtime_wasi_http::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let Some(inner) = self.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        if let Poll::Ready(frame) = Pin::new(inner).poll_frame(cx) {
-            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
-        }
-        match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => {
-                Poll::Ready(Some(Err(wasmtime_wasi_http::Error::ConnectionReadTimeout)))
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(Incoming::is_end_stream)
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), Incoming::size_hint)
-    }
+    response
 }

@@ -288,7 +288,12 @@ fn serves_tokens_and_books_from_sqlite() {
     let sqlite_file = dir.path().join("state/sqlite_db.db");
     assert!(sqlite_file.exists(), "no {}", sqlite_file.display());
 
-    assert_one_database_call_per_book_request(&host, &token, "open=1 execute=1 query=0");
+    assert_database_calls_per_request(
+        &host,
+        &token,
+        "open=1 execute=1 query=0",
+        "open=1 execute=2 query=0",
+    );
 
     let status = host.terminate();
     assert_eq!(status.code(), Some(0), "{status}");
@@ -348,7 +353,7 @@ fn postgres_address_outside_allowed_hosts_is_refused_without_leaking_the_passwor
     );
     assert!(
         host.stdout()
-            .contains("Store: PostgreSQL at postgres://book:***@127.0.0.1:1/books"),
+            .contains("Store: PostgreSQL postgres://book:***@127.0.0.1:1/books"),
         "{}",
         host.stdout()
     );
@@ -418,6 +423,11 @@ fn start_up_errors_are_one_line() {
         "--max-instance-reuse",
         "--pg-empty-query-error",
         "BOOK_HOST_PG_EMPTY_QUERY_ERROR",
+        "--request-timeout",
+        "BOOK_HOST_REQUEST_TIMEOUT",
+        "[default: 30]",
+        "--max-instances",
+        "--runtime-config-file",
     ] {
         assert!(help.contains(flag), "{help}");
     }
@@ -474,6 +484,128 @@ fn a_trap_becomes_a_500_envelope_and_the_host_keeps_serving() {
     }
 }
 
+/// A component whose handler never returns: a loop with no call in it.
+const LOOPING_COMPONENT: &str = r#"
+(component
+  (import "wasi:http/types@0.2.0" (instance $types
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))
+  ))
+  (alias export $types "incoming-request" (type $request))
+  (alias export $types "response-outparam" (type $outparam))
+  (core module $m
+    (func (export "handle") (param i32 i32) (loop $forever (br $forever)))
+  )
+  (core instance $i (instantiate $m))
+  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
+    (canon lift (core func $i "handle")))
+  (instance $handler (export "handle" (func $handle)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $handler))
+)
+"#;
+
+/// A host serving `LOOPING_COMPONENT` on one serving thread.
+fn looping_host(dir: &Path, args: &[&str]) -> Host {
+    let wasm = wat::parse_str(LOOPING_COMPONENT).unwrap();
+    let source = dir.join("loop.wasm");
+    std::fs::write(&source, wasm).unwrap();
+    let manifest = write_manifest(dir, |t| with_source(&t, &source));
+    Host::start(dir, &manifest, args, &[("BOOK_HOST_THREADS", "1")])
+}
+
+/// Sends `count` requests at once; each one's answer and how long it took.
+fn concurrent_requests(port: u16, count: usize) -> Vec<((u16, String, String), Duration)> {
+    let threads: Vec<_> = (0..count)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let answer = request(port, "GET", "/books", None, "");
+                (answer, started.elapsed())
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    // One serving thread and two slots: three runaway guests at once are
+    // each stopped at their deadline, so the guests yield to one another
+    // (and to the timers) on that one thread; the third waits for a slot.
+    let host = looping_host(
+        dir.path(),
+        &["--request-timeout", "1", "--max-instances", "2"],
+    );
+    let answers = concurrent_requests(host.port, 3);
+    let mut took: Vec<f64> = answers.iter().map(|(_, d)| d.as_secs_f64()).collect();
+    took.sort_by(f64::total_cmp);
+    for ((status, head, body), _) in &answers {
+        assert_eq!(*status, 500, "{body}");
+        assert_eq!(
+            body,
+            r#"{"status":500,"message":"Internal server error","data":null}"#
+        );
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("cache-control: no-store"),
+            "{head}"
+        );
+    }
+    assert!(
+        took[0] >= 0.9 && took[1] < 1.9,
+        "the first two at about 1 s: {took:?}"
+    );
+    assert!(
+        took[2] >= 1.8 && took[2] < 3.5,
+        "the third a deadline later: {took:?}"
+    );
+    assert!(
+        host.stderr()
+            .contains("still running after 1 s (--request-timeout)"),
+        "{}",
+        host.stderr()
+    );
+    // Every instance was discarded and the slots given back: it serves on.
+    let answers = concurrent_requests(host.port, 2);
+    for ((status, _, _), took) in &answers {
+        assert_eq!(*status, 500);
+        assert!(took.as_secs_f64() < 1.9, "{took:?}");
+    }
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
+#[test]
+fn a_request_that_waits_too_long_for_a_slot_answers_503() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = looping_host(
+        dir.path(),
+        &["--request-timeout", "8", "--max-instances", "1"],
+    );
+    let port = host.port;
+    let holder = std::thread::spawn(move || request(port, "GET", "/books", None, ""));
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let (status, head, body) = request(port, "GET", "/books", None, "");
+    let waited = started.elapsed().as_secs_f64();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        body,
+        r#"{"status":503,"message":"Service unavailable","data":null}"#
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("cache-control: no-store"),
+        "{head}"
+    );
+    assert!(
+        (4.5..7.5).contains(&waited),
+        "after the 5 s slot wait: {waited}"
+    );
+    assert_eq!(holder.join().unwrap().0, 500);
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
 /// `BOOK_HOST_TEST_PG_URL` and its `host:port` (no port: 5432), for the
 /// manifest's `db_host`. Without it a PostgreSQL test fails rather than pass
 /// unrun.
@@ -518,7 +650,12 @@ fn books_on_postgres() {
         ],
     );
     let token = host.token();
-    assert_one_database_call_per_book_request(&host, &token, "open=1 execute=0 query=1");
+    assert_database_calls_per_request(
+        &host,
+        &token,
+        "open=1 execute=0 query=1",
+        "open=1 execute=0 query=2",
+    );
     let (status, _, body) = host.request(
         "POST",
         "/book",
@@ -663,11 +800,12 @@ fn database_urls() {
     assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
 }
 
-/// Once the schema exists, each single-book read or write, and a login from an
-/// address with no failed logins, costs the component exactly one database
-/// call (after opening its connection): the host counts them
-/// (`BOOK_HOST_COUNT_DB_CALLS=1`) and logs a line per request.
-fn assert_one_database_call_per_book_request(host: &Host, token: &str, calls: &str) {
+/// Once the schema exists, each single-book read or write costs the
+/// component exactly one database call (after opening its connection), and
+/// a login from a client with no failed logins two (its attempt counted,
+/// then cleared): the host counts them (`BOOK_HOST_COUNT_DB_CALLS=1`) and
+/// logs a line per request. `calls` and `login_calls` are the lines' counts.
+fn assert_database_calls_per_request(host: &Host, token: &str, calls: &str, login_calls: &str) {
     let book = r#"{"title":"Counted","author":"Host Calls","year":2001}"#;
     // The first create may also create the schema; it is not counted.
     let (status, _, body) = host.request("POST", "/book", Some(token), book);
@@ -681,16 +819,14 @@ fn assert_one_database_call_per_book_request(host: &Host, token: &str, calls: &s
     assert_eq!(status, 200, "{body}");
     let (status, _, body) = host.request("DELETE", &path, Some(token), "");
     assert_eq!(status, 200, "{body}");
-    // A login from an address without failed logins on record: one call
-    // too (the failed-login check), beyond today's none.
     host.token();
 
-    for (method, path) in [
-        ("POST", "/book"),
-        ("GET", &path),
-        ("PUT", &path),
-        ("DELETE", &path),
-        ("POST", "/token"),
+    for (method, path, calls) in [
+        ("POST", "/book", calls),
+        ("GET", &path, calls),
+        ("PUT", &path, calls),
+        ("DELETE", &path, calls),
+        ("POST", "/token", login_calls),
     ] {
         let wanted = format!("db-calls method={method} path={path} {calls}");
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -264,10 +264,7 @@ mod tests {
             "{}",
             w[0]
         );
-        assert!(
-            warnings(&m, &vars(&m, &[]), &env("postgres://u@db.internal/b"))
-                .is_empty()
-        );
+        assert!(warnings(&m, &vars(&m, &[]), &env("postgres://u@db.internal/b")).is_empty());
     }
 
     #[test]
@@ -286,8 +283,7 @@ mod tests {
                 &format!("allowed_outbound_hosts = [\"{entry}\"]"),
             );
             let m = manifest(&text);
-            let w =
-                warnings(&m, &vars(&m, &[]), &env("postgres://u@127.0.0.1:5433/b"));
+            let w = warnings(&m, &vars(&m, &[]), &env("postgres://u@127.0.0.1:5433/b"));
             assert_eq!(w.is_empty(), admitted, "{entry}: {w:?}");
         }
     }

@@ -261,10 +261,14 @@ fixed = "literal"
             prefix: None,
         })
         .unwrap();
-        let v = resolve_with(&[], &[NEED], &[], vec![Provider::Vault(vault)])
+        // (A required variable is looked up at start: here --variable has it.)
+        let v = resolve_with(&[("needed", "n")], &[], &[], vec![Provider::Vault(vault)])
             .await
             .unwrap();
-        assert!(matches!(v.get("secret_token").await, Err(Error::Provider(_))));
+        assert!(matches!(
+            v.get("secret_token").await,
+            Err(Error::Provider(_))
+        ));
         // A variable that needs no application variable is not affected.
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
         // Start-up checks see the static sources only.

@@ -1,0 +1,53 @@
+//! `SPIN_VARIABLE_*` assignments in a `.env` file in the current directory,
+//! which `spin up` reads beside the environment.
+
+use std::collections::HashMap;
+
+/// Reads `SPIN_VARIABLE_*` assignments from a `.env` file (missing file: none).
+pub fn read_dotenv(path: &std::path::Path) -> HashMap<String, String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return HashMap::new();
+    };
+    parse_dotenv(&text)
+}
+
+pub fn parse_dotenv(text: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if !key.starts_with("SPIN_VARIABLE_") {
+            continue;
+        }
+        let value = value.trim();
+        let value = ['"', '\'']
+            .iter()
+            .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)))
+            .unwrap_or(value);
+        out.insert(key.to_string(), value.to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotenv_lines() {
+        let d = parse_dotenv(
+            "# c\nSPIN_VARIABLE_A=1\nexport SPIN_VARIABLE_B=\"two words\"\nOTHER=x\nSPIN_VARIABLE_C='q'\n",
+        );
+        assert_eq!(d["SPIN_VARIABLE_A"], "1");
+        assert_eq!(d["SPIN_VARIABLE_B"], "two words");
+        assert_eq!(d["SPIN_VARIABLE_C"], "q");
+        assert!(!d.contains_key("OTHER"));
+    }
+}

@@ -1,0 +1,171 @@
+//! Variables providers from a runtime config file (`--runtime-config-file`,
+//! as `spin up` takes it): each `[[variables_provider]]`, asked in file
+//! order after `--variable` and before the environment and the manifest's
+//! defaults. Other tables of the file are Spin's and not this host's: each
+//! is named in a warning at start.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{bail, Context as _, Result};
+use serde::Deserialize;
+
+use super::dotenv::read_dotenv;
+use super::vault::{Vault, VaultConfig};
+
+#[derive(Debug)]
+pub enum Provider {
+    /// `type = "env"`: `{prefix}_{NAME}` from the environment (and a
+    /// `dotenv_path` file), resolved once at start.
+    Env(HashMap<String, String>),
+    Vault(Vault),
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum ProviderConfig {
+    Env {
+        #[serde(default)]
+        prefix: Option<String>,
+        #[serde(default)]
+        dotenv_path: Option<String>,
+    },
+    Vault(VaultConfig),
+}
+
+#[derive(Deserialize)]
+struct RuntimeConfig {
+    #[serde(default)]
+    variables_provider: Vec<ProviderConfig>,
+    #[serde(flatten)]
+    other: HashMap<String, toml::Value>,
+}
+
+impl Provider {
+    /// The value `name` has here, `Ok(None)` when none; `Err` when the
+    /// provider could not answer.
+    pub async fn get(&self, name: &str) -> Result<Option<String>, String> {
+        match self {
+            Provider::Env(values) => Ok(values.get(name).cloned()),
+            Provider::Vault(vault) => vault.get(name).await,
+        }
+    }
+}
+
+/// The providers of the runtime config file at `path`, and a warning for
+/// each table of it this host does not apply.
+pub fn load(
+    path: &Path,
+    names: &[&str],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Vec<Provider>, Vec<String>)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read runtime config {}", path.display()))?;
+    let config: RuntimeConfig = toml::from_str(&text)
+        .with_context(|| format!("runtime config {} is not valid", path.display()))?;
+    let mut warnings: Vec<String> = config
+        .other
+        .keys()
+        .map(|table| {
+            format!(
+                "runtime config {}: [{table}] is not applied by book-host (only \
+                 [[variables_provider]] is)",
+                path.display()
+            )
+        })
+        .collect();
+    warnings.sort();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut providers = Vec::new();
+    for provider in config.variables_provider {
+        providers.push(match provider {
+            ProviderConfig::Vault(vault) => Provider::Vault(Vault::new(vault)?),
+            ProviderConfig::Env {
+                prefix,
+                dotenv_path,
+            } => {
+                let prefix = prefix.unwrap_or_else(|| "SPIN_VARIABLE".to_string());
+                if prefix.is_empty() {
+                    bail!("an env variables provider's prefix must not be empty");
+                }
+                let dotenv = dotenv_path
+                    .map(|file| read_dotenv(&dir.join(file)))
+                    .unwrap_or_default();
+                let values = names
+                    .iter()
+                    .filter_map(|name| {
+                        let key = format!("{prefix}_{}", name.to_ascii_uppercase());
+                        let value = env(&key).or_else(|| dotenv.get(&key).cloned())?;
+                        Some((name.to_string(), value))
+                    })
+                    .collect();
+                Provider::Env(values)
+            }
+        });
+    }
+    Ok((providers, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str, env: &[(&str, &str)]) -> Result<(Vec<Provider>, Vec<String>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-config.toml");
+        std::fs::write(&path, text).unwrap();
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        load(&path, &["db_url", "secret_token"], &|k| env.get(k).cloned())
+    }
+
+    #[test]
+    fn providers_in_file_order_and_other_tables_named() {
+        let (providers, warnings) = load_text(
+            r#"
+[[variables_provider]]
+type = "vault"
+url = "http://127.0.0.1:8200"
+token = "root-token-xyz"
+mount = "secret"
+prefix = "books"
+
+[[variables_provider]]
+type = "env"
+prefix = "BOOKS"
+
+[sqlite_database.default]
+type = "spin"
+path = "books.db"
+"#,
+            &[("BOOKS_DB_URL", "sqlite://default")],
+        )
+        .unwrap();
+        assert!(matches!(providers[0], Provider::Vault(_)));
+        let Provider::Env(values) = &providers[1] else {
+            panic!("{providers:?}")
+        };
+        assert_eq!(
+            values.get("db_url").map(String::as_str),
+            Some("sqlite://default")
+        );
+        assert_eq!(values.get("secret_token"), None);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("[sqlite_database]"), "{warnings:?}");
+        assert!(!format!("{providers:?}").contains("root-token-xyz"));
+    }
+
+    #[test]
+    fn bad_providers_stop_start_up() {
+        for text in [
+            "[[variables_provider]]\ntype = \"vault\"\nurl = \"http://h\"\n",
+            "[[variables_provider]]\ntype = \"vault\"\nurl = \"ftp://h\"\ntoken = \"t\"\nmount = \"m\"\n",
+            "[[variables_provider]]\ntype = \"azure_key_vault\"\n",
+            "[[variables_provider]]\ntype = \"vault\"\nurl = \"http://h\"\ntoken = \"t\"\nmount = \"m\"\nnamespace = \"n\"\n",
+        ] {
+            assert!(load_text(text, &[]).is_err(), "{text}");
+        }
+    }
+}
