@@ -195,7 +195,10 @@ start_server() {
         ;;
     esac
     local started=$(now_ms)
+    # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own
+    # per login in X-Forwarded-For (bench/wrk/token.lua).
     env SECRET_TOKEN="$SECRET" AUTH_USERNAME="$USER_NAME" AUTH_PASSWORD="$USER_PASS" DB_URL="$db_url" \
+        TRUSTED_PROXY_HOPS=1 SPIN_VARIABLE_TRUSTED_PROXY_HOPS=1 \
         SPIN_VARIABLE_SECRET_TOKEN="$SECRET" SPIN_VARIABLE_AUTH_USERNAME="$USER_NAME" \
         SPIN_VARIABLE_AUTH_PASSWORD="$USER_PASS" SPIN_VARIABLE_DB_URL="$db_url" \
         SPIN_VARIABLE_DB_HOST="$db_host" \

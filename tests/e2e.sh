@@ -181,8 +181,9 @@ HOST_ENV=(
     "SECRET_TOKEN=$SECRET"
     "AUTH_USERNAME=$USERNAME"
     "AUTH_PASSWORD=$PASSWORD"
-    # hurl files marked `# needs: forwarded-for` vary the client address.
-    "TRUST_FORWARDED_FOR=true"
+    # hurl files marked `# needs: forwarded-for` vary the client address, as
+    # the one proxy in front of a deployment appends it.
+    "TRUSTED_PROXY_HOPS=1"
     # A short failed-login window (the limit keeps its default, 10): counts
     # left by tests/hurl/throttle.hurl lapse within a minute.
     "LOGIN_WINDOW_SECONDS=$E2E_LOGIN_WINDOW_SECONDS"
@@ -225,7 +226,8 @@ start_host() {
             -u AUTH_PASSWORD_HASH -u SECRET_TOKEN_PREVIOUS -u LOGIN_MAX_FAILURES \
             -u SPIN_VARIABLE_AUTH_PASSWORD_HASH -u SPIN_VARIABLE_SECRET_TOKEN_PREVIOUS \
             -u SPIN_VARIABLE_LOGIN_MAX_FAILURES -u SPIN_VARIABLE_LOGIN_WINDOW_SECONDS \
-            -u SPIN_VARIABLE_TRUST_FORWARDED_FOR \
+            -u SPIN_VARIABLE_TRUST_FORWARDED_FOR -u TRUST_FORWARDED_FOR \
+            -u SPIN_VARIABLE_TRUSTED_PROXY_HOPS -u SPIN_VARIABLE_CLIENT_IP_HEADER -u CLIENT_IP_HEADER \
             "${HOST_ENV[@]}" \
             "$HOST_BIN" --from "$MANIFEST" --listen "127.0.0.1:$PORT" --state-dir "$STATE_DIR" \
             --max-instance-reuse "$REUSE"
@@ -291,13 +293,13 @@ start_host
 HURL_FORWARDED=0
 for assignment in "${HOST_ENV[@]}"; do
     case "$assignment" in
-        TRUST_FORWARDED_FOR=true|TRUST_FORWARDED_FOR=1) HURL_FORWARDED=1 ;;
+        TRUSTED_PROXY_HOPS=1) HURL_FORWARDED=1 ;;
     esac
 done
 HURL_COUNTS="$TMP/hurl-counts"
 : > "$HURL_COUNTS"
 HURL_BASE_URL="$BASE_URL" HURL_USERNAME="$USERNAME" HURL_PASSWORD="$PASSWORD" \
-    SECRET_TOKEN="$SECRET" TRUST_FORWARDED_FOR="$HURL_FORWARDED" \
+    SECRET_TOKEN="$SECRET" TRUSTED_PROXY_HOPS="$HURL_FORWARDED" \
     LOGIN_WINDOW_SECONDS="$E2E_LOGIN_WINDOW_SECONDS" \
     python3 "$ROOT/tests/hurl/run.py" --strict --label "e2e $LABEL" --counts "$HURL_COUNTS" >&2 || true
 read -r hurl_passed hurl_failed < "$HURL_COUNTS" || true

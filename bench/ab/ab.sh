@@ -43,7 +43,7 @@ for round in $(seq 1 "$rounds"); do
         if [[ $mode == *reuse ]]; then command+=(--max-instance-reuse 1000); fi
         if [[ $mode != floor-* ]]; then python3 "$BENCH/seed.py" "sqlite:$state/sqlite_db.db" ensure 10000 > /dev/null; fi
         # shellcheck disable=SC2086
-        env ${AB_ENV:-} SECRET_TOKEN="$SECRET" AUTH_USERNAME=bench AUTH_PASSWORD=bench-password \
+        env ${AB_ENV:-} TRUSTED_PROXY_HOPS=1 SECRET_TOKEN="$SECRET" AUTH_USERNAME=bench AUTH_PASSWORD=bench-password \
             SPIN_VARIABLE_SECRET_TOKEN="$SECRET" SPIN_VARIABLE_AUTH_USERNAME=bench \
             SPIN_VARIABLE_AUTH_PASSWORD=bench-password SPIN_VARIABLE_DB_HOST=127.0.0.1:5432 \
             "${command[@]}" > "$state/log" 2>&1 &

@@ -42,7 +42,10 @@ for round in $(seq 1 "$rounds"); do
         pg=()
         if [ -n "${AB_PG_URL:-}" ]; then pg=(DB_URL="$AB_PG_URL" SPIN_VARIABLE_DB_HOST="$AB_PG_HOSTPORT"); fi
         # shellcheck disable=SC2086
+        # The token scenario names a client per login in X-Forwarded-For; a
+        # build from before trusted_proxy_hops reads TRUST_FORWARDED_FOR.
         env -i PATH="$PATH" SECRET_TOKEN="$SECRET" AUTH_USERNAME=bench AUTH_PASSWORD=bench-password \
+            TRUSTED_PROXY_HOPS=1 TRUST_FORWARDED_FOR=true \
             "${pg[@]}" ${AB_ENV:-} \
             "$ROOT/target/release/book-host" --from "$WORK/$i.toml" --listen "127.0.0.1:$port" \
             --state-dir "$state" > "$state/log" 2>&1 &

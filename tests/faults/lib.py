@@ -29,6 +29,13 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_BIN = Path(os.environ.get("FAULTS_HOST_BIN", ROOT / "target/release/book-host"))
+# Real Spin, for `--host spin`: $SPIN, else `spin` on PATH.
+SPIN_BIN = os.environ.get("SPIN") or shutil.which("spin")
+# The component's settings by their plain environment names; under Spin they
+# are set as a Spin user sets them, SPIN_VARIABLE_<NAME>.
+SETTINGS = ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD", "AUTH_PASSWORD_HASH",
+            "SECRET_TOKEN_PREVIOUS", "LOGIN_MAX_FAILURES", "LOGIN_WINDOW_SECONDS",
+            "TRUST_FORWARDED_FOR", "CLIENT_IP_HEADER", "TRUSTED_PROXY_HOPS")
 MANIFEST = ROOT / "spin.toml"
 WASM = ROOT / "target/wasm32-wasip2/release/book_catalog.wasm"
 PG_CLUSTER = ROOT / "scripts/pg-cluster.sh"
@@ -38,10 +45,17 @@ ENVELOPE_KEYS = {"status", "message", "data"}
 # The login protection settings: a host gets the defaults unless a test says
 # otherwise (the caller's environment is not passed on).
 LOGIN_SETTINGS = ("AUTH_PASSWORD_HASH", "SECRET_TOKEN_PREVIOUS", "LOGIN_MAX_FAILURES",
-                  "LOGIN_WINDOW_SECONDS", "TRUST_FORWARDED_FOR")
-# Client addresses for tests that make wrong logins: this run's own prefix in
-# the IPv6 documentation range.
-CLIENT_PREFIX = "2001:db8:%x:%x::" % (secrets.randbits(16), secrets.randbits(16))
+                  "LOGIN_WINDOW_SECONDS", "TRUST_FORWARDED_FOR", "TRUSTED_PROXY_HOPS",
+                  "CLIENT_IP_HEADER")
+# Client addresses for tests that make wrong logins: this run's own /48 in
+# the IPv6 documentation range; `client(n)` is an address in the n-th /64 of
+# it (the service counts an IPv6 client by its /64).
+CLIENT_PREFIX = "2001:db8:%x:" % secrets.randbits(16)
+
+
+def client(n, host=1):
+    """Address `host` of this run's n-th /64."""
+    return "%s%x::%x" % (CLIENT_PREFIX, n, host)
 
 
 def random_text(n):
@@ -224,7 +238,9 @@ class Pg:
 
 
 class Host:
-    """book-host on a free loopback port, with its own state directory."""
+    """The component served on a free loopback port, with its own state
+    directory: by `book-host`, or by real Spin (`spin up`) when the context
+    says so (`--host spin`)."""
 
     def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None):
         self.ctx = ctx
@@ -237,6 +253,8 @@ class Host:
         self.proc = None
         self.port = None
         self.log_path = None
+        # More command-line arguments for book-host or `spin up`.
+        self.args = []
 
     def env(self):
         env = {k: v for k, v in os.environ.items()
@@ -245,9 +263,10 @@ class Host:
                and k not in LOGIN_SETTINGS}
         # Logins from the tests themselves come from 127.0.0.1 and always
         # succeed; a test that makes wrong logins names its own client in
-        # X-Forwarded-For (CLIENT_PREFIX), so it never blocks the others'
-        # logins, also on a PostgreSQL database shared by several hosts.
-        env["TRUST_FORWARDED_FOR"] = "true"
+        # X-Forwarded-For (`client(n)`), as the one proxy in front would, so
+        # it never blocks the others' logins, also on a PostgreSQL database
+        # shared by several hosts.
+        env["TRUSTED_PROXY_HOPS"] = "1"
         if self.secret:
             env["SECRET_TOKEN"] = self.secret
         env["AUTH_USERNAME"] = self.username
@@ -262,16 +281,31 @@ class Host:
             env["BOOK_HOST_PG_EMPTY_QUERY_ERROR"] = "1"
         return env
 
+    def command(self):
+        listen = ["--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir)]
+        if self.ctx.spin:
+            return [SPIN_BIN, "up", "--from", str(MANIFEST), *listen, *self.args]
+        return [str(HOST_BIN), "--from", str(MANIFEST), *listen, *self.args]
+
+    def process_env(self):
+        env = self.env()
+        if self.ctx.spin:
+            # Settings as a Spin user sets them; the zero-row check is ours.
+            for name in SETTINGS:
+                if name in env:
+                    env["SPIN_VARIABLE_" + name] = env.pop(name)
+            env.pop("BOOK_HOST_PG_EMPTY_QUERY_ERROR", None)
+        return env
+
     def start(self, timeout=60):
         self.port = free_port()
         self.ctx.host_count += 1
         self.log_path = Path(self.ctx.tmp) / f"host-{self.ctx.host_count}.log"
         logfile = open(self.log_path, "ab")
+        # Its own process group: `spin up` serves from a child process.
         self.proc = subprocess.Popen(
-            [str(HOST_BIN), "--from", str(MANIFEST), "--listen", f"127.0.0.1:{self.port}",
-             "--state-dir", str(self.state_dir)],
-            cwd=self.ctx.tmp, env=self.env(), stdout=logfile, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL)
+            self.command(), cwd=self.ctx.tmp, env=self.process_env(), stdout=logfile,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         logfile.close()
         self.ctx.hosts.append(self)
         deadline = time.monotonic() + timeout
@@ -290,22 +324,32 @@ class Host:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout=20):
-        """SIGTERM, then SIGKILL after `timeout`; returns the exit status."""
+        """SIGTERM (Spin: SIGINT, its Ctrl-C), then SIGKILL after `timeout`;
+        returns the exit status."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGINT if self.ctx.spin else signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                self.kill()
+        self.kill_group()
         return self.proc.returncode
 
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self.kill_group()
+
+    def kill_group(self):
+        """Whatever the host started (Spin's trigger process) goes too."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def rss_kib(self):
         try:
@@ -336,9 +380,10 @@ class Host:
 
 
 class Context:
-    def __init__(self, store, scale, label="faults", pg=None):
+    def __init__(self, store, scale, label="faults", pg=None, host="book-host"):
         self.store, self.scale, self.full = store, scale, scale == "full"
-        self.tally = Tally(label, store)
+        self.spin = host == "spin"
+        self.tally = Tally(label if not self.spin else label + " (spin up)", store)
         self.tmp = tempfile.mkdtemp(prefix=f"book-faults-{store}.")
         self.hosts = []
         self.host_count = 0
@@ -374,10 +419,16 @@ class Context:
 
 def parse_args(description, argv=None):
     p = argparse.ArgumentParser(description=description)
+    add_arguments(p)
+    return p.parse_args(argv)
+
+
+def add_arguments(p):
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--scale", choices=["quick", "full"],
                    default=os.environ.get("FAULTS_SCALE", "quick") or "quick")
-    return p.parse_args(argv)
+    p.add_argument("--host", choices=["book-host", "spin"], default="book-host",
+                   help="serve with book-host, or with real Spin ($SPIN, else spin on PATH)")
 
 
 def preconditions(ctx):
@@ -385,6 +436,8 @@ def preconditions(ctx):
                        (WASM, "cargo build --release --locked --target wasm32-wasip2 -p book-catalog")):
         if not path.exists():
             raise RuntimeError(f"{path} not found ({hint})")
+    if ctx.spin and not (SPIN_BIN and os.access(SPIN_BIN, os.X_OK)):
+        raise RuntimeError("--host spin: no Spin binary (set SPIN=path, or put spin on PATH)")
 
 
 def install_signal_handlers():
@@ -413,7 +466,7 @@ def run_guarded(ctx, name, fn):
 def main(name, fn, description=""):
     args = parse_args(description or name)
     install_signal_handlers()
-    ctx = Context(args.store, args.scale)
+    ctx = Context(args.store, args.scale, host=args.host)
     atexit.register(ctx.cleanup)
     try:
         preconditions(ctx)

@@ -240,7 +240,7 @@ def run(ctx):
              ("POST", lambda i: "/token", "bad-login", {401, 429})]
     deadline = time.monotonic() + (600 if ctx.full else 120)
     counts, unexpected = {}, []
-    storm_client = lib.CLIENT_PREFIX + "5"
+    storm_client = lib.client(5)
     unauthorized = []  # the wrong logins answered 401
     lock = threading.Lock()
 

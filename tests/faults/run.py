@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Every fault test, one after another, with one closing line.
 
-    tests/faults/run.py --store sqlite|postgres [--scale quick|full] [--only NAME,...]
+    tests/faults/run.py --store sqlite|postgres [--scale quick|full] [--host book-host|spin]
+                        [--only NAME,...]
 
-Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits, catalog and throttle (see each file) against
+Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits,
+catalog, throttle, stalls and providers (see each file) against
 their own hosts; PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR,
 else one of its own, removed at the end. --scale full (or FAULTS_SCALE=full)
 is the `make soak` size. Each named check is one test.
@@ -29,23 +31,24 @@ import concurrency  # noqa: E402
 import crash  # noqa: E402
 import limits  # noqa: E402
 import outages  # noqa: E402
+import providers  # noqa: E402
 import replicas  # noqa: E402
+import stalls  # noqa: E402
 import throttle  # noqa: E402
 
 MODULES = [("concurrency", concurrency), ("crash", crash), ("attacks", attacks),
-           ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog), ("throttle", throttle)]
+           ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog),
+           ("throttle", throttle), ("stalls", stalls), ("providers", providers)]
 
 
 def main():
     p = argparse.ArgumentParser(description="all fault tests")
-    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
-    p.add_argument("--scale", choices=["quick", "full"],
-                   default=os.environ.get("FAULTS_SCALE", "quick") or "quick")
+    lib.add_arguments(p)
     p.add_argument("--only", default="", help="comma-separated module names")
     args = p.parse_args()
     only = {x for x in args.only.split(",") if x}
     lib.install_signal_handlers()
-    ctx = lib.Context(args.store, args.scale)
+    ctx = lib.Context(args.store, args.scale, host=args.host)
     atexit.register(ctx.cleanup)
     try:
         lib.preconditions(ctx)

@@ -1,27 +1,36 @@
 #!/usr/bin/env python3
-"""The failed-login limit under concurrency, across instances and restarts.
+"""The failed-login limit under bursts, behind proxies, over IPv6, across
+instances, replicas and restarts: each of its rules, performed as an
+attacker would.
 
     tests/faults/throttle.py --store sqlite|postgres [--scale quick|full]
 
-A host with LOGIN_MAX_FAILURES=10 (the default, set explicitly), a 10-second
-window (LOGIN_WINDOW_SECONDS) and TRUST_FORWARDED_FOR=true, a fresh instance
-per request (so every count goes through the store); each check uses its own
-client address (X-Forwarded-For):
+Hosts with LOGIN_MAX_FAILURES=10 (the default, set explicitly), a 10-second
+window and TRUSTED_PROXY_HOPS=1 (one proxy in front: the last
+X-Forwarded-For entry names the client), a fresh instance per request (so
+every count goes through the store). Each check uses a client of its own
+(its own IPv6 /64, `lib.client`). A wrong login answered 401 is a password
+checked; the limit holds when no client gets more than 10 of them per window.
 
-* 200 wrong logins at once from one client address (X-Forwarded-For): at
-  most 10 answer 401 "Invalid credentials" (exactly 10: nothing else counts
-  for that address), every other one 429 "Too many login attempts" with a
-  Retry-After between 1 and the window; no 5xx. full: 5 rounds, 1,000 logins.
-* then the right credentials from that address: 429; from another: 200.
-* the count lives in the store: a second host process on the same database
-  sees it (429), and so does the first after a restart.
-* the window ends: after Retry-After seconds the right credentials work
-  again (200), and the count starts over (10 x 401, then 429).
-* 200 concurrent logins mixing right and wrong credentials from one
-  address: only 200, 401 and 429, and at most 10 failures answered 401 per
-  success (each success clears the count) plus 10.
+* A burst of 200 wrong logins at once from one client: exactly 10 answer
+  401, every other one 429 with a Retry-After in 1..window; no 5xx. full:
+  5 rounds.
+* A burst of 200 logins at once, all with the right password: one 200, and
+  everything after it counts afresh (never more than 10 x 401 around it).
+* The right password placed anywhere after the 10th failure (a burst of 190
+  with the right one at random places): every one 429.
+* A spoofed leftmost X-Forwarded-For does not change the bucket (1 hop).
+* 11 addresses of one /64 share one bucket.
+* A client's own `spin-client-addr` header does not change its bucket (no
+  proxy trusted, so the peer address counts).
+* The count lives in the store: another host process on the same database
+  sees it, and so does the first after a restart; the window ends after
+  Retry-After seconds and the count starts over.
+* PostgreSQL: three replicas on one database, a burst of 200 wrong logins
+  spread over them: still exactly 10 answer 401.
 """
 
+import random
 import sys
 import time
 from pathlib import Path
@@ -32,26 +41,36 @@ import lib  # noqa: E402
 
 MAX_FAILURES = 10
 WINDOW = 10
-CONCURRENCY = 200
+BURST = 200
 INVALID = "Invalid credentials"
 TOO_MANY = "Too many login attempts"
 
 
 class ThrottledHost(lib.Host):
+    hops = "1"
+
     def env(self):
         env = super().env()
         env.update(LOGIN_MAX_FAILURES=str(MAX_FAILURES), LOGIN_WINDOW_SECONDS=str(WINDOW),
-                   TRUST_FORWARDED_FOR="true")
-        for name in ("AUTH_PASSWORD_HASH", "SECRET_TOKEN_PREVIOUS"):
-            env.pop(name, None)
+                   TRUSTED_PROXY_HOPS=self.hops)
         return env
 
 
-def login(host, client, right):
+class DirectHost(ThrottledHost):
+    """No proxy trusted: the peer address is the client."""
+    hops = "0"
+
+
+def login(host, client, right, spoofed=None, headers=None):
+    """A login from `client` as the proxy in front reports it; `spoofed`
+    is what the client itself wrote into X-Forwarded-For."""
     password = host.password if right else host.password + "-wrong"
+    forwarded = client if spoofed is None else f"{spoofed}, {client}"
+    h = {"X-Forwarded-For": forwarded} if client else {}
+    h.update(headers or {})
     return lib.try_request(host.port, "POST", "/token",
                            body={"username": host.username, "password": password},
-                           headers={"X-Forwarded-For": client}, timeout=60)
+                           headers=h, timeout=60)
 
 
 def retry_after(r):
@@ -66,41 +85,101 @@ def summary(answers):
     return dict(sorted(counts.items()))
 
 
+def check_burst(t, name, answers, wrong_checked):
+    """A burst's answers: only 401/429 envelopes (and 200 for right
+    passwords), Retry-After exactly on the 429s, and `wrong_checked(n401)`."""
+    counts = summary(answers)
+    unauthorized = [r for r in answers if r.status == 401]
+    limited = [r for r in answers if r.status == 429]
+    bad = [r for r in answers if not (r.is_envelope(401, INVALID) or r.is_envelope(429, TOO_MANY)
+                                      or r.is_envelope(200))]
+    t.note(f"{name}: {counts}")
+    t.check(not bad, f"{name}: every answer is 200, 401 {INVALID!r} or 429 {TOO_MANY!r} (no 5xx)",
+            f"{counts}; e.g. {bad[:2]}")
+    waits = [retry_after(r) for r in limited]
+    t.check(all(w is not None and 1 <= w <= WINDOW for w in waits)
+            and not any(retry_after(r) is not None for r in unauthorized),
+            f"{name}: every 429 carries Retry-After in 1..{WINDOW} (and no 401 does)",
+            f"{sorted(set(waits))[:5]}")
+    ok, detail = wrong_checked(len(unauthorized), counts)
+    t.check(ok, f"{name}: {detail}", f"{counts}")
+
+
+def exactly_ten(n401, _counts):
+    return n401 == MAX_FAILURES, f"exactly {MAX_FAILURES} passwords checked (401), never more"
+
+
 def run(ctx):
     t = ctx.tally
-    tag = lib.random_text(4).encode().hex()[:4]  # this run's addresses
     host = ThrottledHost(ctx).start()
     rounds = 5 if ctx.full else 1
 
-    # 1. Wrong logins at once from one address.
+    # 1. Bursts of wrong logins from one client.
     for k in range(rounds):
-        client = f"2001:db8:{k + 1:x}::{tag}"
-        answers = lib.parallel(lambda _: login(host, client, False), range(CONCURRENCY), CONCURRENCY)
-        counts = summary(answers)
-        unauthorized = [r for r in answers if r.status == 401]
-        limited = [r for r in answers if r.status == 429]
-        bad = [r for r in answers
-               if not (r.is_envelope(401, INVALID) or r.is_envelope(429, TOO_MANY))]
-        t.note(f"round {k + 1}: {CONCURRENCY} parallel wrong logins from one address: {counts}")
-        t.check(not bad, f"round {k + 1}: every answer is 401 {INVALID!r} or 429 {TOO_MANY!r} (no 5xx)",
-                f"{counts}; e.g. {bad[:2]}")
-        t.check(len(unauthorized) == MAX_FAILURES,
-                f"round {k + 1}: exactly {MAX_FAILURES} of {CONCURRENCY} parallel wrong logins answer "
-                f"401, never more", f"{len(unauthorized)} answered 401")
-        waits = [retry_after(r) for r in limited]
-        t.check(all(w is not None and 1 <= w <= WINDOW for w in waits)
-                and not any(retry_after(r) is not None for r in unauthorized),
-                f"round {k + 1}: every 429 carries Retry-After in 1..{WINDOW} (and no 401 does)",
-                f"{sorted(set(waits))[:5]}")
-    blocked = f"2001:db8:1::{tag}"
+        client = lib.client(0x100 + k)
+        answers = lib.parallel(lambda _: login(host, client, False), range(BURST), BURST)
+        check_burst(t, f"round {k + 1}: {BURST} wrong logins at once from one client", answers,
+                    exactly_ten)
+    blocked = lib.client(0x100)
     r = login(host, blocked, True)
-    t.check(r.is_envelope(429, TOO_MANY), "the right credentials from the blocked address: 429", f"{r!r}")
-    r = login(host, f"2001:db8:ff::{tag}", True)
-    t.check(r.is_envelope(200), "the right credentials from another address: 200", f"{r!r}")
+    t.check(r.is_envelope(429, TOO_MANY), "then the right password from that client: 429", f"{r!r}")
+    r = login(host, lib.client(0x1ff), True)
+    t.check(r.is_envelope(200), "the right password from another client: 200", f"{r!r}")
 
-    # 2. The count lives in the store: another host process on the same
-    # database sees it, and so does this one after a restart.
-    shared = f"2001:db8:5::{tag}"
+    # 2. The right password anywhere after the 10th failure.
+    client = lib.client(0x200)
+    statuses = [login(host, client, False).status for _ in range(MAX_FAILURES)]
+    t.check(statuses == [401] * MAX_FAILURES, f"{MAX_FAILURES} wrong logins one by one: 401 each",
+            f"{statuses}")
+    rng = random.Random(0x200)
+    right_at = set(rng.sample(range(BURST - MAX_FAILURES), 20))
+    answers = lib.parallel(lambda i: login(host, client, i in right_at),
+                           range(BURST - MAX_FAILURES), BURST)
+    rights = [answers[i] for i in sorted(right_at)]
+    t.check(all(r.is_envelope(429, TOO_MANY) for r in rights),
+            f"a burst of {BURST - MAX_FAILURES} after them, the right password at 20 random "
+            "places: each right one 429", f"{summary(rights)}")
+    check_burst(t, "that burst", answers,
+                lambda n401, _c: (n401 == 0, "no password of it checked (no 401)"))
+
+    # 3. Right passwords at once: each success starts the count afresh.
+    client = lib.client(0x300)
+    answers = lib.parallel(lambda i: login(host, client, i % 4 == 0), range(BURST), BURST)
+
+    def per_success(n401, counts):
+        return (n401 <= MAX_FAILURES * (counts.get(200, 0) + 1),
+                f"at most {MAX_FAILURES} failures answered 401 per success (plus {MAX_FAILURES})")
+    check_burst(t, f"{BURST} logins at once from one client, a quarter right", answers, per_success)
+
+    # 4. A spoofed leftmost X-Forwarded-For does not change the bucket.
+    client = lib.client(0x400)
+    answers = [login(host, client, False, spoofed=f"203.0.113.{i}").status
+               for i in range(1, MAX_FAILURES + 3)]
+    t.check(answers == [401] * MAX_FAILURES + [429, 429],
+            "with 1 hop, a new leftmost X-Forwarded-For entry on every login changes nothing: "
+            f"{MAX_FAILURES} x 401, then 429", f"{answers}")
+
+    # 5. Addresses of one /64 share one bucket.
+    answers = [login(host, lib.client(0x500, host=i + 1), False).status
+               for i in range(MAX_FAILURES + 1)]
+    t.check(answers == [401] * MAX_FAILURES + [429],
+            f"{MAX_FAILURES + 1} addresses of one /64: {MAX_FAILURES} x 401, then 429", f"{answers}")
+    r = login(host, lib.client(0x501), True)
+    t.check(r.is_envelope(200), "the next /64 is another client: 200", f"{r!r}")
+
+    # 6. A client's own spin-client-addr does not make it another client.
+    db_url = None if ctx.store == "sqlite" else ctx.pg.fresh_database()
+    direct = DirectHost(ctx, db_url=db_url).start()
+    answers = [login(direct, None, False,
+                     headers={"spin-client-addr": f"198.51.100.{i}:{1000 + i}"}).status
+               for i in range(1, MAX_FAILURES + 2)]
+    t.check(answers == [401] * MAX_FAILURES + [429],
+            "a client that sends its own spin-client-addr is still counted by its peer "
+            f"address: {MAX_FAILURES} x 401, then 429", f"{answers}")
+    direct.stop()
+
+    # 7. The count lives in the store.
+    shared = lib.client(0x700)
     statuses = [login(host, shared, False).status for _ in range(MAX_FAILURES)]
     db_url = None if ctx.store == "sqlite" else ctx.pg.url
     other = ThrottledHost(ctx, state_dir=host.state_dir, username=host.username,
@@ -112,10 +191,7 @@ def run(ctx):
     host.stop()
     host.start()
     r = login(host, shared, True)
-    t.check(r.is_envelope(429, TOO_MANY), "after a restart the address is still blocked", f"{r!r}")
-
-    # 3. The window ends: Retry-After later, the right credentials work again
-    # and the count starts over.
+    t.check(r.is_envelope(429, TOO_MANY), "after a restart the client is still blocked", f"{r!r}")
     wait = retry_after(r) or 0
     t.check(1 <= wait <= WINDOW, f"Retry-After is in 1..{WINDOW}", f"{wait}")
     time.sleep(wait + 0.5)
@@ -124,19 +200,24 @@ def run(ctx):
     fresh = [login(host, shared, False).status for _ in range(MAX_FAILURES + 1)]
     t.check(fresh == [401] * MAX_FAILURES + [429],
             f"the count starts over: {MAX_FAILURES} x 401, then 429", f"{fresh}")
-
-    # 4. Right and wrong logins mixed, at once, from one address.
-    mixed = f"2001:db8:6::{tag}"
-    answers = lib.parallel(lambda i: login(host, mixed, i % 4 == 0), range(CONCURRENCY), CONCURRENCY)
-    counts = summary(answers)
-    bad = [r for r in answers if r.status not in (200, 401, 429) or not r.is_envelope()]
-    t.note(f"{CONCURRENCY} parallel logins from one address, a quarter right: {counts}")
-    t.check(not bad, "mixed right and wrong logins at once: only 200, 401 and 429, no 5xx",
-            f"{counts}; e.g. {bad[:2]}")
-    t.check(counts.get(401, 0) <= MAX_FAILURES * (counts.get(200, 0) + 1),
-            f"mixed logins: at most {MAX_FAILURES} failures answered 401 per success (plus "
-            f"{MAX_FAILURES})", f"{counts}")
     t.check(host.stop() == 0, "the host exits 0 on SIGTERM")
+
+    # 8. Replicas on one PostgreSQL database.
+    if ctx.store == "postgres":
+        replica_db = ctx.pg.fresh_database()
+        first = ThrottledHost(ctx, db_url=replica_db).start()
+        replicas = [first] + [
+            ThrottledHost(ctx, username=first.username, password=first.password,
+                          secret=first.secret, db_url=replica_db).start()
+            for _ in range(2)]
+        for k in range(rounds):
+            client = lib.client(0x800 + k)
+            answers = lib.parallel(lambda i: login(replicas[i % 3], client, False),
+                                   range(BURST), BURST)
+            check_burst(t, f"3 replicas on one database, round {k + 1}: {BURST} wrong logins at "
+                        "once from one client, spread over them", answers, exactly_ten)
+        for replica in replicas:
+            replica.stop()
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ Settings (environment; `make hurl` sets them from its variables):
   SECRET_TOKEN    optional: the signing secret. Without it the files that
                   start with `# needs: secret` (forged tokens) are skipped
                   and listed.
-  TRUST_FORWARDED_FOR=1  the deployment runs with TRUST_FORWARDED_FOR=true:
-                  files with `# needs: forwarded-for` run; else skipped.
+  TRUSTED_PROXY_HOPS=1  the deployment trusts one proxy in front of it
+                  (TRUSTED_PROXY_HOPS=1, or the older TRUST_FORWARDED_FOR=true),
+                  so the last X-Forwarded-For entry names the client: files
+                  with `# needs: forwarded-for` run; else skipped.
 
 A file declares what it needs in its first comment lines:
   # needs: secret
@@ -147,7 +149,9 @@ def write_variables(path, file_root, username, password, run_id, secret):
         # IPv6 prefix in 2001:db8::/32, the documentation range), so counts
         # of an earlier run still in their window never meet this one; and
         # the deployment's LOGIN_WINDOW_SECONDS (default 900).
-        "client_prefix": "2001:db8:%x:%x::" % (secrets.randbits(16), secrets.randbits(16)),
+        # The first three groups of an IPv6 address: a file adds the fourth
+        # and the rest, so each of its clients has a /64 of its own.
+        "client_prefix": "2001:db8:%x:" % secrets.randbits(16),
         "login_window_seconds": os.environ.get("LOGIN_WINDOW_SECONDS") or "900",
     }
     # Texts of exactly 1,000 and 1,001 characters, ASCII, 2-byte and 4-byte
@@ -235,7 +239,8 @@ def main():
     username = os.environ.get("HURL_USERNAME", "")
     password = os.environ.get("HURL_PASSWORD", "")
     secret = os.environ.get("SECRET_TOKEN", "")
-    forwarded = truthy(os.environ.get("TRUST_FORWARDED_FOR"))
+    forwarded = (os.environ.get("TRUSTED_PROXY_HOPS", "").strip() == "1"
+                 or truthy(os.environ.get("TRUST_FORWARDED_FOR")))
     missing = [name for name, value in (("BASE_URL", base_url), ("USERNAME", username),
                                         ("PASSWORD", password)) if not value]
     if missing or not re.match(r"^https?://", base_url):
@@ -261,7 +266,7 @@ def main():
         if "secret" in needs and not secret:
             unmet.append("secret: SECRET_TOKEN not given")
         if "forwarded-for" in needs and not forwarded:
-            unmet.append("forwarded-for: TRUST_FORWARDED_FOR=1 not given")
+            unmet.append("forwarded-for: TRUSTED_PROXY_HOPS=1 not given")
         if unmet:
             skipped.append((path, unmet))
         else:
