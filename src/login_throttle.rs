@@ -90,7 +90,7 @@ impl LoginLimit {
         let known = known?;
         let blocked =
             self.enabled() && known.window_end > now && known.count >= u64::from(self.max_failures);
-        blocked.then(|| retry_after(known.window_end, now))
+        blocked.then(|| self.retry_after(known.window_end, now))
     }
 
     /// After an attempt was counted (`counted` includes it): whether it is
@@ -98,14 +98,18 @@ impl LoginLimit {
     /// first `max_failures` attempts of a window are checked.
     pub fn refuses(self, counted: LoginFailures, now: u64) -> Option<u64> {
         (self.enabled() && counted.count > u64::from(self.max_failures))
-            .then(|| retry_after(counted.window_end, now))
+            .then(|| self.retry_after(counted.window_end, now))
     }
-}
 
-/// Seconds until `window_end`, at least 1 (`Retry-After: 0` would invite an
-/// immediate retry that is still refused).
-pub fn retry_after(window_end: u64, now: u64) -> u64 {
-    window_end.saturating_sub(now).max(1)
+    /// Seconds until `window_end`: at least 1 (`Retry-After: 0` would invite
+    /// an immediate retry that is still refused), and never more than a
+    /// window (a request whose clock read a second earlier than the one that
+    /// began the window, on another instance, would otherwise say window + 1).
+    fn retry_after(self, window_end: u64, now: u64) -> u64 {
+        window_end
+            .saturating_sub(now)
+            .clamp(1, self.window_seconds.max(1))
+    }
 }
 
 /// `client_ip_header`, then `trusted_proxy_hops` (or its older form,
@@ -206,6 +210,16 @@ mod tests {
         assert_eq!(limit.refuses(counted(2), 1_000), None);
         assert_eq!(limit.refuses(counted(3), 1_000), Some(30));
         assert_eq!(limit.refuses(counted(300), 1_029), Some(1));
-        assert_eq!(retry_after(1_000, 1_000), 1);
+        assert_eq!(limit.refuses(counted(3), 1_030), Some(1), "never 0");
+        // Another instance began the window with a clock a second ahead.
+        let window = LoginLimit {
+            max_failures: 2,
+            window_seconds: 30,
+        };
+        assert_eq!(
+            window.refuses(counted(3), 999),
+            Some(30),
+            "never more than the window"
+        );
     }
 }

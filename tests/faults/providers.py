@@ -19,6 +19,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,17 +39,25 @@ class FakeVault:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's name
-                vault.reads.append(self.path)
+                path = urlsplit(self.path).path  # Spin's client adds an empty `?`
+                vault.reads.append(path)
                 prefix = f"/v1/{MOUNT}/data/{PREFIX}/"
                 if vault.failing:
                     return self.answer(500, {"errors": ["internal error"]})
                 if self.headers.get("X-Vault-Token") != vault.token:
                     return self.answer(403, {"errors": ["permission denied"]})
-                name = self.path[len(prefix):] if self.path.startswith(prefix) else None
+                name = path[len(prefix):] if path.startswith(prefix) else None
                 if name not in vault.values:
                     return self.answer(404, {"errors": []})
-                self.answer(200, {"data": {"data": {"value": vault.values[name]},
-                                           "metadata": {"version": 1}}})
+                # As Vault answers, every field: clients parse them all.
+                self.answer(200, {
+                    "request_id": "00000000-0000-0000-0000-000000000000", "lease_id": "",
+                    "renewable": False, "lease_duration": 0, "wrap_info": None,
+                    "warnings": None, "auth": None,
+                    "data": {"data": {"value": vault.values[name]},
+                             "metadata": {"created_time": "2026-11-01T00:00:00.000000000Z",
+                                          "custom_metadata": None, "deletion_time": "",
+                                          "destroyed": False, "version": 1}}})
 
             def answer(self, status, body):
                 raw = json.dumps(body).encode()
