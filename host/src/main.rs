@@ -10,6 +10,7 @@ mod server;
 mod sqlite;
 mod startup;
 mod state;
+mod tls;
 mod variables;
 
 #[global_allocator]

@@ -194,12 +194,12 @@ class Pg:
     """A pg-cluster.sh cluster: the one named by FAULTS_PG_DIR (left running),
     or our own (removed on exit)."""
 
-    def __init__(self, directory=None):
+    def __init__(self, directory=None, tls=False):
         self.own = directory is None
         if self.own:
             directory = tempfile.mkdtemp(prefix="book-faults-pg.")
-            out = subprocess.run([str(PG_CLUSTER), "start", directory], check=True,
-                                 capture_output=True, text=True, timeout=120)
+            out = subprocess.run([str(PG_CLUSTER), "start", directory] + (["--tls"] if tls else []),
+                                 check=True, capture_output=True, text=True, timeout=120)
             self.url = out.stdout.strip().splitlines()[-1]
         else:
             d = Path(directory)

@@ -125,24 +125,21 @@ fn display_host(host: &str) -> String {
     }
 }
 
-/// Parses an address (URL or key=value): the connection settings and
-/// whether the certificate must be verified (`sslmode=verify-ca` or
-/// `verify-full`). Messages never contain the password.
-pub fn parse(address: &str) -> Result<(tokio_postgres::Config, bool), String> {
-    // tokio-postgres knows disable/prefer/require; verify-* is require plus
-    // certificate checks, done by our TLS config.
-    let mut verify = false;
-    let mut address = address.to_string();
-    for mode in ["sslmode=verify-full", "sslmode=verify-ca"] {
-        if address.contains(mode) {
-            verify = true;
-            address = address.replace(mode, "sslmode=require");
+/// Parses an address (URL or key=value) as Spin 4.0.2 does, with
+/// tokio-postgres: `sslmode` is `disable`, `prefer` (the default) or
+/// `require`; Spin refuses `allow`, `verify-ca` and `verify-full` as invalid,
+/// and so does this. Messages never contain the password.
+pub fn parse(address: &str) -> Result<tokio_postgres::Config, String> {
+    let mut config = tokio_postgres::Config::from_str(address).map_err(|e| {
+        // "invalid connection string: invalid value for option `sslmode`",
+        // as Spin reports it (the reason is the error's source).
+        match std::error::Error::source(&e) {
+            Some(reason) => format!("{e}: {reason}"),
+            None => e.to_string(),
         }
-    }
-    let mut config =
-        tokio_postgres::Config::from_str(&address).map_err(|e| format!("invalid address: {e}"))?;
+    })?;
     config.connect_timeout(CONNECT_TIMEOUT);
-    Ok((config, verify))
+    Ok(config)
 }
 
 /// Every host:port the settings would connect to (a host, then each
@@ -173,8 +170,8 @@ pub fn targets(config: &tokio_postgres::Config) -> Result<Vec<(String, u16)>, st
 pub fn parse_and_check(
     address: &str,
     allowed: &[AllowedHost],
-) -> Result<(tokio_postgres::Config, bool), String> {
-    let (config, verify) = parse(address)?;
+) -> Result<tokio_postgres::Config, String> {
+    let config = parse(address)?;
     let targets = targets(&config)
         .map_err(|path| format!("address postgres://{} is not permitted", path.display()))?;
     if targets.is_empty() {
@@ -188,7 +185,7 @@ pub fn parse_and_check(
             ));
         }
     }
-    Ok((config, verify))
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -266,18 +263,25 @@ mod tests {
     }
 
     #[test]
-    fn verify_modes_become_require() {
-        let (config, verify) = parse_and_check(
-            "postgres://h/db?sslmode=verify-full",
-            &allowed(&["postgres://h"]),
-        )
-        .unwrap();
-        assert!(verify);
-        assert_eq!(
-            config.get_ssl_mode(),
-            tokio_postgres::config::SslMode::Require
-        );
-        let (_, verify) = parse_and_check("postgres://h/db", &allowed(&["postgres://h"])).unwrap();
-        assert!(!verify);
+    fn sslmodes_are_spins() {
+        use tokio_postgres::config::SslMode;
+        let allowed = allowed(&["postgres://h"]);
+        for (mode, expected) in [
+            ("", SslMode::Prefer),
+            ("?sslmode=disable", SslMode::Disable),
+            ("?sslmode=prefer", SslMode::Prefer),
+            ("?sslmode=require", SslMode::Require),
+        ] {
+            let config = parse_and_check(&format!("postgres://h/db{mode}"), &allowed).unwrap();
+            assert_eq!(config.get_ssl_mode(), expected, "{mode}");
+        }
+        for mode in ["allow", "verify-ca", "verify-full", "bogus"] {
+            let error =
+                parse_and_check(&format!("postgres://h/db?sslmode={mode}"), &allowed).unwrap_err();
+            assert!(
+                error.contains("invalid value for option `sslmode`"),
+                "{error}"
+            );
+        }
     }
 }

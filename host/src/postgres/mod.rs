@@ -6,7 +6,7 @@
 //! - [`pool`]: connections pooled per address (at most 64 in use), bounded
 //!   connect and query time, broken connections evicted, a statement cache
 //!   per connection;
-//! - [`tls`]: libpq's `sslmode` on rustls;
+//! - [`tls`]: `sslmode` as Spin 4.0.2 has it (certificates verified);
 //! - [`values`]: parameters and column values to and from `rdbms-types`;
 //! - [`host`]: the `connection` resource the component calls, including the
 //!   optional zero-row check (`book-host --pg-empty-query-error`).

@@ -43,7 +43,6 @@ pub struct PgPools {
 
 struct Pool {
     config: tokio_postgres::Config,
-    verify: bool,
     idle: Mutex<Vec<PgClient>>,
     permits: Arc<Semaphore>,
 }
@@ -67,8 +66,7 @@ impl PgPools {
     }
 
     pub async fn open(&self, address: &str) -> Result<Connection, Error> {
-        let (config, verify) =
-            parse_and_check(address, &self.allowed).map_err(Error::ConnectionFailed)?;
+        let config = parse_and_check(address, &self.allowed).map_err(Error::ConnectionFailed)?;
         let pool = {
             let mut pools = self
                 .pools
@@ -79,7 +77,6 @@ impl PgPools {
                 .or_insert_with(|| {
                     Arc::new(Pool {
                         config,
-                        verify,
                         idle: Mutex::new(Vec::new()),
                         permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
                     })
@@ -104,7 +101,7 @@ impl PgPools {
     }
 
     async fn connect(&self, pool: &Pool) -> Result<PgClient, Error> {
-        let tls = self.tls.connector(pool.verify);
+        let tls = self.tls.connector();
         let (client, connection) =
             match tokio::time::timeout(CONNECT_TIMEOUT, pool.config.connect(tls)).await {
                 Err(_) => return Err(Error::ConnectionFailed("timed out connecting".into())),

@@ -79,7 +79,7 @@ fn host_port(host: &str, port: u16) -> String {
 /// The host:port pairs a PostgreSQL address would connect to; `Err` with a
 /// password-free reason when it cannot be read.
 fn pg_targets(url: &str) -> Result<Vec<(String, u16)>, String> {
-    let (config, _) =
+    let config =
         parse_address(url).map_err(|_| "DB_URL is not a valid PostgreSQL address".to_string())?;
     address_targets(&config)
         .map_err(|_| "DB_URL names a Unix socket, which Spin never permits".to_string())

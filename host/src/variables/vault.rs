@@ -71,13 +71,7 @@ impl Vault {
         if !matches!(base.scheme_str(), Some("http" | "https")) || base.host().is_none() {
             bail!("vault url {:?} is not http(s)://host[:port]", config.url);
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let tls = crate::tls::verifying_client_config()?;
         Ok(Vault {
             base,
             token: config.token,
@@ -86,7 +80,7 @@ impl Vault {
                 .prefix
                 .map(|p| p.trim_matches('/').to_string())
                 .filter(|p| !p.is_empty()),
-            tls: Arc::new(tls),
+            tls,
         })
     }
 

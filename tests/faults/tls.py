@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""PostgreSQL over TLS as real Spin 4.0.2 does it.
+
+    tests/faults/tls.py --store postgres [--host book-host|spin]
+
+A cluster of its own that serves TLS with a certificate for IP 127.0.0.1
+signed by a CA of its own, which no system trusts (the usual self-signed or
+private-CA cluster certificate). Spin verifies the server's certificate and
+host name under every sslmode but `disable`, against the system's roots;
+`book-host` must do the same, so each check runs against the host under test
+(`--host spin` runs them under real Spin):
+
+* `sslmode=require`, `prefer` and no sslmode: refused (GET /health 503), no
+  fall back to plain text;
+* `sslmode=disable`: served (200);
+* the same `require` with the CA trusted (`SSL_CERT_FILE` naming it, as
+  OpenSSL reads it): served, so it is the verification that refused;
+* trusted CA but the wrong host name (`localhost`, which the certificate does
+  not name): refused;
+* `sslmode=verify-full`: refused, because Spin 4.0.2 (tokio-postgres 0.7.12)
+  does not know it.
+
+With --store sqlite there is nothing to test: the module runs no check.
+"""
+
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lib  # noqa: E402
+
+
+class TlsHost(lib.Host):
+    def __init__(self, ctx, db_url, ca_file=None):
+        super().__init__(ctx, db_url=db_url)
+        self.ca_file = ca_file
+
+    def env(self):
+        env = super().env()
+        for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+            env.pop(name, None)
+        if self.ca_file:
+            env["SSL_CERT_FILE"] = str(self.ca_file)
+        # db_host must admit the URL's host exactly (localhost is not 127.0.0.1).
+        u = urlsplit(self.db_url)
+        env["SPIN_VARIABLE_DB_HOST"] = f"{u.hostname}:{u.port}"
+        return env
+
+
+def with_sslmode(url, mode, host=None):
+    u = urlsplit(url)
+    netloc = u.netloc if host is None else u.netloc.replace("127.0.0.1", host)
+    return u._replace(netloc=netloc, query="" if mode is None else f"sslmode={mode}").geturl()
+
+
+def run(ctx):
+    t = ctx.tally
+    if ctx.store != "postgres":
+        return
+    cluster = lib.Pg(tls=True)
+    ctx.extra_clusters.append(cluster)
+    ca = Path(cluster.dir) / "ca.crt"
+    cases = [
+        ("sslmode=require, a certificate no trusted CA signed", "require", None, None, 503),
+        ("sslmode=prefer, the same certificate (no fall back to plain text)", "prefer", None,
+         None, 503),
+        ("no sslmode (prefer), the same certificate", None, None, None, 503),
+        ("sslmode=disable", "disable", None, None, 200),
+        ("sslmode=require with the CA trusted (SSL_CERT_FILE)", "require", ca, None, 200),
+        ("sslmode=require, CA trusted, a host name the certificate does not name",
+         "require", ca, "localhost", 503),
+        ("sslmode=verify-full (a mode Spin 4.0.2 does not know)", "verify-full", ca, None, 503),
+    ]
+    for name, mode, ca_file, host_name, expected in cases:
+        host = TlsHost(ctx, with_sslmode(cluster.url, mode, host_name), ca_file).start()
+        r = lib.try_request(host.port, "GET", "/health", timeout=30)
+        ok = r.is_envelope(expected, "Service healthy" if expected == 200 else
+                           "Service unavailable")
+        t.check(ok, f"{name}: GET /health {expected}", f"{r!r}\n{host.tail(8)}")
+        if expected == 503:
+            login = lib.try_request(host.port, "POST", "/token",
+                                    body={"username": host.username, "password": host.password})
+            t.check(login.is_envelope(500, "Internal server error"),
+                    f"{name}: a login (it needs the store) answers 500", f"{login!r}")
+        host.stop()
+
+
+if __name__ == "__main__":
+    lib.main("tls", run)
