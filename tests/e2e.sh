@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # End-to-end tests: the real host serving the real component over HTTP.
 #
-#   tests/e2e.sh [--store sqlite|postgres] [--reuse N] [--host-bin PATH] [--wasm PATH] [--manifest PATH]
+#   tests/e2e.sh [--store sqlite|postgres] [--host book-host|spin] [--reuse N]
+#                [--host-bin PATH] [--wasm PATH] [--manifest PATH]
 # --reuse N serves with `book-host --max-instance-reuse N` (one instance
 # serves up to N requests in turn) instead of a fresh instance per request.
 # --manifest serves another manifest than spin.toml (e.g.
 # deploy/postgres-only/spin.toml); --wasm points its `source` at a component.
+# --host spin serves with real Spin (`spin up`: $SPIN, else spin on PATH),
+# its settings set as a Spin user sets them: the secret, DB_URL and db_host as
+# SPIN_VARIABLE_*, the others as the component's environment (`spin up -e`).
 #
-# Starts `book-host` on a free loopback port with a throwaway state directory,
+# Starts the host on a free loopback port with a throwaway state directory,
 # a random signing secret and custom credentials, runs every
 # tests/hurl/*.hurl file against it (with tests/hurl/run.py, the runner of
 # `make hurl`; it also checks the suite leaves no books behind), then checks that
@@ -26,7 +30,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STORE=sqlite
+HOST=book-host
 HOST_BIN="$ROOT/target/release/book-host"
+SPIN_BIN="${SPIN:-$(command -v spin || true)}"
 WASM=""
 MANIFEST=""
 REUSE=1
@@ -41,6 +47,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --store) STORE="${2:?--store needs a value}"; shift 2 ;;
         --store=*) STORE="${1#*=}"; shift ;;
+        --host) HOST="${2:?--host needs book-host or spin}"; shift 2 ;;
+        --host=*) HOST="${1#*=}"; shift ;;
         --host-bin) HOST_BIN="${2:?--host-bin needs a path}"; shift 2 ;;
         --host-bin=*) HOST_BIN="${1#*=}"; shift ;;
         --reuse) REUSE="${2:?--reuse needs a count}"; shift 2 ;;
@@ -57,7 +65,14 @@ case "$STORE" in
     sqlite|postgres) ;;
     *) echo "e2e: --store must be sqlite or postgres, not '$STORE'" >&2; exit 2 ;;
 esac
+case "$HOST" in
+    book-host|spin) ;;
+    *) echo "e2e: --host must be book-host or spin, not '$HOST'" >&2; exit 2 ;;
+esac
 LABEL="$STORE"
+if [ "$HOST" = spin ]; then
+    LABEL="spin up, $STORE"
+fi
 if [ "$REUSE" != 1 ]; then
     LABEL="$STORE, instance reuse $REUSE"
 fi
@@ -127,7 +142,11 @@ trap 'exit 143' TERM
 
 command -v hurl >/dev/null || abort "hurl is not installed (https://hurl.dev)"
 command -v python3 >/dev/null || abort "python3 is not installed"
-[ -x "$HOST_BIN" ] || abort "host binary not found or not executable: $HOST_BIN (cargo build --release --locked -p book-host)"
+if [ "$HOST" = spin ]; then
+    [ -n "$SPIN_BIN" ] && [ -x "$SPIN_BIN" ] || abort "--host spin: no Spin binary (set SPIN=path, or put spin on PATH)"
+else
+    [ -x "$HOST_BIN" ] || abort "host binary not found or not executable: $HOST_BIN (cargo build --release --locked -p book-host)"
+fi
 
 MANIFEST="${MANIFEST:-$ROOT/spin.toml}"
 [ -f "$MANIFEST" ] || abort "manifest not found: $MANIFEST"
@@ -215,22 +234,41 @@ BASE_URL=""
 start_host() {
     PORT="$(free_port)"
     BASE_URL="http://127.0.0.1:$PORT"
-    echo "e2e $LABEL: starting $HOST_BIN on 127.0.0.1:$PORT" >&2
-    # A clean environment for the settings (no SPIN_VARIABLE_* or DB_URL from
-    # the caller's shell), run from the temporary directory (no stray .env).
+    # A clean environment for the settings (no SPIN_VARIABLE_* or settings
+    # from the caller's shell), run from the temporary directory (no stray
+    # .env).
+    local -a clean=()
+    local name
+    for name in $(compgen -e); do
+        case "$name" in
+            SPIN_VARIABLE_*|SECRET_TOKEN|SECRET_TOKEN_PREVIOUS|DB_URL|AUTH_*|LOGIN_*|TRUST*|CLIENT_IP_HEADER)
+                clean+=(-u "$name") ;;
+        esac
+    done
+    local -a command env=("${HOST_ENV[@]}")
+    if [ "$HOST" = spin ]; then
+        # As a Spin user sets them: the secret and the store as Spin
+        # variables, the rest as the component's environment (`-e`).
+        env=()
+        command=("$SPIN_BIN" up --from "$MANIFEST")
+        local assignment
+        for assignment in "${HOST_ENV[@]}"; do
+            case "$assignment" in
+                SECRET_TOKEN=*|DB_URL=*) env+=("SPIN_VARIABLE_$assignment") ;;
+                SPIN_VARIABLE_*) env+=("$assignment") ;;
+                BOOK_HOST_*) ;;
+                *) command+=(-e "$assignment") ;;
+            esac
+        done
+        command+=(--listen "127.0.0.1:$PORT" --state-dir "$STATE_DIR")
+    else
+        command=("$HOST_BIN" --from "$MANIFEST" --listen "127.0.0.1:$PORT"
+            --state-dir "$STATE_DIR" --max-instance-reuse "$REUSE")
+    fi
+    echo "e2e $LABEL: starting ${command[0]} on 127.0.0.1:$PORT" >&2
     (
         cd "$TMP"
-        exec env -u SPIN_VARIABLE_SECRET_TOKEN -u SPIN_VARIABLE_DB_URL \
-            -u SPIN_VARIABLE_AUTH_USERNAME -u SPIN_VARIABLE_AUTH_PASSWORD \
-            -u SPIN_VARIABLE_DB_HOST -u DB_URL \
-            -u AUTH_PASSWORD_HASH -u SECRET_TOKEN_PREVIOUS -u LOGIN_MAX_FAILURES \
-            -u SPIN_VARIABLE_AUTH_PASSWORD_HASH -u SPIN_VARIABLE_SECRET_TOKEN_PREVIOUS \
-            -u SPIN_VARIABLE_LOGIN_MAX_FAILURES -u SPIN_VARIABLE_LOGIN_WINDOW_SECONDS \
-            -u SPIN_VARIABLE_TRUST_FORWARDED_FOR -u TRUST_FORWARDED_FOR \
-            -u SPIN_VARIABLE_TRUSTED_PROXY_HOPS -u SPIN_VARIABLE_CLIENT_IP_HEADER -u CLIENT_IP_HEADER \
-            "${HOST_ENV[@]}" \
-            "$HOST_BIN" --from "$MANIFEST" --listen "127.0.0.1:$PORT" --state-dir "$STATE_DIR" \
-            --max-instance-reuse "$REUSE"
+        exec env "${clean[@]}" "${env[@]}" "${command[@]}"
     ) >> "$TMP/host.log" 2>&1 &
     HOST_PID=$!
     local deadline=$((SECONDS + START_TIMEOUT))

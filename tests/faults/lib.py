@@ -324,12 +324,11 @@ class Host:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout=20):
-        """SIGTERM (Spin: SIGINT, its Ctrl-C), then SIGKILL after `timeout`;
-        returns the exit status."""
+        """SIGTERM, then SIGKILL after `timeout`; returns the exit status."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT if self.ctx.spin else signal.SIGTERM)
+            self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
