@@ -10,6 +10,11 @@
 #      concurrency, crashes, outages, limits), sized for CI (`make soak` runs
 #      them at full size)
 #   5. the same on a throwaway PostgreSQL cluster
+#   6. with real Spin (SPIN=path, else `spin` on PATH): the hurl suite under
+#      `spin up` for each build and store, book-host and Spin side by side,
+#      and the fault tests of what Spin itself decides (login protection,
+#      stalled clients, failing variables providers, PostgreSQL TLS).
+#      Without Spin these legs are listed as skipped, never counted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,8 +30,16 @@ trap cleanup EXIT
 
 record() { echo "$1 $2" >> "$tally"; }
 
+SPIN=${SPIN:-$(command -v spin || true)}
+skipped=()
+
 summary() {
     local passed=0 failed=0 p f
+    if [ "${#skipped[@]}" -gt 0 ]; then
+        echo
+        echo "skipped (not counted):"
+        printf '  %s\n' "${skipped[@]}"
+    fi
     while read -r p f; do
         passed=$((passed + p))
         failed=$((failed + f))
@@ -99,6 +112,35 @@ if [ -n "$pg_url" ]; then
     step "fuzzing and fault tests on PostgreSQL"
     FAULTS_PG_DIR="$pg_dir" scripts/fuzz.sh --store postgres || true
     FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres || true
+fi
+
+spin_faults=throttle,stalls,providers
+if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then
+    export SPIN
+    step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"
+    tests/e2e.sh --store sqlite --host spin || true
+    tests/e2e.sh --store sqlite --host spin --wasm target/variants/book-catalog-sqlite.wasm || true
+    tests/faults/side_by_side.py --store sqlite || true
+    tests/faults/run.py --store sqlite --host spin --only "$spin_faults" || true
+    if [ -n "$pg_url" ]; then
+        E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin || true
+        E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin \
+            --manifest deploy/postgres-only/spin.toml --wasm target/variants/book-catalog-postgres.wasm || true
+        FAULTS_PG_DIR="$pg_dir" tests/faults/side_by_side.py --store postgres || true
+        FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres --host spin \
+            --only "$spin_faults,tls" || true
+    fi
+else
+    for leg in "e2e under spin up: default build on SQLite" \
+        "e2e under spin up: SQLite-only build on SQLite" \
+        "e2e under spin up: default build on PostgreSQL" \
+        "e2e under spin up: PostgreSQL-only build on PostgreSQL" \
+        "book-host and spin up side by side, SQLite" \
+        "book-host and spin up side by side, PostgreSQL" \
+        "fault tests under spin up ($spin_faults), SQLite" \
+        "fault tests under spin up ($spin_faults,tls), PostgreSQL"; do
+        skipped+=("$leg: no Spin binary (set SPIN=path, or put spin on PATH)")
+    done
 fi
 
 summary

@@ -242,8 +242,11 @@ class Host:
     directory: by `book-host`, or by real Spin (`spin up`) when the context
     says so (`--host spin`)."""
 
-    def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None):
+    def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None,
+                 spin=None):
         self.ctx = ctx
+        # Served by real Spin (or book-host): the context's choice unless given.
+        self.spin = ctx.spin if spin is None else spin
         self.db_url = db_url  # PostgreSQL: another database of the cluster
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="state.", dir=ctx.tmp))
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -283,13 +286,13 @@ class Host:
 
     def command(self):
         listen = ["--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir)]
-        if self.ctx.spin:
+        if self.spin:
             return [SPIN_BIN, "up", "--from", str(MANIFEST), *listen, *self.args]
         return [str(HOST_BIN), "--from", str(MANIFEST), *listen, *self.args]
 
     def process_env(self):
         env = self.env()
-        if self.ctx.spin:
+        if self.spin:
             # Settings as a Spin user sets them; the zero-row check is ours.
             for name in SETTINGS:
                 if name in env:

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""book-host and real Spin, side by side: the same requests, the same answers.
+
+    tests/faults/side_by_side.py --store sqlite|postgres [--scale quick|full]
+
+Starts `book-host` and `spin up` ($SPIN, else spin on PATH) on the same
+component, with the same secret, credentials and settings, each on an empty
+store of its own (SQLite: its own state folder; PostgreSQL: a fresh database
+each). Then sends both the same seeded sequence of requests, one pair at a
+time: valid, invalid and hostile requests to every endpoint, catalog
+queries, forged tokens, wrong logins up to the limit. Every answer must be
+identical: status, envelope (the string of an issued token aside),
+`Content-Type`, `Allow`, `Link`, `Retry-After`, `Cache-Control`. The one
+tolerance: `Retry-After` counts down in whole seconds on each host's clock,
+read a few milliseconds apart, so the two may differ by one.
+
+quick: 600 requests; full: 3,000. Needs real Spin: without one the module
+fails its setup (make test runs it only when Spin is there).
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lib  # noqa: E402
+
+COMPARED_HEADERS = ("content-type", "allow", "link", "retry-after", "cache-control")
+SEED = 20261123
+
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def forge(header, claims, key):
+    head = b64(json.dumps(header, separators=(",", ":")).encode())
+    body = b64(json.dumps(claims, separators=(",", ":")).encode())
+    signature = hmac.new(key, f"{head}.{body}".encode(), hashlib.sha256).digest()
+    return f"{head}.{body}.{b64(signature)}"
+
+
+class Sequence:
+    """The seeded requests: each a (method, path, body bytes or None,
+    headers with "{token}" standing for the host's own token)."""
+
+    def __init__(self, rng, secret, username, password):
+        self.rng, self.secret = rng, secret.encode()
+        self.username, self.password = username, password
+        self.created = 0  # books created so far (ids 1..created, same on both)
+        self.clients = 0
+        self.queued = []  # requests that must follow one another
+
+    def token_header(self):
+        r, now = self.rng.random(), int(time.time())
+        if r < 0.75:
+            return {"Authorization": "{token}"}
+        return {"Authorization": self.rng.choice([
+            "", "   ", "Bearer {token}", "{token}x", "not.a.token", "a.b", "a.b.c.d",
+            forge({"alg": "none", "typ": "JWT"}, {"exp": now + 600}, self.secret),
+            forge({"alg": "HS512", "typ": "JWT"}, {"exp": now + 600}, self.secret),
+            forge({"alg": "HS256", "typ": "JWT"}, {"exp": now - 5}, self.secret),
+            forge({"alg": "HS256", "typ": "JWT"}, {}, self.secret),
+            forge({"alg": "HS256", "typ": "JWT"}, {"exp": now + 600}, b"another-secret" * 3),
+            forge({"alg": "HS256", "typ": "JWT"}, {"exp": "soon"}, self.secret),
+            "{token}=", "x" * 5000])}
+
+    def book_id(self):
+        r = self.rng.random()
+        if r < 0.6 and self.created:
+            return str(self.rng.randint(1, self.created))
+        return self.rng.choice(["0", "-1", "abc", "1.5", "01", "99999999", "9223372036854775807",
+                                "9223372036854775808", "%31", "1/2", "", "%D9%A1"])
+
+    def text(self):
+        if self.rng.random() < 0.8:
+            return self.rng.choice(["Dune", "Frank Herbert", "Émile Zola", "東京", "a" * 1000,
+                                    "%_\\", "tab\tnew\nline", "emoji 📚", "O'Reilly",
+                                    '"quoted"'])
+        return self.rng.choice(["a" * 1001, "", "   ", "x\u0000y", 42, None, ["list"]])
+
+    def year(self):
+        if self.rng.random() < 0.8:
+            return self.rng.choice([1965, -44, 0, 2147483647, -2147483648])
+        return self.rng.choice([2147483648, 1999.0, 1.5, "1999", None, True])
+
+    def book_body(self, partial):
+        fields = {"title": self.text, "author": self.text, "year": self.year}
+        body = {}
+        for name, value in fields.items():
+            if not partial or self.rng.random() < 0.5:
+                if self.rng.random() < 0.9:
+                    body[name] = value()
+        if self.rng.random() < 0.1:
+            body["id"] = 777
+        if self.rng.random() < 0.05:
+            body["extra"] = {"nested": [1, 2]}
+        return json.dumps(body).encode()
+
+    def raw_body(self):
+        return self.rng.choice([b"", b"{", b"null", b"[]", b'"s"', b"{}", b'{"title":1e400}',
+                                b"[" * 10000 + b"]" * 10000, b'{"a":1,"a":2}',
+                                b'{"title":"\xff\xfe","author":"x","year":1}',
+                                b'{"title":"T","author":"A","year":1} trailing'])
+
+    def query(self):
+        params = []
+        for _ in range(self.rng.randint(0, 4)):
+            name = self.rng.choice(["limit", "after", "title", "author", "year", "page", "LIMIT"])
+            value = self.rng.choice(["1", "2", "10", "1000", "1001", "0", "-1", "x", "", "1.5",
+                                     "dune", "%25", "a+b", "%C3%89", "%zz", "2147483648", "3"])
+            params.append(f"{name}={value}")
+        return "?" + "&".join(params) if params or self.rng.random() < 0.5 else ""
+
+    def login(self):
+        r = self.rng.random()
+        if r < 0.5:
+            body = json.dumps({"username": self.username, "password": self.password}).encode()
+        elif r < 0.8:
+            body = self.rng.choice([b"{}", b"not json", b'{"username":1,"password":2}',
+                                    json.dumps({"username": self.username}).encode(),
+                                    b'{"username":"u","password":"p","x":[]}'])
+        else:
+            # A wrong login from a client of its own (one proxy hop), so the
+            # real client never nears the limit.
+            self.clients += 1
+            body = json.dumps({"username": self.username, "password": "wrong"}).encode()
+            return ("POST", "/token", body, {"X-Forwarded-For": f"203.0.113.{self.clients % 250}"})
+        return ("POST", "/token", body, {"Content-Type": "application/json"})
+
+    def lockout(self):
+        """Twelve wrong logins in a row from one client of its own: ten
+        answer 401, then 429 with Retry-After; then its right password, 429."""
+        self.clients += 1
+        client = {"X-Forwarded-For": f"198.51.100.{self.clients % 250}",
+                  "Content-Type": "application/json"}
+        wrong = json.dumps({"username": self.username, "password": "guess"}).encode()
+        right = json.dumps({"username": self.username, "password": self.password}).encode()
+        self.queued = [("POST", "/token", wrong, client)] * 11 + [("POST", "/token", right, client)]
+        return ("POST", "/token", wrong, client)
+
+    def next(self):
+        if self.queued:
+            return self.queued.pop(0)
+        rng = self.rng
+        kind = rng.choices(["create", "get", "put", "delete", "list", "login", "method", "path",
+                            "health", "raw", "limit", "lockout"],
+                           weights=[14, 14, 10, 6, 14, 10, 6, 8, 4, 8, 1, 0.5])[0]
+        if kind == "lockout":
+            return self.lockout()
+        json_type = {"Content-Type": "application/json"}
+        if kind == "create":
+            return ("POST", "/book", self.book_body(False), {**self.token_header(), **json_type})
+        if kind == "get":
+            return ("GET", "/book/" + self.book_id(), None, self.token_header())
+        if kind == "put":
+            return ("PUT", "/book/" + self.book_id(), self.book_body(True),
+                    {**self.token_header(), **json_type})
+        if kind == "delete":
+            return ("DELETE", "/book/" + self.book_id(), None, self.token_header())
+        if kind == "list":
+            return ("GET", "/books" + self.query(), None, self.token_header())
+        if kind == "login":
+            return self.login()
+        if kind == "method":
+            method = rng.choice(["PATCH", "OPTIONS", "PUT", "DELETE", "POST", "GET"])
+            path = rng.choice(["/token", "/book", "/books", "/book/1", "/health"])
+            return (method, path, None, self.token_header())
+        if kind == "path":
+            path = rng.choice(["/", "/tokens", "/book/", "/books/", "/book/1/2", "/BOOK/1",
+                               "/book/../token", "//books", "/book/%2e%2e", "/" + "a" * 3000,
+                               "/books?limit=1#frag", "/health/", "/book/1?x=1"])
+            return (rng.choice(["GET", "POST"]), path, None, self.token_header())
+        if kind == "health":
+            return (rng.choice(["GET", "GET", "HEAD", "POST"]), "/health", None, {})
+        if kind == "raw":
+            return (rng.choice(["POST", "PUT"]), rng.choice(["/book", "/book/1", "/token"]),
+                    self.raw_body(), {**self.token_header(), **json_type})
+        # Over the 1 MiB limit.
+        return ("POST", rng.choice(["/book", "/token"]), b" " * (1024 * 1024 + 1),
+                {**self.token_header(), **json_type})
+
+    def learn(self, request, status):
+        """A create that succeeded took the next id (on both: same answers)."""
+        if request[0] == "POST" and request[1] == "/book" and status == 201:
+            self.created += 1
+
+
+def answer(host, token, request):
+    method, path, body, headers = request
+    headers = {k: v.replace("{token}", token) for k, v in headers.items()}
+    r = lib.try_request(host.port, method, path, raw=body, headers=headers, timeout=60)
+    found = {k.lower(): v for k, v in r.headers.items()}
+    envelope = r.json
+    if isinstance(envelope, dict) and isinstance(envelope.get("data"), dict) \
+            and isinstance(envelope["data"].get("token"), str):
+        envelope = dict(envelope, data=dict(envelope["data"], token="<token>"))
+    return {"status": r.status, "body": envelope if envelope is not None else r.raw[:200],
+            "headers": {name: found.get(name) for name in COMPARED_HEADERS}}
+
+
+def same(a, b):
+    if a["status"] != b["status"] or a["body"] != b["body"]:
+        return False
+    for name in COMPARED_HEADERS:
+        x, y = a["headers"][name], b["headers"][name]
+        if name == "retry-after" and x and y and x.isdigit() and y.isdigit():
+            if abs(int(x) - int(y)) > 1:
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def run(ctx, seed=SEED):
+    t = ctx.tally
+    if not lib.SPIN_BIN:
+        raise RuntimeError("no Spin binary (set SPIN=path, or put spin on PATH)")
+    hosts = []
+    for spin in (False, True):
+        db_url = ctx.pg.fresh_database() if ctx.store == "postgres" else None
+        first = hosts[0] if hosts else None
+        host = lib.Host(ctx, spin=spin, db_url=db_url,
+                        secret=first.secret if first else True,
+                        username=first.username if first else None,
+                        password=first.password if first else None)
+        hosts.append(host.start())
+    book_host, spin_up = hosts
+    tokens = [h.token() for h in hosts]
+    rng = random.Random(seed)
+    sequence = Sequence(rng, book_host.secret, book_host.username, book_host.password)
+    count = 3000 if ctx.full else 600
+    differences, statuses = [], {}
+    for i in range(count):
+        request = sequence.next()
+        a = answer(book_host, tokens[0], request)
+        b = answer(spin_up, tokens[1], request)
+        statuses[a["status"]] = statuses.get(a["status"], 0) + 1
+        if not same(a, b):
+            differences.append((i, request[:2], a, b))
+        sequence.learn(request, b["status"])
+    t.note(f"seed {seed}: {count} requests, book-host's statuses {dict(sorted(statuses.items()))}")
+    detail = "\n".join(f"#{i} {req}: book-host {a} / spin {b}" for i, req, a, b in differences[:5])
+    t.check(not differences,
+            f"{count} seeded requests (valid, invalid, hostile; every endpoint): book-host and "
+            f"spin up answer alike", f"{len(differences)} differ:\n{detail}")
+    t.check(len(statuses) >= 8, "the sequence reached at least 8 kinds of answer",
+            f"{statuses}")
+    for host in hosts:
+        host.stop()
+
+
+if __name__ == "__main__":
+    lib.main("side_by_side", run)
