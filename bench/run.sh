@@ -8,7 +8,8 @@
 #   isolated   the component under book-host, a fresh instance per request
 #   reuse      the component under book-host --max-instance-reuse N (when the
 #              host has the flag)
-#   spin       when a `spin` binary is on PATH: real Spin (`spin up`) serving
+#   spin       when there is a Spin binary ($SPIN, else `spin` on PATH): real
+#              Spin (`spin up`) serving
 #              the same .wasm files, the floor and the component (otherwise
 #              the run says it skipped them)
 # Every scenario runs on SQLite and on a throwaway PostgreSQL cluster.
@@ -84,9 +85,9 @@ if [ -x "$HOST_BIN" ]; then
         REUSE_SUPPORTED=1
     fi
 fi
-# Real Spin, when installed (it cannot be installed here: see
-# ../shared/spin-facts.md); SPIN_STATUS goes into the report.
-SPIN_BIN=$(command -v spin || true)
+# Real Spin, when there is one ($SPIN, else `spin` on PATH); SPIN_STATUS goes
+# into the report.
+SPIN_BIN=${SPIN:-$(command -v spin || true)}
 if [[ " $COMPARATORS " != *" spin "* ]]; then
     SPIN_STATUS="not requested (BENCH_COMPARATORS)"
 elif [ -n "$SPIN_BIN" ]; then
