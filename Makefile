@@ -26,16 +26,28 @@ soak: build
 ## The hurl suite (tests/hurl/) against a running deployment; leaves no books
 ## behind and skips (and lists) the files that need what is not given:
 ##   make hurl BASE_URL=https://books.example.com USERNAME=admin PASSWORD=... \
-##        [SECRET_TOKEN=...] [TRUST_FORWARDED_FOR=1]
+##        [SECRET_TOKEN=...] [TRUSTED_PROXY_HOPS=1] \
+##        [REPORT_JUNIT=build/hurl-junit.xml] [REPORT_HTML=build/hurl-html]
+## or with hurl's own names, HURL_VARIABLE_base_url, HURL_VARIABLE_username,
+## HURL_SECRET_password (or HURL_VARIABLE_password) and HURL_SECRET_secret_token
+## (or HURL_VARIABLE_secret_token). Each setting from the first that gives it:
+## BASE_URL / USERNAME / PASSWORD / SECRET_TOKEN (passed as they are, no make
+## expansion), then HURL_BASE_URL / HURL_USERNAME / HURL_PASSWORD in the
+## environment, then HURL_VARIABLE_* / HURL_SECRET_* (tests/hurl/run.py run
+## directly also takes hurl's --variable / --secret NAME=VALUE, before all).
+## The password, secret and tokens show as *** in hurl's output and reports;
+## the runner checks it, and writes the reports (off by default) only then.
 ## Last line: N passed, M failed. `make test` runs the same runner (tests/e2e.sh).
-hurl: export HURL_BASE_URL = $(BASE_URL)
-hurl: export HURL_USERNAME = $(USERNAME)
-hurl: export HURL_PASSWORD = $(PASSWORD)
-hurl: export SECRET_TOKEN := $(SECRET_TOKEN)
-hurl: export TRUST_FORWARDED_FOR := $(TRUST_FORWARDED_FOR)
+hurl: export HURL_BASE_URL := $(or $(value BASE_URL),$(value HURL_BASE_URL))
+hurl: export HURL_USERNAME := $(or $(value USERNAME),$(value HURL_USERNAME))
+hurl: export HURL_PASSWORD := $(or $(value PASSWORD),$(value HURL_PASSWORD))
+hurl: export SECRET_TOKEN := $(value SECRET_TOKEN)
+hurl: export TRUSTED_PROXY_HOPS := $(value TRUSTED_PROXY_HOPS)
+hurl: export TRUST_FORWARDED_FOR := $(value TRUST_FORWARDED_FOR)
 hurl:
 	@scripts/ensure-tools.sh hurl
-	@tests/hurl/run.py
+	@tests/hurl/run.py $(if $(REPORT_JUNIT),--report-junit '$(REPORT_JUNIT)') \
+	    $(if $(REPORT_HTML),--report-html '$(REPORT_HTML)')
 
 ## Load benchmark (wrk on loopback): native vs floor vs component, SQLite and
 ## PostgreSQL, isolated and reuse; writes bench/results/latest.{md,json}.
