@@ -2,10 +2,11 @@
 """Puts benchmark books straight into the database behind a server under test.
 
 Writing rows directly is much faster than through the API, and keeps the
-seeding out of the measured runs. The table is created from the project's
-own migration first (idempotent), exactly as the servers would create it.
+seeding out of the measured runs. The tables are created from the project's
+own migrations first (migrations/STORE/*.sql in order; each is idempotent),
+as the servers would create them.
 
-    seed.py STORE reset           drop the table (PostgreSQL) or its rows (SQLite)
+    seed.py STORE reset           drop the tables (PostgreSQL) or the books (SQLite)
     seed.py STORE clear           delete every book (the id counter goes on)
     seed.py STORE ensure N        books 1..N exist (adds max(id)+1..N)
     seed.py STORE range COUNT     adds COUNT books after max(id); prints the first id
@@ -25,10 +26,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIGRATIONS = os.path.join(ROOT, "migrations")
 
 
+def migrations(store):
+    """The migration files of `store` (sqlite or postgres), in order, as one script."""
+    folder = os.path.join(MIGRATIONS, store)
+    script = []
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), encoding="utf-8") as migration:
+            script.append(migration.read())
+    return "\n".join(script)
+
+
 def sqlite_connect(path):
     connection = sqlite3.connect(path, timeout=30, isolation_level=None)
-    with open(os.path.join(MIGRATIONS, "sqlite.sql")) as migration:
-        connection.executescript(migration.read())
+    connection.executescript(migrations("sqlite"))
     return connection
 
 
@@ -90,8 +100,8 @@ def main(argv):
         connection.close()
     elif store.startswith(("postgres://", "postgresql://")):
         if command == "reset":
-            with open(os.path.join(MIGRATIONS, "postgres.sql")) as migration:
-                psql(store, "DROP TABLE IF EXISTS books; " + migration.read())
+            psql(store, "DROP TABLE IF EXISTS books, login_failures, login_attempts, "
+                        "schema_migrations; " + migrations("postgres"))
         elif command == "clear":
             psql(store, "TRUNCATE books")
         elif command == "ensure":

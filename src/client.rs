@@ -1,5 +1,5 @@
 //! Who the client of a request is, for counting failed logins per client
-//! (decisions.md, "Login protection"), and the key its count is kept under.
+//! (docs/configuration.md, "Login protection"), and the key its count is kept under.
 //!
 //! In order:
 //! 1. `client_ip_header`: a header an edge in front of the service

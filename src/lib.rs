@@ -3,29 +3,49 @@
 //! An HTTP/JSON API for book records behind HS256 token login, built as a
 //! WebAssembly component for Spin.
 //!
-//! The crate is a host-independent core that builds and is tested natively
-//! (`app::handle` and everything it calls), plus, in the WebAssembly build
-//! only, the Spin adapters in `spin`: the HTTP entry, the SQLite and
-//! PostgreSQL stores and the configuration reader.
+//! A host-independent core that builds and is tested natively, imports
+//! flowing one way (each module uses only those above it in this list):
+//!
+//! - `error`, `envelope`: the one error type and the response it maps to;
+//! - `settings`, `db_url`: the settings, their names and precedence, and
+//!   the store setting `DB_URL`;
+//! - `model`: the book, its id and its rules;
+//! - `query`: catalog queries on `GET /books`;
+//! - `sql`, `migrations`: every statement, in one dialect type, and the
+//!   versioned schema;
+//! - `store`: what the handlers ask of a database;
+//! - `port`: what the core needs from its host (`Context`, bodies, the
+//!   request head);
+//! - `token`, `password`, `client`, `login_limit`: tokens, credentials, who
+//!   the client is, the failed-login limit;
+//! - `router`, `handlers`, `app`: routing, one handler module per resource,
+//!   and the dispatch (`handle`).
+//!
+//! And, in the WebAssembly build only, the Spin adapters in `spin`: the HTTP
+//! entry, the SQLite and PostgreSQL stores and the settings reader.
 
 pub mod app;
-pub mod auth;
-pub mod books;
-pub mod catalog;
 pub mod client;
+pub mod db_url;
 pub mod envelope;
 pub mod error;
-pub mod login_throttle;
+pub mod handlers;
+pub mod login_limit;
+pub mod migrations;
+pub mod model;
 pub mod password;
+pub mod port;
+pub mod query;
 pub mod router;
-pub mod schema;
 pub mod settings;
+pub mod sql;
 pub mod store;
 pub mod token;
 
 #[cfg(target_arch = "wasm32")]
 mod spin;
 
-pub use app::{handle, Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
+pub use app::handle;
 pub use envelope::Response;
 pub use error::ApiError;
+pub use port::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};

@@ -1,41 +1,15 @@
-//! Method + path to endpoint (decisions.md, "API details").
+//! Method + path to endpoint (docs/api.md).
 //!
 //! Routing answers two questions in the order the contract needs: is the path
 //! served at all (404 "Not found" otherwise, before any authentication), and,
 //! only once authentication has passed, does the path serve this method (405).
 
 use crate::error::ApiError;
-
-/// A book id: 1 ..= 2^63-1, assigned by the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BookId(i64);
-
-impl BookId {
-    pub fn new(value: i64) -> Option<BookId> {
-        (value >= 1).then_some(BookId(value))
-    }
-
-    pub fn get(self) -> i64 {
-        self.0
-    }
-
-    /// Parses the canonical decimal form only: digits, no sign, no leading
-    /// zero, within 1 ..= 2^63-1. Anything else names no book.
-    pub fn parse(text: &str) -> Option<BookId> {
-        let canonical = !text.is_empty()
-            && text.len() <= 19
-            && text.bytes().all(|b| b.is_ascii_digit())
-            && !text.starts_with('0');
-        if !canonical {
-            return None;
-        }
-        text.parse::<i64>().ok().and_then(BookId::new)
-    }
-}
+use crate::model::BookId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
-    /// `GET /health`: whether the configured store answers (decisions.md, "Health").
+    /// `GET /health`: whether the configured store answers.
     Health,
     IssueToken,
     CreateBook,
@@ -213,34 +187,6 @@ mod tests {
             endpoint("post", "/token"),
             Err(ApiError::MethodNotAllowed("POST"))
         );
-    }
-
-    #[test]
-    fn ids_are_canonical_decimals_in_range() {
-        assert_eq!(BookId::parse("1").map(BookId::get), Some(1));
-        assert_eq!(
-            BookId::parse("9223372036854775807").map(BookId::get),
-            Some(i64::MAX)
-        );
-        for bad in [
-            "",
-            "0",
-            "-1",
-            "+1",
-            "01",
-            "1.5",
-            "abc",
-            "1e3",
-            " 1",
-            "1 ",
-            "%31",
-            "9223372036854775808",
-            "99999999999999999999",
-            "1/2",
-            "١",
-        ] {
-            assert_eq!(BookId::parse(bad), None, "{bad:?}");
-        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Configuration: which settings exist, where each is read, and their
-//! defaults (decisions.md, "Configuration"). Reading is left to the adapter
+//! defaults (docs/configuration.md). Reading is left to the adapter
 //! (Spin variables and the component environment); the precedence is here.
 
 /// A setting of the service.
@@ -21,7 +21,7 @@ pub enum Setting {
 /// A setting whose source failed (a Spin variables provider that answered
 /// with an error, as opposed to one without a value). It is never replaced
 /// by a fallback or a default: the request that needs it answers 500
-/// (decisions.md, "Failing closed"). `reason` never holds the value.
+/// (docs/configuration.md, "Failing closed"). `reason` never holds the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingUnavailable {
     pub setting: Setting,
@@ -47,7 +47,7 @@ pub const DEFAULT_PASSWORD: &str = "password";
 /// RFC 7518 section 3.2: an HS256 key should be at least as long as the hash.
 pub const MIN_SECRET_BYTES: usize = 32;
 
-/// Failed logins one client address may make within a window (decisions.md,
+/// Failed logins one client address may make within a window (docs/configuration.md,
 /// "Login protection"); 0 turns the limit off.
 pub const DEFAULT_LOGIN_MAX_FAILURES: u32 = 10;
 /// The window failed logins are counted in, from the first failure.

@@ -1,4 +1,4 @@
-//! HS256 JSON Web Tokens: issue and verify (decisions.md, "Tokens").
+//! HS256 JSON Web Tokens: issue and verify (docs/api.md, "Tokens").
 //!
 //! Deliberately narrow: one algorithm, one claim. Anything this module does
 //! not fully understand is rejected rather than guessed at.

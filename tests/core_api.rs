@@ -6,7 +6,7 @@ mod support;
 
 use std::cell::Cell;
 
-use book_catalog::store::StoreTarget;
+use book_catalog::db_url::StoreTarget;
 use book_catalog::MAX_BODY_BYTES;
 use serde_json::{json, Value};
 use support::*;

@@ -5,7 +5,7 @@
 
 mod support;
 
-use book_catalog::store::StoreTarget;
+use book_catalog::db_url::StoreTarget;
 use serde_json::Value;
 use support::*;
 

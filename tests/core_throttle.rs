@@ -5,7 +5,7 @@
 
 mod support;
 
-use book_catalog::store::BookStore;
+use book_catalog::store::LoginAttemptStore;
 use book_catalog::token;
 use support::*;
 
@@ -50,7 +50,7 @@ fn status(ctx: &mut TestContext, body: &str) -> u16 {
 
 /// The count stored under `key`.
 fn count_of(ctx: &mut TestContext, key: &str) -> Option<u64> {
-    ctx.store.login_failures(key).unwrap().map(|f| f.count)
+    ctx.store.login_attempts(key).unwrap().map(|f| f.count)
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn a_success_clears_the_count() {
         // the third failure of the second round would block the address).
         assert_eq!(status(&mut ctx, RIGHT), 200);
     }
-    assert_eq!(ctx.store.login_failure_rows(), 0);
+    assert_eq!(ctx.store.login_attempt_rows(), 0);
 }
 
 #[test]
@@ -395,21 +395,21 @@ fn ended_windows_start_over_and_are_cleaned_up_in_batches() {
         ctx.client_addr = Some(format!("198.51.100.{i}:1"));
         assert_eq!(status(&mut ctx, WRONG), 401);
     }
-    assert_eq!(ctx.store.login_failure_rows(), 150);
+    assert_eq!(ctx.store.login_attempt_rows(), 150);
     // After the window, the next new window's failure removes at most 100
     // ended rows (and its own row is new).
     ctx.now += 61;
     ctx.client_addr = Some("192.0.2.200:1".into());
     assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(ctx.store.login_failure_rows(), 150 - 100 + 1);
+    assert_eq!(ctx.store.login_attempt_rows(), 150 - 100 + 1);
     ctx.client_addr = Some("192.0.2.201:1".into());
     assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(ctx.store.login_failure_rows(), 2);
+    assert_eq!(ctx.store.login_attempt_rows(), 2);
     // An address whose window ended starts over at one.
     ctx.now += 61;
     ctx.client_addr = Some("192.0.2.200:1".into());
     assert_eq!(status(&mut ctx, WRONG), 401);
-    let row = ctx.store.login_failures("192.0.2.200").unwrap().unwrap();
+    let row = ctx.store.login_attempts("192.0.2.200").unwrap().unwrap();
     assert_eq!((row.count, row.window_end), (1, ctx.now + 60));
 }
 

@@ -16,11 +16,13 @@ use spin_sdk::http::{Fields, IncomingRequest, OutgoingResponse, ResponseOutparam
 use spin_sdk::wit::wasi::http0_2_0::types::IncomingBody;
 use wasi::io::streams::StreamError;
 
-use crate::app::{self, Body, BodyError, Context, RequestHead};
+use crate::app;
+use crate::db_url::StoreTarget;
 use crate::envelope::Response;
+use crate::port::{Body, BodyError, Context, RequestHead};
 use crate::router;
 use crate::settings::{self, Setting, SettingUnavailable};
-use crate::store::{BookStore, StoreTarget};
+use crate::store::Database;
 
 /// How much of the body one host call reads.
 const READ_CHUNK_BYTES: u64 = 64 * 1024;
@@ -183,7 +185,7 @@ impl Context for SpinContext {
             .map_or(0, |elapsed| elapsed.as_secs())
     }
 
-    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>> {
+    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>> {
         match target {
             #[cfg(feature = "sqlite")]
             StoreTarget::Sqlite(label) => Ok(Box::new(sqlite::SqliteStore::new(label))),

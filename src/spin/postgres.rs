@@ -1,27 +1,23 @@
-//! `BookStore` on PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`,
-//! in every Spin since 2.0).
+//! The store on PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`, in
+//! every Spin since 2.0).
 
-use anyhow::{anyhow, bail};
+use anyhow::{anyhow, bail, Context as _};
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
-use crate::books::{Book, BookChanges, NewBook};
-use crate::catalog::{page_statement, BookQuery, Dialect};
-use crate::router::BookId;
-use crate::schema;
-use crate::store::{
-    insert_statement, login_sql, redact_password, update_statement, BookStore, LoginFailures,
-    SqlParam, BOOK_COLUMNS,
-};
+use crate::db_url::redact_password;
+use crate::migrations::{self, SchemaConnection};
+use crate::model::{Book, BookChanges, BookId, NewBook};
+use crate::query::BookQuery;
+use crate::sql::{self, Dialect, SqlParam, Statement};
+use crate::store::{BookStore, LoginAttemptStore, LoginAttempts};
 
-/// SQLSTATE codes the store reacts to. The 2.0 interface reports a failed
-/// query as text only; Spin (and our host) put tokio-postgres' description
-/// of the error there, which names the SQLSTATE (`SqlState(E42P01)`).
-const UNDEFINED_TABLE: &str = "42P01";
-/// Two first requests racing to create the table: the loser's
-/// `CREATE TABLE IF NOT EXISTS` fails with one of these (duplicate table,
-/// duplicate object: the table's row type, unique violation in the
-/// catalogue), and the table exists.
-const CONCURRENT_CREATE: [&str; 3] = ["42P07", "42710", "23505"];
+const DIALECT: Dialect = Dialect::Postgres;
+
+/// The SQLSTATEs of a database behind this build's schema: undefined table,
+/// undefined column. The 2.0 interface reports a failed query as text only;
+/// Spin (and our host) put tokio-postgres' description of the error there,
+/// which names the SQLSTATE (`SqlState(E42P01)`).
+const SCHEMA_BEHIND: [&str; 2] = ["42P01", "42703"];
 
 /// Wraps `statement` so that it yields at least one row, whatever the data.
 ///
@@ -66,15 +62,16 @@ impl PostgresStore {
         }
     }
 
-    /// Runs `statement` through `query`, wrapped by `at_least_one_row`; on a
-    /// missing table, creates the schema and runs it again.
+    /// Runs `statement` through `query`, wrapped by `at_least_one_row`. A
+    /// missing table or column means the database is behind this build's
+    /// schema: migrate it and run the statement again.
     fn query(
         &mut self,
-        statement: &str,
+        statement: &Statement,
         order_by: Option<&str>,
-        params: &[ParameterValue],
     ) -> anyhow::Result<Vec<Vec<DbValue>>> {
-        let sql = at_least_one_row(statement, order_by);
+        let sql = at_least_one_row(&statement.sql, order_by);
+        let params = bind(&statement.params);
         let connection = match &mut self.connection {
             Some(connection) => connection,
             slot => slot.insert(
@@ -82,10 +79,11 @@ impl PostgresStore {
                     .map_err(|error| anyhow!("connecting to PostgreSQL: {}", describe(&error)))?,
             ),
         };
-        let result = match connection.query(&sql, params) {
-            Err(error) if has_sqlstate(&error, UNDEFINED_TABLE) => {
-                migrate(connection)?;
-                connection.query(&sql, params)
+        let result = match connection.query(&sql, &params) {
+            Err(error) if SCHEMA_BEHIND.iter().any(|code| has_sqlstate(&error, code)) => {
+                migrations::migrate(&mut Schema(connection), DIALECT)
+                    .context("migrating the PostgreSQL database")?;
+                connection.query(&sql, &params)
             }
             result => result,
         };
@@ -94,18 +92,32 @@ impl PostgresStore {
     }
 }
 
-fn migrate(connection: &Connection) -> anyhow::Result<()> {
-    for statement in schema::statements(schema::POSTGRES) {
-        match connection.execute(&statement, &[]) {
-            Ok(_) => {}
-            Err(error)
-                if CONCURRENT_CREATE
-                    .iter()
-                    .any(|code| has_sqlstate(&error, code)) => {}
-            Err(error) => bail!("creating the schema: {}", describe(&error)),
-        }
+/// The connection, as `migrations::migrate` works through it: statements
+/// through `execute` (never affected by the zero-row hang), the recorded
+/// versions through the always-a-row `query`.
+struct Schema<'a>(&'a Connection);
+
+impl SchemaConnection for Schema<'_> {
+    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
+        self.0
+            .execute(statement, &[])
+            .map(drop)
+            .map_err(|error| anyhow!("{statement}: {}", describe(&error)))
     }
-    Ok(())
+
+    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
+        let sql = at_least_one_row(migrations::APPLIED_VERSIONS, None);
+        let rows = self
+            .0
+            .query(&sql, &[])
+            .map_err(|error| anyhow!("reading schema_migrations: {}", describe(&error)))?;
+        rows_of(rows)
+            .map(|row| match row.as_slice() {
+                [DbValue::Int64(version)] => Ok(*version),
+                other => bail!("unexpected schema_migrations row: {other:?}"),
+            })
+            .collect()
+    }
 }
 
 fn has_sqlstate(error: &Error, code: &str) -> bool {
@@ -152,14 +164,14 @@ fn book_from_row(row: Vec<DbValue>) -> anyhow::Result<Book> {
     }
 }
 
-/// The `failures, window_end` row of a failed-login statement, if any.
-fn login_row(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<LoginFailures>> {
+/// The `attempts, window_end` row of a login-attempt statement, if any.
+fn attempts_row(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<LoginAttempts>> {
     match rows.first().map(Vec::as_slice) {
         None => Ok(None),
         Some([DbValue::Int64(count), DbValue::Int64(window_end)]) => {
-            LoginFailures::from_row(*count, *window_end).map(Some)
+            LoginAttempts::from_row(*count, *window_end).map(Some)
         }
-        Some(other) => bail!("unexpected failed-login row: {other:?}"),
+        Some(other) => bail!("unexpected login-attempt row: {other:?}"),
     }
 }
 
@@ -167,29 +179,28 @@ fn first_book(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<Book>> {
     rows.into_iter().next().map(book_from_row).transpose()
 }
 
+fn books(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Vec<Book>> {
+    rows.into_iter().map(book_from_row).collect()
+}
+
 impl BookStore for PostgresStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books");
-        let rows = self.query(&sql, Some("id"), &[])?;
-        rows.into_iter().map(book_from_row).collect()
+        // The outer ORDER BY keeps the order through the wrapper's join.
+        books(self.query(&sql::list(DIALECT), Some("id"))?)
     }
 
     fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
         // The statement's own ORDER BY picks the page (with its LIMIT); the
         // outer one keeps that order through the wrapper's join.
-        let (sql, params) = page_statement(query, Dialect::Postgres);
-        let rows = self.query(&sql, Some("id"), &bind(&params))?;
-        rows.into_iter().map(book_from_row).collect()
+        books(self.query(&sql::page(DIALECT, query), Some("id"))?)
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = $1");
-        first_book(self.query(&sql, None, &[ParameterValue::Int64(id.get())])?)
+        first_book(self.query(&sql::get(DIALECT, id), None)?)
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let (sql, params) = insert_statement(book, '$');
-        let rows = self.query(&sql, None, &bind(&params))?;
+        let rows = self.query(&sql::insert(DIALECT, book), None)?;
         match rows.first().map(Vec::as_slice) {
             Some([DbValue::Int64(id)]) => Ok(book.with_id(*id)),
             other => bail!("INSERT returned {other:?}"),
@@ -197,34 +208,27 @@ impl BookStore for PostgresStore {
     }
 
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        let (sql, params) = update_statement(changes, '$');
-        let mut params = bind(&params);
-        params.push(ParameterValue::Int64(id.get()));
-        first_book(self.query(&sql, None, &params)?)
+        first_book(self.query(&sql::update(DIALECT, id, changes), None)?)
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        let rows = self.query(
-            "DELETE FROM books WHERE id = $1 RETURNING id",
-            None,
-            &[ParameterValue::Int64(id.get())],
-        )?;
-        Ok(!rows.is_empty())
+        Ok(!self.query(&sql::delete(DIALECT, id), None)?.is_empty())
     }
 
     /// `GET /health`: connects (or takes a pooled connection) and runs the
     /// most trivial query, through the same always-a-row wrapper.
     fn ping(&mut self) -> anyhow::Result<()> {
-        let rows = self.query("SELECT 1 AS ok", None, &[])?;
+        let rows = self.query(&sql::ping(DIALECT), None)?;
         match rows.first().map(Vec::as_slice) {
             Some([DbValue::Int32(1)]) => Ok(()),
             other => bail!("SELECT 1 returned {other:?}"),
         }
     }
+}
 
-    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
-        let (sql, params) = login_sql::select(client, '$');
-        login_row(self.query(&sql, None, &bind(&params))?)
+impl LoginAttemptStore for PostgresStore {
+    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
+        attempts_row(self.query(&sql::login_attempts(DIALECT, client), None)?)
     }
 
     fn count_login_attempt(
@@ -232,21 +236,19 @@ impl BookStore for PostgresStore {
         client: &str,
         now: u64,
         window_seconds: u64,
-    ) -> anyhow::Result<LoginFailures> {
-        let (sql, params) = login_sql::count_attempt(client, now, window_seconds, '$');
-        login_row(self.query(&sql, None, &bind(&params))?)?
-            .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
+    ) -> anyhow::Result<LoginAttempts> {
+        let statement = sql::count_login_attempt(DIALECT, client, now, window_seconds);
+        attempts_row(self.query(&statement, None)?)?
+            .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
     }
 
-    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
-        let (sql, params) = login_sql::clear(client, '$');
-        self.query(&sql, None, &bind(&params))?;
-        Ok(())
+    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
+        self.query(&sql::clear_login_attempts(DIALECT, client), None)
+            .map(drop)
     }
 
-    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        let (sql, params) = login_sql::prune(now, limit, '$');
-        self.query(&sql, None, &bind(&params))?;
-        Ok(())
+    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        self.query(&sql::prune_login_attempts(DIALECT, now, limit), None)
+            .map(drop)
     }
 }

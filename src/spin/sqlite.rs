@@ -1,17 +1,17 @@
-//! `BookStore` on a Spin SQLite database (`fermyon:spin/sqlite@2.0.0`).
+//! The store on a Spin SQLite database (`fermyon:spin/sqlite@2.0.0`).
 
 use anyhow::{anyhow, bail, Context as _};
 use spin_sdk::sqlite::{Connection, Error, QueryResult, Value};
 
-use crate::books::{Book, BookChanges, NewBook};
-use crate::catalog::{page_statement, BookQuery, Dialect};
-use crate::router::BookId;
-use crate::schema;
-use crate::store::{
-    insert_statement, login_sql, update_statement, BookStore, LoginFailures, SqlParam, BOOK_COLUMNS,
-};
+use crate::migrations::{self, SchemaConnection};
+use crate::model::{Book, BookChanges, BookId, NewBook};
+use crate::query::BookQuery;
+use crate::sql::{self, Dialect, SqlParam, Statement};
+use crate::store::{BookStore, LoginAttemptStore, LoginAttempts};
 
-/// Opens the database on its first query, so requests that fail before
+const DIALECT: Dialect = Dialect::Sqlite;
+
+/// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.
 pub struct SqliteStore {
     label: String,
@@ -26,10 +26,10 @@ impl SqliteStore {
         }
     }
 
-    /// Runs one statement. A missing table means the schema was never
-    /// created in this database: create it and run the statement again. The
-    /// usual path therefore costs no schema check at all.
-    fn execute(&mut self, sql: &str, params: &[Value]) -> anyhow::Result<QueryResult> {
+    /// Runs one statement. A missing table or column means the database is
+    /// behind this build's schema: migrate it and run the statement again.
+    /// The usual path therefore costs no schema check at all.
+    fn run(&mut self, statement: &Statement) -> anyhow::Result<QueryResult> {
         let label = &self.label;
         let connection = match &mut self.connection {
             Some(connection) => connection,
@@ -38,10 +38,14 @@ impl SqliteStore {
                     .map_err(|error| anyhow!("opening SQLite database {label:?}: {error:?}"))?,
             ),
         };
-        match connection.execute(sql, params) {
-            Err(Error::Io(message)) if message.contains("no such table") => {
-                migrate(connection).with_context(|| format!("creating the schema in {label:?}"))?;
-                connection.execute(sql, params)
+        let params = bind(&statement.params);
+        match connection.execute(&statement.sql, &params) {
+            Err(Error::Io(message))
+                if message.contains("no such table") || message.contains("no such column") =>
+            {
+                migrations::migrate(&mut Schema(connection), DIALECT)
+                    .with_context(|| format!("migrating SQLite database {label:?}"))?;
+                connection.execute(&statement.sql, &params)
             }
             result => result,
         }
@@ -49,17 +53,31 @@ impl SqliteStore {
     }
 }
 
-fn migrate(connection: &Connection) -> anyhow::Result<()> {
-    for statement in schema::statements(schema::SQLITE) {
-        let result = connection.execute(&statement, &[]);
-        // The WAL switch is an optimisation: it cannot happen while another
-        // connection holds the file, and a later migration may retry it.
-        if statement.starts_with("PRAGMA") {
-            continue;
-        }
-        result.map_err(|error| anyhow!("{statement}: {error:?}"))?;
+/// The connection, as `migrations::migrate` works through it.
+struct Schema<'a>(&'a Connection);
+
+impl SchemaConnection for Schema<'_> {
+    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
+        self.0
+            .execute(statement, &[])
+            .map(drop)
+            .map_err(|error| anyhow!("{statement}: {error:?}"))
     }
-    Ok(())
+
+    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
+        let result = self
+            .0
+            .execute(migrations::APPLIED_VERSIONS, &[])
+            .map_err(|error| anyhow!("reading schema_migrations: {error:?}"))?;
+        result
+            .rows
+            .iter()
+            .map(|row| match row.values.as_slice() {
+                [Value::Integer(version)] => Ok(*version),
+                other => bail!("unexpected schema_migrations row: {other:?}"),
+            })
+            .collect()
+    }
 }
 
 fn bind(params: &[SqlParam]) -> Vec<Value> {
@@ -90,15 +108,12 @@ fn book_from_row(values: Vec<Value>) -> anyhow::Result<Book> {
     }
 }
 
-/// The `failures, window_end` row of a failed-login statement, if any.
-fn login_row(result: QueryResult) -> anyhow::Result<Option<LoginFailures>> {
-    match result.rows.first().map(|row| row.values.as_slice()) {
-        None => Ok(None),
-        Some([Value::Integer(count), Value::Integer(window_end)]) => {
-            LoginFailures::from_row(*count, *window_end).map(Some)
-        }
-        Some(other) => bail!("unexpected failed-login row: {other:?}"),
-    }
+fn books(result: QueryResult) -> anyhow::Result<Vec<Book>> {
+    result
+        .rows
+        .into_iter()
+        .map(|row| book_from_row(row.values))
+        .collect()
 }
 
 fn first_book(result: QueryResult) -> anyhow::Result<Option<Book>> {
@@ -110,35 +125,32 @@ fn first_book(result: QueryResult) -> anyhow::Result<Option<Book>> {
         .transpose()
 }
 
+/// The `attempts, window_end` row of a login-attempt statement, if any.
+fn attempts_row(result: QueryResult) -> anyhow::Result<Option<LoginAttempts>> {
+    match result.rows.first().map(|row| row.values.as_slice()) {
+        None => Ok(None),
+        Some([Value::Integer(count), Value::Integer(window_end)]) => {
+            LoginAttempts::from_row(*count, *window_end).map(Some)
+        }
+        Some(other) => bail!("unexpected login-attempt row: {other:?}"),
+    }
+}
+
 impl BookStore for SqliteStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
-        let result = self.execute(&sql, &[])?;
-        result
-            .rows
-            .into_iter()
-            .map(|row| book_from_row(row.values))
-            .collect()
+        books(self.run(&sql::list(DIALECT))?)
     }
 
     fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        let (sql, params) = page_statement(query, Dialect::Sqlite);
-        let result = self.execute(&sql, &bind(&params))?;
-        result
-            .rows
-            .into_iter()
-            .map(|row| book_from_row(row.values))
-            .collect()
+        books(self.run(&sql::page(DIALECT, query))?)
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = ?1");
-        first_book(self.execute(&sql, &[Value::Integer(id.get())])?)
+        first_book(self.run(&sql::get(DIALECT, id))?)
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let (sql, params) = insert_statement(book, '?');
-        let result = self.execute(&sql, &bind(&params))?;
+        let result = self.run(&sql::insert(DIALECT, book))?;
         match result.rows.first().map(|row| row.values.as_slice()) {
             Some([Value::Integer(id)]) => Ok(book.with_id(*id)),
             other => bail!("INSERT returned {other:?}"),
@@ -146,23 +158,26 @@ impl BookStore for SqliteStore {
     }
 
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        let (sql, params) = update_statement(changes, '?');
-        let mut params = bind(&params);
-        params.push(Value::Integer(id.get()));
-        first_book(self.execute(&sql, &params)?)
+        first_book(self.run(&sql::update(DIALECT, id, changes))?)
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        let result = self.execute(
-            "DELETE FROM books WHERE id = ?1 RETURNING id",
-            &[Value::Integer(id.get())],
-        )?;
-        Ok(!result.rows.is_empty())
+        Ok(!self.run(&sql::delete(DIALECT, id))?.rows.is_empty())
     }
 
-    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
-        let (sql, params) = login_sql::select(client, '?');
-        login_row(self.execute(&sql, &bind(&params))?)
+    /// `GET /health`: opens the database and runs the most trivial query.
+    fn ping(&mut self) -> anyhow::Result<()> {
+        let result = self.run(&sql::ping(DIALECT))?;
+        match result.rows.first().map(|row| row.values.as_slice()) {
+            Some([Value::Integer(1)]) => Ok(()),
+            other => bail!("SELECT 1 returned {other:?}"),
+        }
+    }
+}
+
+impl LoginAttemptStore for SqliteStore {
+    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
+        attempts_row(self.run(&sql::login_attempts(DIALECT, client))?)
     }
 
     fn count_login_attempt(
@@ -170,30 +185,18 @@ impl BookStore for SqliteStore {
         client: &str,
         now: u64,
         window_seconds: u64,
-    ) -> anyhow::Result<LoginFailures> {
-        let (sql, params) = login_sql::count_attempt(client, now, window_seconds, '?');
-        login_row(self.execute(&sql, &bind(&params))?)?
-            .context("the failed-login upsert returned no row")
+    ) -> anyhow::Result<LoginAttempts> {
+        let statement = sql::count_login_attempt(DIALECT, client, now, window_seconds);
+        attempts_row(self.run(&statement)?)?.context("the login-attempt upsert returned no row")
     }
 
-    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
-        let (sql, params) = login_sql::clear(client, '?');
-        self.execute(&sql, &bind(&params))?;
-        Ok(())
+    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
+        self.run(&sql::clear_login_attempts(DIALECT, client))
+            .map(drop)
     }
 
-    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        let (sql, params) = login_sql::prune(now, limit, '?');
-        self.execute(&sql, &bind(&params))?;
-        Ok(())
-    }
-
-    /// `GET /health`: opens the database and runs the most trivial query.
-    fn ping(&mut self) -> anyhow::Result<()> {
-        let result = self.execute("SELECT 1", &[])?;
-        match result.rows.first().map(|row| row.values.as_slice()) {
-            Some([Value::Integer(1)]) => Ok(()),
-            other => bail!("SELECT 1 returned {other:?}"),
-        }
+    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        self.run(&sql::prune_login_attempts(DIALECT, now, limit))
+            .map(drop)
     }
 }

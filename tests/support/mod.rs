@@ -5,6 +5,10 @@
 
 #![allow(dead_code)]
 
+mod memory_store;
+
+pub use memory_store::MemoryStore;
+
 use std::cell::Cell;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -13,11 +17,11 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use book_catalog::books::{Book, BookChanges, NewBook};
-use book_catalog::catalog::BookQuery;
-use book_catalog::router::BookId;
+use book_catalog::db_url::StoreTarget;
+use book_catalog::model::{Book, BookChanges, BookId, NewBook};
+use book_catalog::query::BookQuery;
 use book_catalog::settings::{Setting, SettingUnavailable};
-use book_catalog::store::{BookStore, LoginFailures, MemoryStore, StoreTarget};
+use book_catalog::store::{BookStore, Database, LoginAttemptStore, LoginAttempts};
 use book_catalog::{handle, Body, BodyError, Context, RequestHead, Response};
 
 /// The fixed clock of every test context (Unix seconds).
@@ -41,7 +45,7 @@ pub struct StoreCalls {
     pub create: usize,
     pub update: usize,
     pub delete: usize,
-    /// Failed-login counts: read, record, clear, prune.
+    /// Login-attempt counts: read, count, clear, prune.
     pub login_read: usize,
     pub login_record: usize,
     pub login_clear: usize,
@@ -66,15 +70,15 @@ impl StoreCalls {
     }
 }
 
-/// Wraps any `BookStore`, counting each call, and failing every call with
+/// Wraps the memory store, counting each call, and failing every call with
 /// `fail` when it is set.
-pub struct CountingStore<'a, S: BookStore> {
-    pub inner: S,
+pub struct CountingStore<'a> {
+    pub inner: &'a mut MemoryStore,
     pub calls: &'a mut StoreCalls,
     pub fail: Option<String>,
 }
 
-impl<S: BookStore> CountingStore<'_, S> {
+impl CountingStore<'_> {
     fn check(&self) -> anyhow::Result<()> {
         match &self.fail {
             Some(detail) => Err(anyhow::anyhow!("{detail}")),
@@ -83,7 +87,7 @@ impl<S: BookStore> CountingStore<'_, S> {
     }
 }
 
-impl<S: BookStore> BookStore for CountingStore<'_, S> {
+impl BookStore for CountingStore<'_> {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         self.calls.list += 1;
         self.check()?;
@@ -114,30 +118,37 @@ impl<S: BookStore> BookStore for CountingStore<'_, S> {
         self.check()?;
         self.inner.delete(id)
     }
-    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
+    fn ping(&mut self) -> anyhow::Result<()> {
+        self.check()?;
+        self.inner.ping()
+    }
+}
+
+impl LoginAttemptStore for CountingStore<'_> {
+    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
         self.calls.login_read += 1;
         self.check()?;
-        self.inner.login_failures(client)
+        self.inner.login_attempts(client)
     }
     fn count_login_attempt(
         &mut self,
         client: &str,
         now: u64,
         window_seconds: u64,
-    ) -> anyhow::Result<LoginFailures> {
+    ) -> anyhow::Result<LoginAttempts> {
         self.calls.login_record += 1;
         self.check()?;
         self.inner.count_login_attempt(client, now, window_seconds)
     }
-    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
+    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
         self.calls.login_clear += 1;
         self.check()?;
-        self.inner.clear_login_failures(client)
+        self.inner.clear_login_attempts(client)
     }
-    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
         self.calls.login_prune += 1;
         self.check()?;
-        self.inner.prune_login_failures(now, limit)
+        self.inner.prune_login_attempts(now, limit)
     }
 }
 
@@ -455,13 +466,12 @@ impl Context for TestContext {
         self.now
     }
 
-    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>> {
+    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>> {
         self.calls.opens += 1;
         self.opened.push(target.clone());
         if let Some(detail) = &self.fail_open {
             return Err(anyhow::anyhow!("{detail}"));
         }
-        // `&mut MemoryStore` is itself a `BookStore`.
         Ok(Box::new(CountingStore {
             inner: &mut self.store,
             calls: &mut self.calls,

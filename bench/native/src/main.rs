@@ -25,13 +25,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context as _};
-use book_catalog::books::{Book, BookChanges, NewBook};
-use book_catalog::catalog::{page_statement, BookQuery, Dialect};
-use book_catalog::router::BookId;
+use book_catalog::db_url::StoreTarget;
+use book_catalog::migrations::{self, SchemaConnection};
+use book_catalog::model::{Book, BookChanges, BookId, NewBook};
+use book_catalog::query::BookQuery;
 use book_catalog::settings::{Setting, SettingUnavailable};
-use book_catalog::store::{
-    login_sql, update_statement, BookStore, LoginFailures, SqlParam, StoreTarget, BOOK_COLUMNS,
-};
+use book_catalog::sql::{self, Dialect, SqlParam, Statement};
+use book_catalog::store::{BookStore, Database, LoginAttemptStore, LoginAttempts};
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -44,9 +44,6 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::runtime::Handle;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-const SQLITE_MIGRATION: &str = include_str!("../../../migrations/sqlite.sql");
-const POSTGRES_MIGRATION: &str = include_str!("../../../migrations/postgres.sql");
 
 struct Options {
     listen: SocketAddr,
@@ -179,16 +176,27 @@ fn open_sqlite(path: &Path) -> anyhow::Result<rusqlite::Connection> {
     Ok(connection)
 }
 
-fn migrate_sqlite(connection: &rusqlite::Connection) -> anyhow::Result<()> {
-    // The migration's own `PRAGMA journal_mode = WAL` returns a row, which
-    // execute_batch accepts.
-    connection
-        .execute_batch(SQLITE_MIGRATION)
-        .context("creating the SQLite schema")
-}
-
 struct SqliteStore<'a> {
     connection: &'a mut rusqlite::Connection,
+}
+
+/// The schema as the component makes it: `migrations::migrate`.
+impl SchemaConnection for SqliteStore<'_> {
+    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
+        // `PRAGMA journal_mode` answers with a row: step through any.
+        let mut prepared = self.connection.prepare(statement)?;
+        let mut rows = prepared.query([])?;
+        while rows.next()?.is_some() {}
+        Ok(())
+    }
+
+    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
+        let mut statement = self.connection.prepare(migrations::APPLIED_VERSIONS)?;
+        let versions = statement
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
+        Ok(versions)
+    }
 }
 
 fn sqlite_value(param: &SqlParam) -> rusqlite::types::Value {
@@ -209,29 +217,73 @@ fn sqlite_book(row: &rusqlite::Row) -> rusqlite::Result<Book> {
 }
 
 impl SqliteStore<'_> {
-    /// Runs a failed-login statement; its `failures, window_end` row, if any.
-    /// Every row is stepped through, so a `DELETE ... RETURNING` completes.
-    fn login_statement<'p>(
+    /// Runs a statement, every row stepped through (so a `DELETE ...
+    /// RETURNING` completes), and reads each with `read`.
+    fn rows<T>(
         &mut self,
-        (sql, params): (String, impl AsRef<[SqlParam<'p>]>),
-    ) -> anyhow::Result<Option<LoginFailures>> {
+        statement: &Statement,
+        read: impl Fn(&rusqlite::Row) -> rusqlite::Result<T>,
+    ) -> anyhow::Result<Vec<T>> {
         let values: Vec<rusqlite::types::Value> =
-            params.as_ref().iter().map(sqlite_value).collect();
-        let mut statement = self.connection.prepare_cached(&sql)?;
-        let mut rows = statement.query(rusqlite::params_from_iter(values))?;
-        let mut first = None;
-        while let Some(row) = rows.next()? {
-            if first.is_none() && row.as_ref().column_count() == 2 {
-                first = Some(LoginFailures::from_row(row.get(0)?, row.get(1)?)?);
-            }
-        }
-        Ok(first)
+            statement.params.iter().map(sqlite_value).collect();
+        let mut prepared = self.connection.prepare_cached(&statement.sql)?;
+        let rows = prepared
+            .query_map(rusqlite::params_from_iter(values), read)?
+            .collect::<rusqlite::Result<Vec<T>>>()?;
+        Ok(rows)
+    }
+
+    fn attempts(&mut self, statement: &Statement) -> anyhow::Result<Option<LoginAttempts>> {
+        let rows = self.rows(statement, |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.first()
+            .map(|&(count, window_end)| LoginAttempts::from_row(count, window_end))
+            .transpose()
     }
 }
 
+const SQLITE: Dialect = Dialect::Sqlite;
+
 impl BookStore for SqliteStore<'_> {
-    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
-        self.login_statement(login_sql::select(client, '?'))
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        self.rows(&sql::list(SQLITE), sqlite_book)
+    }
+
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        self.rows(&sql::page(SQLITE, query), sqlite_book)
+    }
+
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        Ok(self.rows(&sql::get(SQLITE, id), sqlite_book)?.pop())
+    }
+
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        let ids = self.rows(&sql::insert(SQLITE, book), |row| row.get(0))?;
+        Ok(book.with_id(
+            *ids.first()
+                .ok_or_else(|| anyhow!("INSERT returned no row"))?,
+        ))
+    }
+
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        Ok(self
+            .rows(&sql::update(SQLITE, id, changes), sqlite_book)?
+            .pop())
+    }
+
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        let ids: Vec<i64> = self.rows(&sql::delete(SQLITE, id), |row| row.get(0))?;
+        Ok(!ids.is_empty())
+    }
+
+    fn ping(&mut self) -> anyhow::Result<()> {
+        self.rows(&sql::ping(SQLITE), |row| row.get::<_, i64>(0))
+            .map(drop)
+    }
+}
+
+impl LoginAttemptStore for SqliteStore<'_> {
+    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
+        self.attempts(&sql::login_attempts(SQLITE, client))
     }
 
     fn count_login_attempt(
@@ -239,77 +291,24 @@ impl BookStore for SqliteStore<'_> {
         client: &str,
         now: u64,
         window_seconds: u64,
-    ) -> anyhow::Result<LoginFailures> {
-        self.login_statement(login_sql::count_attempt(client, now, window_seconds, '?'))?
-            .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
+    ) -> anyhow::Result<LoginAttempts> {
+        self.attempts(&sql::count_login_attempt(
+            SQLITE,
+            client,
+            now,
+            window_seconds,
+        ))?
+        .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
     }
 
-    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
-        self.login_statement(login_sql::clear(client, '?'))
+    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
+        self.attempts(&sql::clear_login_attempts(SQLITE, client))
             .map(drop)
     }
 
-    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.login_statement(login_sql::prune(now, limit, '?'))
+    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        self.attempts(&sql::prune_login_attempts(SQLITE, now, limit))
             .map(drop)
-    }
-
-    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
-        let mut statement = self.connection.prepare_cached(&sql)?;
-        let books = statement
-            .query_map([], sqlite_book)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(books)
-    }
-
-    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = ?1");
-        let mut statement = self.connection.prepare_cached(&sql)?;
-        let mut rows = statement.query([id.get()])?;
-        Ok(rows.next()?.map(sqlite_book).transpose()?)
-    }
-
-    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let sql = "INSERT INTO books (title, author, year) VALUES (?1, ?2, ?3) RETURNING id";
-        let mut statement = self.connection.prepare_cached(sql)?;
-        let id: i64 = statement.query_row(
-            rusqlite::params![book.title, book.author, book.year],
-            |row| row.get(0),
-        )?;
-        Ok(Book {
-            id,
-            title: book.title.clone(),
-            author: book.author.clone(),
-            year: book.year,
-        })
-    }
-
-    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        let (sql, params) = update_statement(changes, '?');
-        let mut values: Vec<rusqlite::types::Value> = params.iter().map(sqlite_value).collect();
-        values.push(rusqlite::types::Value::Integer(id.get()));
-        let mut statement = self.connection.prepare_cached(&sql)?;
-        let mut rows = statement.query(rusqlite::params_from_iter(values))?;
-        Ok(rows.next()?.map(sqlite_book).transpose()?)
-    }
-
-    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        let (sql, params) = page_statement(query, Dialect::Sqlite);
-        let values: Vec<rusqlite::types::Value> = params.iter().map(sqlite_value).collect();
-        let mut statement = self.connection.prepare_cached(&sql)?;
-        let books = statement
-            .query_map(rusqlite::params_from_iter(values), sqlite_book)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(books)
-    }
-
-    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        let mut statement = self
-            .connection
-            .prepare_cached("DELETE FROM books WHERE id = ?1 RETURNING id")?;
-        let mut rows = statement.query([id.get()])?;
-        Ok(rows.next()?.is_some())
     }
 }
 
@@ -336,14 +335,6 @@ async fn connect_postgres(url: &str) -> anyhow::Result<PgConnection> {
     })
 }
 
-async fn migrate_postgres(connection: &PgConnection) -> anyhow::Result<()> {
-    connection
-        .client
-        .batch_execute(POSTGRES_MIGRATION)
-        .await
-        .context("creating the PostgreSQL schema")
-}
-
 /// The store on a pooled connection, used from a blocking thread: each query
 /// is driven to completion on the runtime with `Handle::block_on`.
 struct PgStore<'a> {
@@ -352,25 +343,6 @@ struct PgStore<'a> {
 }
 
 type PgParam<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
-
-impl PgStore<'_> {
-    fn query(&mut self, sql: &str, params: &[PgParam]) -> anyhow::Result<Vec<tokio_postgres::Row>> {
-        let PgConnection { client, statements } = &mut *self.connection;
-        self.runtime
-            .block_on(async {
-                let statement = match statements.get(sql) {
-                    Some(statement) => statement.clone(),
-                    None => {
-                        let statement = client.prepare(sql).await?;
-                        statements.insert(sql.to_string(), statement.clone());
-                        statement
-                    }
-                };
-                client.query(&statement, params).await
-            })
-            .map_err(|error| anyhow!("PostgreSQL: {error}"))
-    }
-}
 
 /// Borrows a shared-SQL value as a tokio-postgres parameter.
 fn pg_param<'p>(param: &'p SqlParam) -> PgParam<'p> {
@@ -382,20 +354,51 @@ fn pg_param<'p>(param: &'p SqlParam) -> PgParam<'p> {
 }
 
 impl PgStore<'_> {
-    /// Runs a failed-login statement; its `failures, window_end` row, if any.
-    fn login_statement<'p>(
-        &mut self,
-        (sql, params): (String, impl AsRef<[SqlParam<'p>]>),
-    ) -> anyhow::Result<Option<LoginFailures>> {
-        let bound: Vec<PgParam> = params.as_ref().iter().map(pg_param).collect();
-        let rows = self.query(&sql, &bound)?;
-        match rows.first() {
-            Some(row) if row.len() == 2 => Ok(Some(LoginFailures::from_row(
+    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<tokio_postgres::Row>> {
+        let params: Vec<PgParam> = statement.params.iter().map(pg_param).collect();
+        let PgConnection { client, statements } = &mut *self.connection;
+        let sql = &statement.sql;
+        self.runtime
+            .block_on(async {
+                let prepared = match statements.get(sql) {
+                    Some(prepared) => prepared.clone(),
+                    None => {
+                        let prepared = client.prepare(sql).await?;
+                        statements.insert(sql.clone(), prepared.clone());
+                        prepared
+                    }
+                };
+                client.query(&prepared, &params).await
+            })
+            .map_err(|error| anyhow!("PostgreSQL: {error}"))
+    }
+
+    fn attempts(&mut self, statement: &Statement) -> anyhow::Result<Option<LoginAttempts>> {
+        match self.rows(statement)?.first() {
+            Some(row) => Ok(Some(LoginAttempts::from_row(
                 row.try_get(0)?,
                 row.try_get(1)?,
             )?)),
-            _ => Ok(None),
+            None => Ok(None),
         }
+    }
+}
+
+/// The schema as the component makes it: `migrations::migrate`.
+impl SchemaConnection for PgStore<'_> {
+    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
+        let client = &self.connection.client;
+        self.runtime
+            .block_on(client.batch_execute(statement))
+            .with_context(|| format!("PostgreSQL: {statement}"))
+    }
+
+    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
+        let client = &self.connection.client;
+        let rows = self
+            .runtime
+            .block_on(client.query(migrations::APPLIED_VERSIONS, &[]))?;
+        rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
     }
 }
 
@@ -408,9 +411,58 @@ fn pg_book(row: &tokio_postgres::Row) -> anyhow::Result<Book> {
     })
 }
 
+const POSTGRES: Dialect = Dialect::Postgres;
+
 impl BookStore for PgStore<'_> {
-    fn login_failures(&mut self, client: &str) -> anyhow::Result<Option<LoginFailures>> {
-        self.login_statement(login_sql::select(client, '$'))
+    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
+        self.rows(&sql::list(POSTGRES))?
+            .iter()
+            .map(pg_book)
+            .collect()
+    }
+
+    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+        self.rows(&sql::page(POSTGRES, query))?
+            .iter()
+            .map(pg_book)
+            .collect()
+    }
+
+    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
+        self.rows(&sql::get(POSTGRES, id))?
+            .first()
+            .map(pg_book)
+            .transpose()
+    }
+
+    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
+        let rows = self.rows(&sql::insert(POSTGRES, book))?;
+        let id: i64 = rows
+            .first()
+            .ok_or_else(|| anyhow!("INSERT returned no row"))?
+            .try_get(0)?;
+        Ok(book.with_id(id))
+    }
+
+    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
+        self.rows(&sql::update(POSTGRES, id, changes))?
+            .first()
+            .map(pg_book)
+            .transpose()
+    }
+
+    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
+        Ok(!self.rows(&sql::delete(POSTGRES, id))?.is_empty())
+    }
+
+    fn ping(&mut self) -> anyhow::Result<()> {
+        self.rows(&sql::ping(POSTGRES)).map(drop)
+    }
+}
+
+impl LoginAttemptStore for PgStore<'_> {
+    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
+        self.attempts(&sql::login_attempts(POSTGRES, client))
     }
 
     fn count_login_attempt(
@@ -418,66 +470,24 @@ impl BookStore for PgStore<'_> {
         client: &str,
         now: u64,
         window_seconds: u64,
-    ) -> anyhow::Result<LoginFailures> {
-        self.login_statement(login_sql::count_attempt(client, now, window_seconds, '$'))?
-            .ok_or_else(|| anyhow!("the failed-login upsert returned no row"))
+    ) -> anyhow::Result<LoginAttempts> {
+        self.attempts(&sql::count_login_attempt(
+            POSTGRES,
+            client,
+            now,
+            window_seconds,
+        ))?
+        .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
     }
 
-    fn clear_login_failures(&mut self, client: &str) -> anyhow::Result<()> {
-        self.login_statement(login_sql::clear(client, '$'))
+    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
+        self.attempts(&sql::clear_login_attempts(POSTGRES, client))
             .map(drop)
     }
 
-    fn prune_login_failures(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.login_statement(login_sql::prune(now, limit, '$'))
+    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
+        self.attempts(&sql::prune_login_attempts(POSTGRES, now, limit))
             .map(drop)
-    }
-
-    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
-        self.query(&sql, &[])?.iter().map(pg_book).collect()
-    }
-
-    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        let sql = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = $1");
-        self.query(&sql, &[&id.get()])?
-            .first()
-            .map(pg_book)
-            .transpose()
-    }
-
-    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let sql = "INSERT INTO books (title, author, year) VALUES ($1, $2, $3) RETURNING id";
-        let rows = self.query(sql, &[&book.title, &book.author, &book.year])?;
-        let id: i64 = rows
-            .first()
-            .ok_or_else(|| anyhow!("INSERT returned no row"))?
-            .try_get(0)?;
-        Ok(Book {
-            id,
-            title: book.title.clone(),
-            author: book.author.clone(),
-            year: book.year,
-        })
-    }
-
-    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        let (sql, params) = update_statement(changes, '$');
-        let id = id.get();
-        let mut bound: Vec<PgParam> = params.iter().map(pg_param).collect();
-        bound.push(&id);
-        self.query(&sql, &bound)?.first().map(pg_book).transpose()
-    }
-
-    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        let (sql, params) = page_statement(query, Dialect::Postgres);
-        let bound: Vec<PgParam> = params.iter().map(pg_param).collect();
-        self.query(&sql, &bound)?.iter().map(pg_book).collect()
-    }
-
-    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        let rows = self.query("DELETE FROM books WHERE id = $1 RETURNING id", &[&id.get()])?;
-        Ok(!rows.is_empty())
     }
 }
 
@@ -515,13 +525,13 @@ impl Context for NativeContext {
             .map_or(0, |elapsed| elapsed.as_secs())
     }
 
-    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn BookStore + '_>> {
+    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>> {
         let runtime = self.runtime.clone();
         let wanted = match target {
-            StoreTarget::Sqlite(label) => label == book_catalog::store::DEFAULT_SQLITE_LABEL,
+            StoreTarget::Sqlite(label) => label == book_catalog::db_url::DEFAULT_SQLITE_LABEL,
             StoreTarget::Postgres(_) => true,
         };
-        let store: Box<dyn BookStore + '_> = match &mut self.lease {
+        let store: Box<dyn Database + '_> = match &mut self.lease {
             Some(Lease::Sqlite(connection))
                 if wanted && matches!(target, StoreTarget::Sqlite(_)) =>
             {
@@ -670,14 +680,17 @@ async fn start(options: Options) -> anyhow::Result<()> {
         .map_err(|error| anyhow!("{error}"))?;
     let stores = match &target {
         StoreTarget::Sqlite(label) => {
-            if label != book_catalog::store::DEFAULT_SQLITE_LABEL {
+            if label != book_catalog::db_url::DEFAULT_SQLITE_LABEL {
                 bail!("only the default SQLite database is served natively, not {label:?}");
             }
             std::fs::create_dir_all(&options.state_dir)
                 .with_context(|| format!("creating {}", options.state_dir.display()))?;
             let path = options.state_dir.join("sqlite_db.db");
-            let first = open_sqlite(&path)?;
-            migrate_sqlite(&first)?;
+            let mut first = open_sqlite(&path)?;
+            let mut store = SqliteStore {
+                connection: &mut first,
+            };
+            migrations::migrate(&mut store, Dialect::Sqlite).context("migrating SQLite")?;
             let mut readers = Vec::with_capacity(options.pool);
             for _ in 0..options.pool {
                 readers.push(open_sqlite(&path)?);
@@ -688,8 +701,18 @@ async fn start(options: Options) -> anyhow::Result<()> {
             }
         }
         StoreTarget::Postgres(url) => {
-            let first = connect_postgres(url).await?;
-            migrate_postgres(&first).await?;
+            let mut first = connect_postgres(url).await?;
+            let runtime = Handle::current();
+            first = tokio::task::spawn_blocking(move || {
+                let mut store = PgStore {
+                    connection: &mut first,
+                    runtime,
+                };
+                migrations::migrate(&mut store, Dialect::Postgres)
+                    .context("migrating PostgreSQL")?;
+                anyhow::Ok(first)
+            })
+            .await??;
             let mut connections = vec![first];
             for _ in 1..options.pool {
                 connections.push(connect_postgres(url).await?);
@@ -740,7 +763,7 @@ fn main() {
     if let Err(error) = result {
         eprintln!(
             "book-native: {}",
-            book_catalog::store::redact_password(&format!("{error:#}"))
+            book_catalog::db_url::redact_password(&format!("{error:#}"))
         );
         std::process::exit(1);
     }

@@ -9,9 +9,9 @@ mod store_access;
 
 use std::path::Path;
 
+use book_catalog::db_url::{StoreTarget, DEFAULT_SQLITE_LABEL};
 use book_catalog::password::HashedPassword;
 use book_catalog::settings::{self, Setting, MIN_SECRET_BYTES};
-use book_catalog::store::{StoreTarget, DEFAULT_SQLITE_LABEL};
 
 use crate::manifest::Manifest;
 use crate::variables::Variables;

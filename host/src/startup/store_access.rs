@@ -5,8 +5,8 @@
 //! `GET /health` 503) with the reason only in the log. Say so once at start,
 //! with the exact fix. Like Spin, the host keeps serving either way.
 
+use book_catalog::db_url::{StoreTarget, DEFAULT_SQLITE_LABEL};
 use book_catalog::settings::Setting;
-use book_catalog::store::{StoreTarget, DEFAULT_SQLITE_LABEL};
 
 use super::ComponentSettings;
 use crate::manifest::Manifest;

@@ -1,72 +1,19 @@
-//! Authentication: the login endpoint that issues tokens (with its
-//! failed-login limit), and the check that guards every protected route.
+//! `POST /token`: credentials in, a signed token out, under the failed-login
+//! limit (`login_limit`): the attempt is counted before its password is
+//! checked, and a client past the limit gets 429 whatever it sends.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::{self, Context, RequestHead};
+use super::auth::signing_secret;
 use crate::client::{ClientHeaders, ClientIdentity, FORWARDED_FOR_HEADER, PEER_ADDRESS_HEADER};
 use crate::envelope::Response;
 use crate::error::ApiError;
-use crate::login_throttle::{self, LoginLimit, PRUNE_BATCH};
+use crate::login_limit::{self, LoginLimit, PRUNE_BATCH};
 use crate::password::{same_text, HashedPassword};
-use crate::settings::{Setting, DEFAULT_PASSWORD, DEFAULT_USERNAME, MIN_SECRET_BYTES};
-use crate::token::{self, TokenError};
-
-/// Checks the `Authorization` header of a protected request: the bare token.
-/// A token signed with `secret_token` is accepted; while
-/// `secret_token_previous` is set, so is one signed with it (decisions.md,
-/// "Credentials and keys"), until it expires. New tokens are only ever
-/// signed with `secret_token`.
-pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<(), ApiError> {
-    let token = header.map(<[u8]>::trim_ascii).unwrap_or_default();
-    if token.is_empty() {
-        return Err(ApiError::TokenRequired);
-    }
-    let Some(secret) = signing_secret(ctx, Setting::SecretToken)? else {
-        return Err(ApiError::InvalidToken);
-    };
-    let now = ctx.now();
-    match token::verify(token, secret.as_bytes(), now) {
-        Ok(()) => Ok(()),
-        // Only a signature that does not match the current secret can match
-        // the previous one; the previous secret is read only then.
-        Err(TokenError::BadSignature) => match signing_secret(ctx, Setting::SecretTokenPrevious)? {
-            Some(previous) => {
-                token::verify(token, previous.as_bytes(), now).map_err(|_| ApiError::InvalidToken)
-            }
-            None => Err(ApiError::InvalidToken),
-        },
-        Err(_) => Err(ApiError::InvalidToken),
-    }
-}
-
-/// A signing secret (`secret_token` or `secret_token_previous`) fit for
-/// HS256, or `None`: unset, or shorter than 32 bytes, which RFC 7518
-/// section 3.2 forbids and which counts as unset (decisions.md, "Failing
-/// closed"). Each case is logged, never the secret.
-fn signing_secret(ctx: &mut impl Context, setting: Setting) -> Result<Option<String>, ApiError> {
-    let name = (setting.variable_name(), setting.env_name());
-    match ctx.setting(setting)? {
-        None if setting == Setting::SecretToken => {
-            ctx.log(&format!(
-                "warning: no signing secret is configured ({} / {}): no token is issued or accepted",
-                name.0, name.1
-            ));
-            Ok(None)
-        }
-        None => Ok(None),
-        Some(secret) if secret.len() < MIN_SECRET_BYTES => {
-            ctx.log(&format!(
-                "warning: the signing secret {} / {} is shorter than {MIN_SECRET_BYTES} bytes \
-                 (RFC 7518 section 3.2) and is not used: no token is issued or accepted with it",
-                name.0, name.1
-            ));
-            Ok(None)
-        }
-        Some(secret) => Ok(Some(secret)),
-    }
-}
+use crate::port::{open_configured_store, Context, RequestHead};
+use crate::settings::{Setting, DEFAULT_PASSWORD, DEFAULT_USERNAME};
+use crate::token;
 
 #[derive(Serialize)]
 struct IssuedToken {
@@ -124,10 +71,7 @@ impl Credentials {
     }
 }
 
-/// `POST /token`: credentials in, a signed token out. `body` is the request
-/// body as read (or why it could not be). Under the failed-login limit the
-/// attempt is counted before its password is checked (see
-/// `login_throttle`), and a client past the limit gets 429 whatever it sends.
+/// `POST /token`. `body` is the request body as read (or why it could not be).
 pub fn issue_token(
     ctx: &mut impl Context,
     head: &RequestHead,
@@ -144,19 +88,19 @@ pub fn issue_token(
         }
         return sign(ctx);
     }
-    let identity = login_throttle::client_identity(ctx)?;
+    let identity = login_limit::client_identity(ctx)?;
     let client = identity.key(&client_headers(head, &identity));
     let now = ctx.now();
 
     // The store borrows the context until it is dropped: everything the
     // login needs from the context was read above.
-    let mut store = app::store(ctx)?;
+    let mut store = open_configured_store(ctx)?;
     let (username, password) = match login {
         Ok(login) => login,
         // No password to check, so nothing to count: a read tells whether
         // the client is blocked (429) or only sent a bad body (400).
         Err(unreadable) => {
-            return match limit.blocks(store.login_failures(&client)?, now) {
+            return match limit.blocks(store.login_attempts(&client)?, now) {
                 Some(retry_after) => Err(ApiError::TooManyLoginAttempts { retry_after }),
                 None => Err(unreadable),
             };
@@ -167,14 +111,14 @@ pub fn issue_token(
         return Err(ApiError::TooManyLoginAttempts { retry_after });
     }
     if credentials.accept(&username, &password)? {
-        store.clear_login_failures(&client)?;
+        store.clear_login_attempts(&client)?;
         drop(store);
         return sign(ctx);
     }
     if attempt.count == 1 {
         // A new window began: the moment to clear away a bounded batch of
         // ended ones, so rows of old windows never pile up.
-        store.prune_login_failures(now, PRUNE_BATCH)?;
+        store.prune_login_attempts(now, PRUNE_BATCH)?;
     }
     Err(ApiError::InvalidCredentials)
 }

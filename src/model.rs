@@ -1,20 +1,24 @@
-//! The book resource: its JSON shape, the rules a client-supplied book must
-//! pass (decisions.md), and the four book handlers over a `BookStore`.
+//! The book: its fields, its id, and the rules a client-supplied book must
+//! pass. Each rule is written once here; the handlers, the query parser and
+//! the stores use these types.
+//!
+//! - `title` and `author`: a non-blank string of at most 1,000 characters,
+//!   without NUL (PostgreSQL cannot store it in `text`, so neither store
+//!   accepts it).
+//! - `year`: a JSON integer literal (no fraction, no exponent) within 32 bits.
+//! - an id: a canonical decimal in 1 ..= 2^63-1.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::catalog::BookQuery;
-use crate::envelope::Response;
 use crate::error::ApiError;
-use crate::router::BookId;
-use crate::store::BookStore;
 
 /// Longest title or author, in Unicode scalar values (characters).
 pub const MAX_TEXT_CHARS: usize = 1000;
 
+/// A stored book, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Book {
     pub id: i64,
@@ -37,6 +41,54 @@ pub struct BookChanges {
     pub title: Option<String>,
     pub author: Option<String>,
     pub year: Option<i32>,
+}
+
+/// A book id: 1 ..= 2^63-1, assigned by the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BookId(i64);
+
+impl BookId {
+    pub fn new(value: i64) -> Option<BookId> {
+        (value >= 1).then_some(BookId(value))
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+
+    /// Parses the canonical decimal form only: digits, no sign, no leading
+    /// zero, within 1 ..= 2^63-1. Anything else names no book.
+    pub fn parse(text: &str) -> Option<BookId> {
+        let canonical = !text.is_empty()
+            && text.len() <= 19
+            && text.bytes().all(|b| b.is_ascii_digit())
+            && !text.starts_with('0');
+        if !canonical {
+            return None;
+        }
+        text.parse::<i64>().ok().and_then(BookId::new)
+    }
+}
+
+/// An integer literal as JSON writes one (RFC 8259: `-`? then `0` or a
+/// non-zero digit and more digits; no `+`, no leading zero, no fraction or
+/// exponent), within 64 bits. `-0` is 0. The rule of `year`, in a body and
+/// in a catalog query alike.
+pub fn integer_literal(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let literal = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if literal {
+        text.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// The rule of `title` and `author`.
+pub fn is_valid_text(text: &str) -> bool {
+    !text.trim().is_empty() && !text.contains('\0') && text.chars().count() <= MAX_TEXT_CHARS
 }
 
 impl BookChanges {
@@ -84,8 +136,7 @@ impl NewBook {
     }
 
     pub fn from_json(body: &[u8]) -> Result<NewBook, ApiError> {
-        let changes = BookChanges::from_json(body)?;
-        match changes {
+        match BookChanges::from_json(body)? {
             BookChanges {
                 title: Some(title),
                 author: Some(author),
@@ -104,106 +155,24 @@ impl NewBook {
 /// `HashMap`: no random hash seed to ask the host for.)
 type RawFields = BTreeMap<String, Box<RawValue>>;
 
-/// A non-blank string of at most `MAX_TEXT_CHARS` characters, without NUL
-/// (which PostgreSQL cannot store in `text`, so neither store accepts it).
 fn take_text(fields: &mut RawFields, name: &str) -> Result<Option<String>, ApiError> {
     let Some(raw) = fields.remove(name) else {
         return Ok(None);
     };
     match serde_json::from_str::<String>(raw.get()) {
-        Ok(text)
-            if !text.trim().is_empty()
-                && !text.contains('\0')
-                && text.chars().count() <= MAX_TEXT_CHARS =>
-        {
-            Ok(Some(text))
-        }
+        Ok(text) if is_valid_text(&text) => Ok(Some(text)),
         _ => Err(ApiError::InvalidBook),
     }
 }
 
-/// A JSON integer literal (RFC 8259: `-`? then `0` or a non-zero digit and
-/// more digits; no fraction, no exponent) that fits in 32 bits. `-0` is 0.
 fn take_year(fields: &mut RawFields) -> Result<Option<i32>, ApiError> {
     let Some(raw) = fields.remove("year") else {
         return Ok(None);
     };
-    let literal = raw.get();
-    let digits = literal.strip_prefix('-').unwrap_or(literal);
-    let integer_literal = !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'));
-    if !integer_literal {
-        return Err(ApiError::InvalidBook);
-    }
-    literal
-        .parse::<i32>()
+    integer_literal(raw.get())
+        .and_then(|year| i32::try_from(year).ok())
         .map(Some)
-        .map_err(|_| ApiError::InvalidBook)
-}
-
-pub fn create(store: &mut dyn BookStore, body: &[u8]) -> Result<Response, ApiError> {
-    let new_book = NewBook::from_json(body)?;
-    let book = store.create(&new_book)?;
-    Ok(Response::ok(201, "Book created successfully", Some(book)))
-}
-
-/// `GET /books`. Without parameters, every book through `BookStore::list`,
-/// as before; otherwise one page of the catalog query (decisions.md,
-/// "Catalog queries"), one store call, with a `Link` to the next page.
-pub fn list(store: &mut dyn BookStore, query: &BookQuery) -> Result<Response, ApiError> {
-    if query.is_everything() {
-        let books = store.list()?;
-        return Ok(Response::ok(
-            200,
-            "Books retrieved successfully",
-            Some(books),
-        ));
-    }
-    let found = if query.matches_nothing() {
-        Vec::new()
-    } else {
-        store.list_page(query)?
-    };
-    let (books, link) = query.page(found);
-    let response = Response::ok(200, "Books retrieved successfully", Some(books));
-    Ok(match link {
-        Some(link) if response.status == 200 => response.with_header("link", link),
-        _ => response,
-    })
-}
-
-pub fn get(store: &mut dyn BookStore, id: BookId) -> Result<Response, ApiError> {
-    let book = store.get(id)?.ok_or(ApiError::BookNotFound)?;
-    Ok(Response::ok(200, "Book retrieved successfully", Some(book)))
-}
-
-/// The book is looked up before the body is judged, so a missing book is 404
-/// even with a bad body. On the usual path that lookup is the update itself:
-/// one store call.
-pub fn update(store: &mut dyn BookStore, id: BookId, body: &[u8]) -> Result<Response, ApiError> {
-    let changes = match BookChanges::from_json(body) {
-        Ok(changes) => changes,
-        Err(invalid) => {
-            store.get(id)?.ok_or(ApiError::BookNotFound)?;
-            return Err(invalid);
-        }
-    };
-    let book = if changes.is_empty() {
-        store.get(id)?
-    } else {
-        store.update(id, &changes)?
-    };
-    let book = book.ok_or(ApiError::BookNotFound)?;
-    Ok(Response::ok(200, "Book updated successfully", Some(book)))
-}
-
-pub fn delete(store: &mut dyn BookStore, id: BookId) -> Result<Response, ApiError> {
-    if store.delete(id)? {
-        Ok(Response::ok::<()>(200, "Book deleted successfully", None))
-    } else {
-        Err(ApiError::BookNotFound)
-    }
+        .ok_or(ApiError::InvalidBook)
 }
 
 #[cfg(test)]
@@ -232,6 +201,8 @@ mod tests {
             "true",
             "[1999]",
             "1e400",
+            "01",
+            "+1",
         ] {
             assert_eq!(
                 year_of(&format!(r#"{{"year": {bad}}}"#)),
@@ -262,5 +233,43 @@ mod tests {
         assert_eq!(year_of(&body), Ok(Some(7)));
         let unclosed = format!(r#"{{"extra":{}"#, "[".repeat(depth));
         assert_eq!(year_of(&unclosed), Err(ApiError::InvalidBook));
+    }
+
+    #[test]
+    fn texts_are_non_blank_without_nul_and_at_most_1000_characters() {
+        for good in ["a", " Dune ", &"é".repeat(MAX_TEXT_CHARS)] {
+            assert!(is_valid_text(good), "{good:?}");
+        }
+        for bad in ["", " \t\n", "a\0b", &"a".repeat(MAX_TEXT_CHARS + 1)] {
+            assert!(!is_valid_text(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ids_are_canonical_decimals_in_range() {
+        assert_eq!(BookId::parse("1").map(BookId::get), Some(1));
+        assert_eq!(
+            BookId::parse("9223372036854775807").map(BookId::get),
+            Some(i64::MAX)
+        );
+        for bad in [
+            "",
+            "0",
+            "-1",
+            "+1",
+            "01",
+            "1.5",
+            "abc",
+            "1e3",
+            " 1",
+            "1 ",
+            "%31",
+            "9223372036854775808",
+            "99999999999999999999",
+            "1/2",
+            "١",
+        ] {
+            assert_eq!(BookId::parse(bad), None, "{bad:?}");
+        }
     }
 }

@@ -1,16 +1,16 @@
-//! Catalog queries on `GET /books` (decisions.md, "Catalog queries"): the
+//! Catalog queries on `GET /books` (docs/api.md, "Catalog queries"): the
 //! query string read into a `BookQuery` (percent-decoding, `+` as a space,
 //! repeated parameters refused, every value checked), the rule a book must
-//! meet to match, the SQL both real stores run for it, and the `Link` header
-//! of a page that has a next one.
+//! meet to match (the in-memory definition the SQL of `sql::page` must
+//! agree with), and the `Link` header of a page that has a next one.
 //!
 //! Without any known parameter, `GET /books` keeps its original path
 //! (`BookStore::list`), so its answer stays byte for byte what it was.
 
-use crate::books::{Book, MAX_TEXT_CHARS};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
 use crate::error::ApiError;
-use crate::router::BookId;
-use crate::store::{SqlParam, BOOK_COLUMNS};
+use crate::model::{integer_literal, Book, BookId, MAX_TEXT_CHARS};
 
 /// The most books one page may ask for.
 pub const MAX_LIMIT: u32 = 1000;
@@ -168,14 +168,10 @@ impl BookQuery {
     fn next_link(&self, last_id: i64, limit: u32) -> String {
         let mut target = String::from("/books?");
         if let Some(title) = &self.title {
-            target.push_str("title=");
-            percent_encode_into(&mut target, title.text());
-            target.push('&');
+            target.push_str(&format!("title={}&", percent_encode(title.text())));
         }
         if let Some(author) = &self.author {
-            target.push_str("author=");
-            percent_encode_into(&mut target, author.text());
-            target.push('&');
+            target.push_str(&format!("author={}&", percent_encode(author.text())));
         }
         if let Some(year) = self.year {
             target.push_str(&format!("year={year}&"));
@@ -192,21 +188,6 @@ fn text_filter(value: String) -> Result<TextFilter, ApiError> {
         Ok(TextFilter::new(value))
     } else {
         Err(ApiError::InvalidQuery)
-    }
-}
-
-/// An integer literal as in JSON (`-`? then `0` or a non-zero digit and
-/// more digits: no `+`, no leading zero, no fraction or exponent), within
-/// 64 bits; the caller narrows it. `-0` is 0.
-fn integer_literal(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    let literal = !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'));
-    if literal {
-        text.parse().ok()
-    } else {
-        None
     }
 }
 
@@ -247,123 +228,15 @@ fn hex_digit(byte: u8) -> Option<u8> {
 }
 
 /// Every byte but the unreserved characters (RFC 3986: letters, digits,
-/// `-`, `.`, `_`, `~`) as `%XX`, so the value is plain ASCII and safe inside
-/// `<...>` of a header.
-pub fn percent_encode_into(out: &mut String, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &byte in text.as_bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 15)]));
-        }
-    }
-}
+/// `-`, `.`, `_`, `~`) is written `%XX`, so a value is plain ASCII and safe
+/// inside `<...>` of a header.
+const LINK_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
-/// The SQL dialect of a real store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
-impl Dialect {
-    fn placeholder(self, n: usize) -> String {
-        match self {
-            Dialect::Sqlite => format!("?{n}"),
-            Dialect::Postgres => format!("${n}"),
-        }
-    }
-
-    /// `column` contains the placeholder's text (already ASCII-lowered),
-    /// ASCII letters folded, nothing else. SQLite's built-in `lower()` folds
-    /// ASCII letters only; PostgreSQL's `lower()` would fold others too
-    /// (depending on the collation), so there `translate` folds exactly
-    /// A-Z. `instr`/`strpos` compare literally: no wildcard characters.
-    fn contains(self, column: &str, placeholder: &str) -> String {
-        match self {
-            Dialect::Sqlite => format!("instr(lower({column}), {placeholder}) > 0"),
-            Dialect::Postgres => format!(
-                "strpos(translate({column}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', \
-                 'abcdefghijklmnopqrstuvwxyz'), {placeholder}) > 0"
-            ),
-        }
-    }
-}
-
-/// The one `SELECT` of a catalog query: filters, `id > after`, ascending id,
-/// `LIMIT fetch_limit`. Every value is a bound parameter.
-pub fn page_statement(query: &BookQuery, dialect: Dialect) -> (String, Vec<SqlParam<'_>>) {
-    let mut conditions = Vec::new();
-    let mut params = Vec::new();
-    if let Some(after) = query.after {
-        params.push(SqlParam::Int64(after.get()));
-        conditions.push(format!("id > {}", dialect.placeholder(params.len())));
-    }
-    for (column, filter) in [("title", &query.title), ("author", &query.author)] {
-        if let Some(filter) = filter {
-            params.push(SqlParam::Text(filter.folded()));
-            conditions.push(dialect.contains(column, &dialect.placeholder(params.len())));
-        }
-    }
-    if let Some(year) = query.year {
-        params.push(SqlParam::Int32(year));
-        conditions.push(format!("year = {}", dialect.placeholder(params.len())));
-    }
-    let mut sql = format!("SELECT {BOOK_COLUMNS} FROM books");
-    if !conditions.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&conditions.join(" AND "));
-    }
-    sql.push_str(" ORDER BY id");
-    if let Some(fetch) = query.fetch_limit() {
-        params.push(SqlParam::Int64(fetch.into()));
-        sql.push_str(&format!(" LIMIT {}", dialect.placeholder(params.len())));
-    }
-    (sql, params)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statements_bind_every_value() {
-        let query =
-            BookQuery::parse(Some("title=A%25_&author=x&year=-3&limit=10&after=7")).unwrap();
-        let (sql, params) = page_statement(&query, Dialect::Sqlite);
-        assert_eq!(
-            sql,
-            "SELECT id, title, author, year FROM books WHERE id > ?1 AND \
-             instr(lower(title), ?2) > 0 AND instr(lower(author), ?3) > 0 AND year = ?4 \
-             ORDER BY id LIMIT ?5"
-        );
-        assert_eq!(
-            params,
-            [
-                SqlParam::Int64(7),
-                SqlParam::Text("a%_"),
-                SqlParam::Text("x"),
-                SqlParam::Int32(-3),
-                SqlParam::Int64(11)
-            ]
-        );
-        let query = BookQuery::parse(Some("author=B")).unwrap();
-        let (sql, params) = page_statement(&query, Dialect::Postgres);
-        assert_eq!(
-            sql,
-            "SELECT id, title, author, year FROM books WHERE strpos(translate(author, \
-             'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), $1) > 0 ORDER BY id"
-        );
-        assert_eq!(params, [SqlParam::Text("b")]);
-        let query = BookQuery::parse(Some("limit=1")).unwrap();
-        let (sql, params) = page_statement(&query, Dialect::Postgres);
-        assert_eq!(
-            sql,
-            "SELECT id, title, author, year FROM books ORDER BY id LIMIT $1"
-        );
-        assert_eq!(params, [SqlParam::Int64(2)]);
-    }
+/// `text` percent-encoded for a `Link` target.
+pub fn percent_encode(text: &str) -> String {
+    utf8_percent_encode(text, LINK_VALUE).to_string()
 }

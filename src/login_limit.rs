@@ -1,5 +1,5 @@
-//! Login throttling (decisions.md, "Login protection"): login attempts are
-//! counted per client (see `client`) in the configured store; once
+//! The failed-login limit (docs/configuration.md, "Login protection"): login
+//! attempts are counted per client (see `client`) in the configured store; once
 //! `login_max_failures` attempts of a window have been checked and failed,
 //! every `POST /token` from that client answers 429 "Too many login
 //! attempts" with `Retry-After`, until the window ends. A successful login
@@ -20,14 +20,14 @@
 //! - a login whose body cannot be read checks no password and is not
 //!   counted: one read, to answer 429 rather than 400 to a blocked client.
 
-use crate::app::Context;
 use crate::client::ClientIdentity;
 use crate::error::ApiError;
+use crate::port::Context;
 use crate::settings::{
     self, Setting, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS,
     MAX_LOGIN_WINDOW_SECONDS, MAX_TRUSTED_PROXY_HOPS,
 };
-use crate::store::LoginFailures;
+use crate::store::LoginAttempts;
 
 /// Ended windows deleted at most per cleanup.
 pub const PRUNE_BATCH: u32 = 100;
@@ -86,7 +86,7 @@ impl LoginLimit {
 
     /// Whether a count read as stored blocks a login at `now`: the window
     /// still runs and its limit is used up. `Some(retry_after)` if so.
-    pub fn blocks(self, known: Option<LoginFailures>, now: u64) -> Option<u64> {
+    pub fn blocks(self, known: Option<LoginAttempts>, now: u64) -> Option<u64> {
         let known = known?;
         let blocked =
             self.enabled() && known.window_end > now && known.count >= u64::from(self.max_failures);
@@ -96,7 +96,7 @@ impl LoginLimit {
     /// After an attempt was counted (`counted` includes it): whether it is
     /// past the limit, and so refused without checking its password. The
     /// first `max_failures` attempts of a window are checked.
-    pub fn refuses(self, counted: LoginFailures, now: u64) -> Option<u64> {
+    pub fn refuses(self, counted: LoginAttempts, now: u64) -> Option<u64> {
         (self.enabled() && counted.count > u64::from(self.max_failures))
             .then(|| self.retry_after(counted.window_end, now))
     }
@@ -179,7 +179,7 @@ mod tests {
             window_seconds: 60,
         };
         let now = 1_000;
-        let at = |count, window_end| Some(LoginFailures { count, window_end });
+        let at = |count, window_end| Some(LoginAttempts { count, window_end });
         assert_eq!(limit.blocks(None, now), None);
         assert_eq!(limit.blocks(at(2, 1_060), now), None);
         assert_eq!(limit.blocks(at(3, 1_060), now), Some(60));
@@ -202,7 +202,7 @@ mod tests {
             max_failures: 2,
             window_seconds: 60,
         };
-        let counted = |count| LoginFailures {
+        let counted = |count| LoginAttempts {
             count,
             window_end: 1_030,
         };

@@ -1,0 +1,253 @@
+//! `DB_URL`, the store setting, read once for everyone: the component
+//! (which store to open), `book-host` (what it says at start) and the tests.
+//! Forms: empty, `sqlite:` or `sqlite://default` -> Spin's `default` SQLite
+//! database; `sqlite://LABEL` -> the SQLite database LABEL; `postgres://...`
+//! or `postgresql://...` -> that PostgreSQL database. Anything else is
+//! refused, and described without its text. Also the one redaction of a
+//! password in a PostgreSQL address, for logs.
+
+use std::fmt;
+
+/// The store `DB_URL` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreTarget {
+    /// A Spin SQLite database, by label.
+    Sqlite(String),
+    /// A PostgreSQL connection URL, passed to `spin:postgres` as is.
+    Postgres(String),
+}
+
+pub const DEFAULT_SQLITE_LABEL: &str = "default";
+
+/// A `DB_URL` that names no store we support. It keeps only the URL's
+/// scheme, never the rest: a value that is not a URL we know may hold a
+/// password in any form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsupportedDbUrl {
+    scheme: Option<String>,
+}
+
+impl UnsupportedDbUrl {
+    fn of(db_url: &str) -> UnsupportedDbUrl {
+        let scheme = db_url
+            .split_once(':')
+            .map(|(scheme, _)| scheme)
+            .filter(|scheme| {
+                !scheme.is_empty()
+                    && scheme.len() <= 16
+                    && scheme
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+            })
+            .map(str::to_string);
+        UnsupportedDbUrl { scheme }
+    }
+}
+
+impl fmt::Display for UnsupportedDbUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.scheme {
+            Some(scheme) => write!(f, "DB_URL (a {scheme}: address) is not supported")?,
+            None => f.write_str("DB_URL is not supported")?,
+        }
+        f.write_str(": use sqlite:, sqlite://LABEL, postgres://... or postgresql://...")
+    }
+}
+
+/// The kinds of store, each a Cargo feature of the component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Sqlite,
+    Postgres,
+}
+
+impl StoreKind {
+    /// Whether this build of the component contains the store.
+    pub fn is_built(self) -> bool {
+        match self {
+            StoreKind::Sqlite => cfg!(feature = "sqlite"),
+            StoreKind::Postgres => cfg!(feature = "postgres"),
+        }
+    }
+
+    /// For an operator whose `DB_URL` names a store this build lacks: which
+    /// build serves it (`make variants` names the files).
+    pub fn missing_build_message(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => {
+                "DB_URL names a SQLite database, but this build of the component has no SQLite \
+                 store (it was built with --no-default-features --features postgres): serve the \
+                 default build (book-catalog.wasm) or the SQLite-only build \
+                 (book-catalog-sqlite.wasm), or set DB_URL to a postgres:// URL"
+            }
+            StoreKind::Postgres => {
+                "DB_URL names a PostgreSQL database, but this build of the component has no \
+                 PostgreSQL store (it was built with --no-default-features --features sqlite): \
+                 serve the default build (book-catalog.wasm) or the PostgreSQL-only build \
+                 (book-catalog-postgres.wasm)"
+            }
+        }
+    }
+}
+
+impl StoreTarget {
+    pub fn kind(&self) -> StoreKind {
+        match self {
+            StoreTarget::Sqlite(_) => StoreKind::Sqlite,
+            StoreTarget::Postgres(_) => StoreKind::Postgres,
+        }
+    }
+
+    pub fn from_db_url(db_url: Option<&str>) -> Result<StoreTarget, UnsupportedDbUrl> {
+        let db_url = db_url.unwrap_or("").trim();
+        if db_url.is_empty() || db_url == "sqlite:" {
+            return Ok(StoreTarget::Sqlite(DEFAULT_SQLITE_LABEL.to_string()));
+        }
+        if let Some(label) = db_url.strip_prefix("sqlite://") {
+            let valid = !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if valid {
+                return Ok(StoreTarget::Sqlite(label.to_string()));
+            }
+        }
+        if db_url.starts_with("postgres://") || db_url.starts_with("postgresql://") {
+            return Ok(StoreTarget::Postgres(db_url.to_string()));
+        }
+        Err(UnsupportedDbUrl::of(db_url))
+    }
+
+    /// How the store is named in logs: never with a password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreTarget::Sqlite(label) => format!("SQLite database {label:?}"),
+            StoreTarget::Postgres(url) => format!("PostgreSQL {}", redact_password(url)),
+        }
+    }
+}
+
+/// Replaces the password of a `scheme://user:password@host...` URL and any
+/// `password=` parameter with `***`. The user info ends at the last `@`, not
+/// at the first `/`, `?` or `#`, because an unencoded password may hold
+/// those: this masks too much rather than too little.
+pub fn redact_password(url: &str) -> String {
+    let mut redacted = url.to_string();
+    if let Some(scheme_end) = redacted.find("://") {
+        let rest = scheme_end + 3;
+        if let Some(at) = redacted[rest..].rfind('@').map(|i| rest + i) {
+            if let Some(colon) = redacted[rest..at].find(':').map(|i| rest + i) {
+                redacted.replace_range(colon + 1..at, "***");
+            }
+        }
+    }
+    let lower = redacted.to_ascii_lowercase();
+    if let Some(at) = lower.find("password=") {
+        let start = at + "password=".len();
+        let end = redacted[start..]
+            .find(['&', ' '])
+            .map_or(redacted.len(), |i| start + i);
+        redacted.replace_range(start..end, "***");
+    }
+    redacted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Result<StoreTarget, UnsupportedDbUrl> {
+        StoreTarget::from_db_url(Some(url))
+    }
+
+    #[test]
+    fn empty_or_sqlite_means_the_default_database() {
+        let default = Ok(StoreTarget::Sqlite("default".into()));
+        assert_eq!(StoreTarget::from_db_url(None), default);
+        assert_eq!(target(""), default);
+        assert_eq!(target("sqlite:"), default);
+        assert_eq!(target("sqlite://default"), default);
+    }
+
+    #[test]
+    fn sqlite_labels_and_postgres_urls() {
+        assert_eq!(
+            target("sqlite://books_2"),
+            Ok(StoreTarget::Sqlite("books_2".into()))
+        );
+        let pg = "postgres://u:p@127.0.0.1:5432/books";
+        assert_eq!(target(pg), Ok(StoreTarget::Postgres(pg.into())));
+        let pg = "postgresql://127.0.0.1/books?sslmode=disable";
+        assert_eq!(target(pg), Ok(StoreTarget::Postgres(pg.into())));
+    }
+
+    #[test]
+    fn anything_else_is_refused_without_echoing_a_password() {
+        for bad in [
+            "mysql://u:hunter2@h/db",
+            "sqlite://",
+            "sqlite://a/b",
+            "file.db",
+            "redis://x",
+            "hunter2",
+            "host=db password=hunter2",
+            "postgress://u:hunter2@h/db",
+            "postgres:u:hunter2@h",
+        ] {
+            let error = target(bad).unwrap_err().to_string();
+            assert!(error.starts_with("DB_URL"), "{error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
+        assert_eq!(
+            target("mysql://u:hunter2@h/db").unwrap_err().to_string(),
+            "DB_URL (a mysql: address) is not supported: use sqlite:, sqlite://LABEL, \
+             postgres://... or postgresql://..."
+        );
+        assert_eq!(
+            target("hunter2").unwrap_err().to_string(),
+            "DB_URL is not supported: use sqlite:, sqlite://LABEL, postgres://... or \
+             postgresql://..."
+        );
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact_password("postgres://user:s3cret@db:5432/books"),
+            "postgres://user:***@db:5432/books"
+        );
+        assert_eq!(
+            redact_password("postgres://user@db/books"),
+            "postgres://user@db/books"
+        );
+        assert_eq!(
+            redact_password("postgres://db/books?user=u&password=s3cret&sslmode=require"),
+            "postgres://db/books?user=u&password=***&sslmode=require"
+        );
+        assert_eq!(
+            redact_password("postgres://u:p@ss@db/x"),
+            "postgres://u:***@db/x"
+        );
+        for password in ["hunter/2", "hunter#2", "hunter?2", "p@ss/hunter2"] {
+            let redacted = redact_password(&format!("postgres://u:{password}@db:5432/x"));
+            assert_eq!(redacted, "postgres://u:***@db:5432/x");
+        }
+        let described = StoreTarget::Postgres("postgres://a:b@h/d".into()).describe();
+        assert_eq!(described, "PostgreSQL postgres://a:***@h/d");
+    }
+
+    #[test]
+    fn a_store_missing_from_the_build_names_the_build_that_has_it() {
+        let sqlite = target("sqlite://default").unwrap().kind();
+        let postgres = target("postgres://h/d").unwrap().kind();
+        assert_eq!((sqlite, postgres), (StoreKind::Sqlite, StoreKind::Postgres));
+        assert!(postgres
+            .missing_build_message()
+            .contains("book-catalog-postgres.wasm"));
+        assert!(sqlite
+            .missing_build_message()
+            .contains("book-catalog-sqlite.wasm"));
+        // The native test build has the default features: both stores.
+        assert!(sqlite.is_built() && postgres.is_built());
+    }
+}

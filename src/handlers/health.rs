@@ -1,0 +1,25 @@
+//! `GET /health`: whether the configured store answers, for load balancers
+//! and Kubernetes probes.
+
+use crate::db_url::StoreTarget;
+use crate::envelope::Response;
+use crate::error::ApiError;
+use crate::port::Context;
+use crate::settings::Setting;
+
+/// 200 "Service healthy" when the configured store answers a trivial query;
+/// otherwise 503 "Service unavailable", the reason in the log only (a
+/// setting that cannot be read included: the store cannot be known).
+pub fn health<C: Context>(ctx: &mut C) -> Result<Response, ApiError> {
+    let db_url = ctx
+        .setting(Setting::DbUrl)
+        .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
+    let target = StoreTarget::from_db_url(db_url.as_deref())
+        .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
+    let unavailable = |error: anyhow::Error| {
+        ApiError::ServiceUnavailable(format!("{}: {error:#}", target.describe()))
+    };
+    let mut store = ctx.open_store(&target).map_err(unavailable)?;
+    store.ping().map_err(unavailable)?;
+    Ok(Response::ok::<()>(200, "Service healthy", None))
+}

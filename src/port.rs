@@ -1,0 +1,81 @@
+//! The host port: everything the core needs from the host it runs on (Spin,
+//! through `spin/`; the tests' fake host; the native benchmark), and the
+//! request as the core sees it. Handlers import this module; it imports
+//! nothing of theirs.
+
+use crate::db_url::StoreTarget;
+use crate::error::ApiError;
+use crate::settings::{Setting, SettingUnavailable};
+use crate::store::Database;
+
+/// Request bodies are refused past 1 MiB.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// What the core needs from its host. Settings and the store are asked for
+/// only when a request needs them, as each may be a host call.
+pub trait Context {
+    /// The resolved, non-empty value of a setting (see `settings::resolve`),
+    /// or why its source could not give one.
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable>;
+    /// Unix time in seconds.
+    fn now(&self) -> u64;
+    /// The store `target` names. Connecting may be deferred to its first use.
+    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>>;
+    /// A line for the operator's log. Never given a secret.
+    fn log(&mut self, line: &str);
+}
+
+/// The store the `DB_URL` setting names, opened.
+pub fn open_configured_store<C: Context>(ctx: &mut C) -> Result<Box<dyn Database + '_>, ApiError> {
+    let db_url = ctx.setting(Setting::DbUrl)?;
+    let target = StoreTarget::from_db_url(db_url.as_deref()).map_err(ApiError::internal)?;
+    Ok(ctx.open_store(&target)?)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    TooLarge,
+    Unreadable,
+}
+
+/// A request body, read only by the endpoints that take one.
+pub trait Body {
+    /// The whole body, or `TooLarge` as soon as it passes `limit` bytes.
+    fn read(self, limit: usize) -> Result<Vec<u8>, BodyError>;
+}
+
+impl Body for &[u8] {
+    fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
+        if self.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        Ok(self.to_vec())
+    }
+}
+
+/// The parts of a request the routing, authentication and handlers need.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    pub method: &'a str,
+    /// The path, without the query string.
+    pub path: &'a str,
+    /// The query string after `?`, without the `?`; `None` when the target
+    /// has no `?`. Only `GET /books` reads it.
+    pub query: Option<&'a str>,
+    /// The `Authorization` value; several headers are joined with ", ".
+    pub authorization: Option<&'a [u8]>,
+    /// The request's header fields, names in lower case, in the order
+    /// received, for the endpoints that read more than `Authorization`
+    /// (`router::reads_headers`); an adapter may leave it empty for others.
+    pub headers: &'a [(String, Vec<u8>)],
+}
+
+impl<'a> RequestHead<'a> {
+    /// Every value of header `name` (lower case), in the order received.
+    pub fn header_values<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a [u8]> + 's {
+        self.headers
+            .iter()
+            .filter(move |(candidate, _)| candidate == name)
+            .map(|(_, value)| value.as_slice())
+    }
+}
