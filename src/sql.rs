@@ -3,8 +3,11 @@
 //! bound parameter. The tables are those of `migrations/` (`books`,
 //! `login_attempts`).
 
-use crate::model::{BookChanges, BookId, NewBook};
+use anyhow::bail;
+
+use crate::model::{Book, BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
+use crate::store::LoginAttempts;
 
 /// The columns every book statement returns, in `Book` field order.
 pub const BOOK_COLUMNS: &str = "id, title, author, year";
@@ -62,6 +65,71 @@ impl Dialect {
             sql = sql.replace(&format!("{{{n}}}"), &self.placeholder(n));
         }
         Statement { sql, params }
+    }
+}
+
+/// A column of a result row, as each store's adapter hands it over: the
+/// rows the statements below return are read back here, once for both
+/// databases (SQLite INTEGER and PostgreSQL INTEGER/BIGINT are all
+/// `Integer`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Column {
+    Integer(i64),
+    Text(String),
+    Null,
+    /// Any other type: never in a row these statements return.
+    Other,
+}
+
+/// A book row (`BOOK_COLUMNS`). Takes the row's strings rather than copying
+/// them: a list of 10,000 books is held once, not twice.
+pub fn book_from_row(row: Vec<Column>) -> anyhow::Result<Book> {
+    match <[Column; 4]>::try_from(row) {
+        Ok(
+            [Column::Integer(id), Column::Text(title), Column::Text(author), Column::Integer(year)],
+        ) => match i32::try_from(year) {
+            Ok(year) => Ok(Book {
+                id,
+                title,
+                author,
+                year,
+            }),
+            Err(_) => bail!("stored year {year} out of range"),
+        },
+        other => bail!("unexpected book row: {other:?}"),
+    }
+}
+
+/// Every book of a result.
+pub fn books_from_rows(rows: Vec<Vec<Column>>) -> anyhow::Result<Vec<Book>> {
+    rows.into_iter().map(book_from_row).collect()
+}
+
+/// The book of a zero-or-one-row result.
+pub fn first_book(rows: Vec<Vec<Column>>) -> anyhow::Result<Option<Book>> {
+    rows.into_iter().next().map(book_from_row).transpose()
+}
+
+/// The count of a zero-or-one-row login-attempt result.
+pub fn first_attempts(rows: &[Vec<Column>]) -> anyhow::Result<Option<LoginAttempts>> {
+    rows.first().map(|row| attempts_from_row(row)).transpose()
+}
+
+/// The id an `insert` returned.
+pub fn id_from_row(row: &[Column]) -> anyhow::Result<i64> {
+    match row {
+        [Column::Integer(id)] => Ok(*id),
+        other => bail!("INSERT returned {other:?}"),
+    }
+}
+
+/// An `attempts, window_end` row of the login-attempt statements.
+pub fn attempts_from_row(row: &[Column]) -> anyhow::Result<LoginAttempts> {
+    match row {
+        [Column::Integer(count), Column::Integer(window_end)] => {
+            LoginAttempts::from_row(*count, *window_end)
+        }
+        other => bail!("unexpected login-attempt row: {other:?}"),
     }
 }
 
@@ -323,6 +391,27 @@ mod tests {
         let text: Vec<String> = (1..=11).map(|n| format!("{{{n}}}")).collect();
         let statement = Dialect::Postgres.statement(&text.join(","), params);
         assert_eq!(statement.sql, "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11");
+    }
+
+    #[test]
+    fn rows_are_read_back_once_for_both_stores() {
+        let row = |year| {
+            vec![
+                Column::Integer(7),
+                Column::Text("T".into()),
+                Column::Text("A".into()),
+                Column::Integer(year),
+            ]
+        };
+        let book = book_from_row(row(1965)).unwrap();
+        assert_eq!((book.id, book.title.as_str(), book.year), (7, "T", 1965));
+        assert!(book_from_row(row(i64::from(i32::MAX) + 1)).is_err());
+        assert!(book_from_row(vec![Column::Integer(7), Column::Null]).is_err());
+        assert_eq!(id_from_row(&[Column::Integer(3)]).unwrap(), 3);
+        assert!(id_from_row(&[Column::Text("3".into())]).is_err());
+        let attempts = attempts_from_row(&[Column::Integer(2), Column::Integer(900)]).unwrap();
+        assert_eq!((attempts.count, attempts.window_end), (2, 900));
+        assert!(attempts_from_row(&[Column::Integer(-1), Column::Integer(900)]).is_err());
     }
 
     #[test]

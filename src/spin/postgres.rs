@@ -8,7 +8,7 @@ use crate::db_url::redact_password;
 use crate::migrations::{self, SchemaConnection};
 use crate::model::{Book, BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
-use crate::sql::{self, Dialect, SqlParam, Statement};
+use crate::sql::{self, Column, Dialect, SqlParam, Statement};
 use crate::store::{BookStore, LoginAttemptStore, LoginAttempts};
 
 const DIALECT: Dialect = Dialect::Postgres;
@@ -69,7 +69,7 @@ impl PostgresStore {
         &mut self,
         statement: &Statement,
         order_by: Option<&str>,
-    ) -> anyhow::Result<Vec<Vec<DbValue>>> {
+    ) -> anyhow::Result<Vec<Vec<Column>>> {
         let sql = at_least_one_row(&statement.sql, order_by);
         let params = bind(&statement.params);
         let connection = match &mut self.connection {
@@ -88,7 +88,9 @@ impl PostgresStore {
             result => result,
         };
         let rows = result.map_err(|error| anyhow!("PostgreSQL: {}", describe(&error)))?;
-        Ok(rows_of(rows).collect())
+        Ok(rows_of(rows)
+            .map(|row| row.into_iter().map(column).collect())
+            .collect())
     }
 }
 
@@ -148,67 +150,40 @@ fn bind(params: &[SqlParam]) -> Vec<ParameterValue> {
         .collect()
 }
 
-/// Takes the row's strings rather than copying them: a list of 10,000
-/// books is then held once, not twice.
-fn book_from_row(row: Vec<DbValue>) -> anyhow::Result<Book> {
-    match <[DbValue; 4]>::try_from(row) {
-        Ok(
-            [DbValue::Int64(id), DbValue::Str(title), DbValue::Str(author), DbValue::Int32(year)],
-        ) => Ok(Book {
-            id,
-            title,
-            author,
-            year,
-        }),
-        other => bail!("unexpected book row: {other:?}"),
+fn column(value: DbValue) -> Column {
+    match value {
+        DbValue::Int32(value) => Column::Integer(value.into()),
+        DbValue::Int64(value) => Column::Integer(value),
+        DbValue::Str(text) => Column::Text(text),
+        DbValue::DbNull => Column::Null,
+        _ => Column::Other,
     }
-}
-
-/// The `attempts, window_end` row of a login-attempt statement, if any.
-fn attempts_row(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<LoginAttempts>> {
-    match rows.first().map(Vec::as_slice) {
-        None => Ok(None),
-        Some([DbValue::Int64(count), DbValue::Int64(window_end)]) => {
-            LoginAttempts::from_row(*count, *window_end).map(Some)
-        }
-        Some(other) => bail!("unexpected login-attempt row: {other:?}"),
-    }
-}
-
-fn first_book(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Option<Book>> {
-    rows.into_iter().next().map(book_from_row).transpose()
-}
-
-fn books(rows: Vec<Vec<DbValue>>) -> anyhow::Result<Vec<Book>> {
-    rows.into_iter().map(book_from_row).collect()
 }
 
 impl BookStore for PostgresStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
         // The outer ORDER BY keeps the order through the wrapper's join.
-        books(self.query(&sql::list(DIALECT), Some("id"))?)
+        sql::books_from_rows(self.query(&sql::list(DIALECT), Some("id"))?)
     }
 
     fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
         // The statement's own ORDER BY picks the page (with its LIMIT); the
         // outer one keeps that order through the wrapper's join.
-        books(self.query(&sql::page(DIALECT, query), Some("id"))?)
+        sql::books_from_rows(self.query(&sql::page(DIALECT, query), Some("id"))?)
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        first_book(self.query(&sql::get(DIALECT, id), None)?)
+        sql::first_book(self.query(&sql::get(DIALECT, id), None)?)
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
         let rows = self.query(&sql::insert(DIALECT, book), None)?;
-        match rows.first().map(Vec::as_slice) {
-            Some([DbValue::Int64(id)]) => Ok(book.with_id(*id)),
-            other => bail!("INSERT returned {other:?}"),
-        }
+        let id = sql::id_from_row(rows.first().map_or(&[], Vec::as_slice))?;
+        Ok(book.with_id(id))
     }
 
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        first_book(self.query(&sql::update(DIALECT, id, changes), None)?)
+        sql::first_book(self.query(&sql::update(DIALECT, id, changes), None)?)
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
@@ -218,9 +193,8 @@ impl BookStore for PostgresStore {
     /// `GET /health`: connects (or takes a pooled connection) and runs the
     /// most trivial query, through the same always-a-row wrapper.
     fn ping(&mut self) -> anyhow::Result<()> {
-        let rows = self.query(&sql::ping(DIALECT), None)?;
-        match rows.first().map(Vec::as_slice) {
-            Some([DbValue::Int32(1)]) => Ok(()),
+        match self.query(&sql::ping(DIALECT), None)?.as_slice() {
+            [row] if row.as_slice() == [Column::Integer(1)] => Ok(()),
             other => bail!("SELECT 1 returned {other:?}"),
         }
     }
@@ -228,7 +202,7 @@ impl BookStore for PostgresStore {
 
 impl LoginAttemptStore for PostgresStore {
     fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        attempts_row(self.query(&sql::login_attempts(DIALECT, client), None)?)
+        sql::first_attempts(&self.query(&sql::login_attempts(DIALECT, client), None)?)
     }
 
     fn count_login_attempt(
@@ -238,7 +212,7 @@ impl LoginAttemptStore for PostgresStore {
         window_seconds: u64,
     ) -> anyhow::Result<LoginAttempts> {
         let statement = sql::count_login_attempt(DIALECT, client, now, window_seconds);
-        attempts_row(self.query(&statement, None)?)?
+        sql::first_attempts(&self.query(&statement, None)?)?
             .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
     }
 

@@ -6,7 +6,7 @@ use spin_sdk::sqlite::{Connection, Error, QueryResult, Value};
 use crate::migrations::{self, SchemaConnection};
 use crate::model::{Book, BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
-use crate::sql::{self, Dialect, SqlParam, Statement};
+use crate::sql::{self, Column, Dialect, SqlParam, Statement};
 use crate::store::{BookStore, LoginAttemptStore, LoginAttempts};
 
 const DIALECT: Dialect = Dialect::Sqlite;
@@ -26,10 +26,10 @@ impl SqliteStore {
         }
     }
 
-    /// Runs one statement. A missing table or column means the database is
-    /// behind this build's schema: migrate it and run the statement again.
-    /// The usual path therefore costs no schema check at all.
-    fn run(&mut self, statement: &Statement) -> anyhow::Result<QueryResult> {
+    /// Runs one statement and returns its rows. A missing table or column
+    /// means the database is behind this build's schema: migrate it and run
+    /// the statement again. The usual path therefore costs no schema check.
+    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
         let label = &self.label;
         let connection = match &mut self.connection {
             Some(connection) => connection,
@@ -49,6 +49,7 @@ impl SqliteStore {
             }
             result => result,
         }
+        .map(rows)
         .map_err(|error| anyhow!("SQLite database {label:?}: {error:?}"))
     }
 }
@@ -91,85 +92,55 @@ fn bind(params: &[SqlParam]) -> Vec<Value> {
         .collect()
 }
 
-/// Takes the row's strings rather than copying them: a list of 10,000
-/// books is then held once, not twice.
-fn book_from_row(values: Vec<Value>) -> anyhow::Result<Book> {
-    match <[Value; 4]>::try_from(values) {
-        Ok([Value::Integer(id), Value::Text(title), Value::Text(author), Value::Integer(year)]) => {
-            let year = i32::try_from(year).context("stored year out of range")?;
-            Ok(Book {
-                id,
-                title,
-                author,
-                year,
-            })
-        }
-        other => bail!("unexpected book row: {other:?}"),
-    }
-}
-
-fn books(result: QueryResult) -> anyhow::Result<Vec<Book>> {
+/// The rows of a result, as the shared readers of `sql` take them.
+fn rows(result: QueryResult) -> Vec<Vec<Column>> {
     result
         .rows
         .into_iter()
-        .map(|row| book_from_row(row.values))
+        .map(|row| row.values.into_iter().map(column).collect())
         .collect()
 }
 
-fn first_book(result: QueryResult) -> anyhow::Result<Option<Book>> {
-    result
-        .rows
-        .into_iter()
-        .next()
-        .map(|row| book_from_row(row.values))
-        .transpose()
-}
-
-/// The `attempts, window_end` row of a login-attempt statement, if any.
-fn attempts_row(result: QueryResult) -> anyhow::Result<Option<LoginAttempts>> {
-    match result.rows.first().map(|row| row.values.as_slice()) {
-        None => Ok(None),
-        Some([Value::Integer(count), Value::Integer(window_end)]) => {
-            LoginAttempts::from_row(*count, *window_end).map(Some)
-        }
-        Some(other) => bail!("unexpected login-attempt row: {other:?}"),
+fn column(value: Value) -> Column {
+    match value {
+        Value::Integer(value) => Column::Integer(value),
+        Value::Text(text) => Column::Text(text),
+        Value::Null => Column::Null,
+        Value::Real(_) | Value::Blob(_) => Column::Other,
     }
 }
 
 impl BookStore for SqliteStore {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        books(self.run(&sql::list(DIALECT))?)
+        sql::books_from_rows(self.rows(&sql::list(DIALECT))?)
     }
 
     fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        books(self.run(&sql::page(DIALECT, query))?)
+        sql::books_from_rows(self.rows(&sql::page(DIALECT, query))?)
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        first_book(self.run(&sql::get(DIALECT, id))?)
+        sql::first_book(self.rows(&sql::get(DIALECT, id))?)
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let result = self.run(&sql::insert(DIALECT, book))?;
-        match result.rows.first().map(|row| row.values.as_slice()) {
-            Some([Value::Integer(id)]) => Ok(book.with_id(*id)),
-            other => bail!("INSERT returned {other:?}"),
-        }
+        let rows = self.rows(&sql::insert(DIALECT, book))?;
+        let id = sql::id_from_row(rows.first().map_or(&[], Vec::as_slice))?;
+        Ok(book.with_id(id))
     }
 
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        first_book(self.run(&sql::update(DIALECT, id, changes))?)
+        sql::first_book(self.rows(&sql::update(DIALECT, id, changes))?)
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        Ok(!self.run(&sql::delete(DIALECT, id))?.rows.is_empty())
+        Ok(!self.rows(&sql::delete(DIALECT, id))?.is_empty())
     }
 
     /// `GET /health`: opens the database and runs the most trivial query.
     fn ping(&mut self) -> anyhow::Result<()> {
-        let result = self.run(&sql::ping(DIALECT))?;
-        match result.rows.first().map(|row| row.values.as_slice()) {
-            Some([Value::Integer(1)]) => Ok(()),
+        match self.rows(&sql::ping(DIALECT))?.as_slice() {
+            [row] if row.as_slice() == [Column::Integer(1)] => Ok(()),
             other => bail!("SELECT 1 returned {other:?}"),
         }
     }
@@ -177,7 +148,7 @@ impl BookStore for SqliteStore {
 
 impl LoginAttemptStore for SqliteStore {
     fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        attempts_row(self.run(&sql::login_attempts(DIALECT, client))?)
+        sql::first_attempts(&self.rows(&sql::login_attempts(DIALECT, client))?)
     }
 
     fn count_login_attempt(
@@ -187,16 +158,17 @@ impl LoginAttemptStore for SqliteStore {
         window_seconds: u64,
     ) -> anyhow::Result<LoginAttempts> {
         let statement = sql::count_login_attempt(DIALECT, client, now, window_seconds);
-        attempts_row(self.run(&statement)?)?.context("the login-attempt upsert returned no row")
+        sql::first_attempts(&self.rows(&statement)?)?
+            .context("the login-attempt upsert returned no row")
     }
 
     fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
-        self.run(&sql::clear_login_attempts(DIALECT, client))
+        self.rows(&sql::clear_login_attempts(DIALECT, client))
             .map(drop)
     }
 
     fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.run(&sql::prune_login_attempts(DIALECT, now, limit))
+        self.rows(&sql::prune_login_attempts(DIALECT, now, limit))
             .map(drop)
     }
 }

@@ -30,7 +30,7 @@ use book_catalog::migrations::{self, SchemaConnection};
 use book_catalog::model::{Book, BookChanges, BookId, NewBook};
 use book_catalog::query::BookQuery;
 use book_catalog::settings::{Setting, SettingUnavailable};
-use book_catalog::sql::{self, Dialect, SqlParam, Statement};
+use book_catalog::sql::{self, Column, Dialect, SqlParam, Statement};
 use book_catalog::store::{BookStore, Database, LoginAttemptStore, LoginAttempts};
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
@@ -207,37 +207,32 @@ fn sqlite_value(param: &SqlParam) -> rusqlite::types::Value {
     }
 }
 
-fn sqlite_book(row: &rusqlite::Row) -> rusqlite::Result<Book> {
-    Ok(Book {
-        id: row.get(0)?,
-        title: row.get(1)?,
-        author: row.get(2)?,
-        year: row.get(3)?,
-    })
+/// A row as the shared readers of `sql` take it.
+fn sqlite_columns(row: &rusqlite::Row) -> rusqlite::Result<Vec<Column>> {
+    use rusqlite::types::ValueRef;
+    (0..row.as_ref().column_count())
+        .map(|i| {
+            Ok(match row.get_ref(i)? {
+                ValueRef::Integer(value) => Column::Integer(value),
+                ValueRef::Text(text) => Column::Text(String::from_utf8_lossy(text).into_owned()),
+                ValueRef::Null => Column::Null,
+                ValueRef::Real(_) | ValueRef::Blob(_) => Column::Other,
+            })
+        })
+        .collect()
 }
 
 impl SqliteStore<'_> {
     /// Runs a statement, every row stepped through (so a `DELETE ...
-    /// RETURNING` completes), and reads each with `read`.
-    fn rows<T>(
-        &mut self,
-        statement: &Statement,
-        read: impl Fn(&rusqlite::Row) -> rusqlite::Result<T>,
-    ) -> anyhow::Result<Vec<T>> {
+    /// RETURNING` completes).
+    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
         let values: Vec<rusqlite::types::Value> =
             statement.params.iter().map(sqlite_value).collect();
         let mut prepared = self.connection.prepare_cached(&statement.sql)?;
         let rows = prepared
-            .query_map(rusqlite::params_from_iter(values), read)?
-            .collect::<rusqlite::Result<Vec<T>>>()?;
+            .query_map(rusqlite::params_from_iter(values), sqlite_columns)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
-    }
-
-    fn attempts(&mut self, statement: &Statement) -> anyhow::Result<Option<LoginAttempts>> {
-        let rows = self.rows(statement, |row| Ok((row.get(0)?, row.get(1)?)))?;
-        rows.first()
-            .map(|&(count, window_end)| LoginAttempts::from_row(count, window_end))
-            .transpose()
     }
 }
 
@@ -245,45 +240,38 @@ const SQLITE: Dialect = Dialect::Sqlite;
 
 impl BookStore for SqliteStore<'_> {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        self.rows(&sql::list(SQLITE), sqlite_book)
+        sql::books_from_rows(self.rows(&sql::list(SQLITE))?)
     }
 
     fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        self.rows(&sql::page(SQLITE, query), sqlite_book)
+        sql::books_from_rows(self.rows(&sql::page(SQLITE, query))?)
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        Ok(self.rows(&sql::get(SQLITE, id), sqlite_book)?.pop())
+        sql::first_book(self.rows(&sql::get(SQLITE, id))?)
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let ids = self.rows(&sql::insert(SQLITE, book), |row| row.get(0))?;
-        Ok(book.with_id(
-            *ids.first()
-                .ok_or_else(|| anyhow!("INSERT returned no row"))?,
-        ))
+        let rows = self.rows(&sql::insert(SQLITE, book))?;
+        Ok(book.with_id(sql::id_from_row(rows.first().map_or(&[], Vec::as_slice))?))
     }
 
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        Ok(self
-            .rows(&sql::update(SQLITE, id, changes), sqlite_book)?
-            .pop())
+        sql::first_book(self.rows(&sql::update(SQLITE, id, changes))?)
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        let ids: Vec<i64> = self.rows(&sql::delete(SQLITE, id), |row| row.get(0))?;
-        Ok(!ids.is_empty())
+        Ok(!self.rows(&sql::delete(SQLITE, id))?.is_empty())
     }
 
     fn ping(&mut self) -> anyhow::Result<()> {
-        self.rows(&sql::ping(SQLITE), |row| row.get::<_, i64>(0))
-            .map(drop)
+        self.rows(&sql::ping(SQLITE)).map(drop)
     }
 }
 
 impl LoginAttemptStore for SqliteStore<'_> {
     fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        self.attempts(&sql::login_attempts(SQLITE, client))
+        sql::first_attempts(&self.rows(&sql::login_attempts(SQLITE, client))?)
     }
 
     fn count_login_attempt(
@@ -292,22 +280,18 @@ impl LoginAttemptStore for SqliteStore<'_> {
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginAttempts> {
-        self.attempts(&sql::count_login_attempt(
-            SQLITE,
-            client,
-            now,
-            window_seconds,
-        ))?
-        .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
+        let statement = sql::count_login_attempt(SQLITE, client, now, window_seconds);
+        sql::first_attempts(&self.rows(&statement)?)?
+            .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
     }
 
     fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
-        self.attempts(&sql::clear_login_attempts(SQLITE, client))
+        self.rows(&sql::clear_login_attempts(SQLITE, client))
             .map(drop)
     }
 
     fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.attempts(&sql::prune_login_attempts(SQLITE, now, limit))
+        self.rows(&sql::prune_login_attempts(SQLITE, now, limit))
             .map(drop)
     }
 }
@@ -353,12 +337,33 @@ fn pg_param<'p>(param: &'p SqlParam) -> PgParam<'p> {
     }
 }
 
+/// A row as the shared readers of `sql` take it.
+fn pg_columns(row: &tokio_postgres::Row) -> anyhow::Result<Vec<Column>> {
+    use tokio_postgres::types::Type;
+    (0..row.len())
+        .map(|i| {
+            let column = match *row.columns()[i].type_() {
+                Type::INT4 => row
+                    .try_get::<_, Option<i32>>(i)?
+                    .map(|v| Column::Integer(v.into())),
+                Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Column::Integer),
+                Type::TEXT | Type::VARCHAR => {
+                    row.try_get::<_, Option<String>>(i)?.map(Column::Text)
+                }
+                _ => Some(Column::Other),
+            };
+            Ok(column.unwrap_or(Column::Null))
+        })
+        .collect()
+}
+
 impl PgStore<'_> {
-    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<tokio_postgres::Row>> {
+    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
         let params: Vec<PgParam> = statement.params.iter().map(pg_param).collect();
         let PgConnection { client, statements } = &mut *self.connection;
         let sql = &statement.sql;
-        self.runtime
+        let rows = self
+            .runtime
             .block_on(async {
                 let prepared = match statements.get(sql) {
                     Some(prepared) => prepared.clone(),
@@ -370,17 +375,8 @@ impl PgStore<'_> {
                 };
                 client.query(&prepared, &params).await
             })
-            .map_err(|error| anyhow!("PostgreSQL: {error}"))
-    }
-
-    fn attempts(&mut self, statement: &Statement) -> anyhow::Result<Option<LoginAttempts>> {
-        match self.rows(statement)?.first() {
-            Some(row) => Ok(Some(LoginAttempts::from_row(
-                row.try_get(0)?,
-                row.try_get(1)?,
-            )?)),
-            None => Ok(None),
-        }
+            .map_err(|error| anyhow!("PostgreSQL: {error}"))?;
+        rows.iter().map(pg_columns).collect()
     }
 }
 
@@ -402,53 +398,28 @@ impl SchemaConnection for PgStore<'_> {
     }
 }
 
-fn pg_book(row: &tokio_postgres::Row) -> anyhow::Result<Book> {
-    Ok(Book {
-        id: row.try_get(0)?,
-        title: row.try_get(1)?,
-        author: row.try_get(2)?,
-        year: row.try_get(3)?,
-    })
-}
-
 const POSTGRES: Dialect = Dialect::Postgres;
 
 impl BookStore for PgStore<'_> {
     fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        self.rows(&sql::list(POSTGRES))?
-            .iter()
-            .map(pg_book)
-            .collect()
+        sql::books_from_rows(self.rows(&sql::list(POSTGRES))?)
     }
 
     fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        self.rows(&sql::page(POSTGRES, query))?
-            .iter()
-            .map(pg_book)
-            .collect()
+        sql::books_from_rows(self.rows(&sql::page(POSTGRES, query))?)
     }
 
     fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        self.rows(&sql::get(POSTGRES, id))?
-            .first()
-            .map(pg_book)
-            .transpose()
+        sql::first_book(self.rows(&sql::get(POSTGRES, id))?)
     }
 
     fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
         let rows = self.rows(&sql::insert(POSTGRES, book))?;
-        let id: i64 = rows
-            .first()
-            .ok_or_else(|| anyhow!("INSERT returned no row"))?
-            .try_get(0)?;
-        Ok(book.with_id(id))
+        Ok(book.with_id(sql::id_from_row(rows.first().map_or(&[], Vec::as_slice))?))
     }
 
     fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        self.rows(&sql::update(POSTGRES, id, changes))?
-            .first()
-            .map(pg_book)
-            .transpose()
+        sql::first_book(self.rows(&sql::update(POSTGRES, id, changes))?)
     }
 
     fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
@@ -462,7 +433,7 @@ impl BookStore for PgStore<'_> {
 
 impl LoginAttemptStore for PgStore<'_> {
     fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        self.attempts(&sql::login_attempts(POSTGRES, client))
+        sql::first_attempts(&self.rows(&sql::login_attempts(POSTGRES, client))?)
     }
 
     fn count_login_attempt(
@@ -471,22 +442,18 @@ impl LoginAttemptStore for PgStore<'_> {
         now: u64,
         window_seconds: u64,
     ) -> anyhow::Result<LoginAttempts> {
-        self.attempts(&sql::count_login_attempt(
-            POSTGRES,
-            client,
-            now,
-            window_seconds,
-        ))?
-        .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
+        let statement = sql::count_login_attempt(POSTGRES, client, now, window_seconds);
+        sql::first_attempts(&self.rows(&statement)?)?
+            .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
     }
 
     fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
-        self.attempts(&sql::clear_login_attempts(POSTGRES, client))
+        self.rows(&sql::clear_login_attempts(POSTGRES, client))
             .map(drop)
     }
 
     fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.attempts(&sql::prune_login_attempts(POSTGRES, now, limit))
+        self.rows(&sql::prune_login_attempts(POSTGRES, now, limit))
             .map(drop)
     }
 }
