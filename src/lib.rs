@@ -11,9 +11,9 @@
 //!   the store setting `DB_URL`;
 //! - `model`: the book, its id and its rules;
 //! - `query`: catalog queries on `GET /books`;
-//! - `sql`, `migrations`: every statement, in one dialect type, and the
-//!   versioned schema;
 //! - `store`: what the handlers ask of a database;
+//! - `sql`, `migrations`: every statement, in one dialect type, the rows
+//!   read back, and the versioned schema;
 //! - `port`: what the core needs from its host (`Context`, bodies, the
 //!   request head);
 //! - `token`, `password`, `client`, `login_limit`: tokens, credentials, who
