@@ -9,7 +9,7 @@ mod support;
 
 use book_catalog::query::{percent_decode, BookQuery, MAX_LIMIT};
 use book_catalog::store::BookStore;
-use book_catalog::{handle, ApiError, RequestHead};
+use book_catalog::ApiError;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use support::*;
@@ -59,14 +59,7 @@ fn without_parameters_the_answer_is_byte_for_byte_unchanged() {
     let mut ctx = with_books(&SAMPLE);
     let token = valid_token();
     let list = |ctx: &mut TestContext, query: Option<&str>| {
-        let head = RequestHead {
-            method: "GET",
-            path: "/books",
-            query,
-            authorization: Some(token.as_bytes()),
-            headers: &[],
-        };
-        handle(ctx, &head, &b""[..])
+        ctx.respond("GET", "/books", query, Some(token.as_bytes()), &b""[..])
     };
     let plain = list(&mut ctx, None);
     assert_eq!(plain.status, 200);
@@ -197,14 +190,14 @@ fn authentication_and_method_come_before_the_parameters() {
         );
     }
     let token = valid_token();
-    let head = RequestHead {
-        method: "POST",
-        path: "/books",
-        query: Some("limit=0"),
-        authorization: Some(token.as_bytes()),
-        headers: &[],
-    };
-    assert_eq!(handle(&mut ctx, &head, &b""[..]).status, 405);
+    let response = ctx.respond(
+        "POST",
+        "/books",
+        Some("limit=0"),
+        Some(token.as_bytes()),
+        &b""[..],
+    );
+    assert_eq!(response.status, 405);
     assert_eq!(ctx.calls.opens, 0);
 }
 

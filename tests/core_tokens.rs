@@ -1,5 +1,8 @@
-//! Tokens: what `POST /token` issues, how long it is accepted, and every
-//! kind of token the protected routes must refuse (decisions.md, "Tokens").
+//! Tokens (decisions.md, "Tokens"): what `POST /token` issues, how long it
+//! is accepted on the protected routes, every kind of token they must
+//! refuse, and the signing secrets: missing, empty, shorter than 32 bytes,
+//! rotated, and the previous secret (`secret_token_previous`). Who may log
+//! in, and the failed-login limit, are in core_login.rs.
 
 mod support;
 
@@ -718,4 +721,64 @@ fn rotating_the_secret_invalidates_earlier_tokens() {
     let token = ctx.login();
     ctx.secret = Some(format!("{SECRET}-rotated"));
     assert_eq!(ctx.call("GET", "/books", Some(&token), ""), invalid_token());
+}
+
+// ---- The previous signing secret ----------------------------------------
+
+#[test]
+fn tokens_of_the_previous_secret_are_accepted_until_they_expire() {
+    let mut ctx = TestContext::new();
+    ctx.previous_secret = Some(PREVIOUS.into());
+    let old = token::issue(PREVIOUS.as_bytes(), NOW - 100).unwrap();
+    ctx.never_logged.push(old.clone());
+    assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
+    // Until its exp (NOW - 100 + 900), not a second longer.
+    ctx.now = NOW + 799;
+    assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
+    ctx.now = NOW + 800;
+    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
+    // Without the setting, the old token is refused at once.
+    ctx.now = NOW;
+    ctx.previous_secret = None;
+    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
+}
+
+#[test]
+fn new_tokens_are_signed_with_the_current_secret_only() {
+    let mut ctx = TestContext::new();
+    ctx.previous_secret = Some(PREVIOUS.into());
+    let issued = ctx.login();
+    assert_eq!(
+        token::verify(issued.as_bytes(), SECRET.as_bytes(), NOW),
+        Ok(())
+    );
+    assert!(token::verify(issued.as_bytes(), PREVIOUS.as_bytes(), NOW).is_err());
+    // A token of neither secret, and a forged one, are still refused.
+    let other = token::issue(b"some-third-secret-of-enough-length-000", NOW).unwrap();
+    assert_eq!(ctx.call("GET", "/books", Some(&other), ""), invalid_token());
+    let none = forge(
+        r#"{"alg":"none"}"#,
+        r#"{"exp":9999999999}"#,
+        PREVIOUS.as_bytes(),
+    );
+    assert_eq!(ctx.call("GET", "/books", Some(&none), ""), invalid_token());
+}
+
+#[test]
+fn the_previous_secret_alone_verifies_nothing() {
+    // Without a current secret every token is refused, old ones too.
+    let mut ctx = TestContext::without_secret();
+    ctx.previous_secret = Some(PREVIOUS.into());
+    let old = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
+    ctx.never_logged.push(old.clone());
+    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
+    assert_eq!(
+        ctx.call(
+            "POST",
+            "/token",
+            None,
+            r#"{"username":"admin","password":"password"}"#
+        ),
+        token_not_issued()
+    );
 }

@@ -11,11 +11,8 @@ without SECRET_TOKEN (POST /token -> 500, every token -> 401, also one
 signed with the empty key). Every check is one test.
 """
 
-import base64
 import hashlib
-import hmac
 import http.server
-import json
 import socket
 import sys
 import threading
@@ -25,26 +22,9 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
+from lib import b64url, jwt, segment  # noqa: E402  (the one HS256 forger)
 
 INVALID = "Invalid token"
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def seg(obj):
-    return b64url(json.dumps(obj, separators=(",", ":")).encode())
-
-
-def seg_raw(text):
-    return b64url(text.encode())
-
-
-def forge(key, header, claims, digest=hashlib.sha256, raw_claims=None):
-    signing_input = seg(header) + "." + (seg_raw(raw_claims) if raw_claims is not None else seg(claims))
-    sig = hmac.new(key, signing_input.encode(), digest).digest()
-    return signing_input + "." + b64url(sig)
 
 
 class Listener:
@@ -130,48 +110,50 @@ def run(ctx):
     accepted(good, "the token from POST /token")
     # alg none in three spellings, with an empty and with a real signature.
     for alg in ("none", "None", "NONE", "nOnE"):
-        unsigned = seg({"alg": alg, "typ": "JWT"}) + "." + seg(valid_claims) + "."
+        unsigned = segment({"alg": alg, "typ": "JWT"}) + "." + segment(valid_claims) + "."
         refused(unsigned, f"alg {alg}, empty signature")
-        refused(forge(key, {"alg": alg, "typ": "JWT"}, valid_claims), f"alg {alg}, HMAC-SHA256 signature")
-    refused(seg({"alg": "none"}) + "." + seg(valid_claims), "alg none, two segments")
-    refused(forge(key, {"alg": "HS384", "typ": "JWT"}, valid_claims, hashlib.sha384), "HS384, correctly signed")
-    refused(forge(key, {"alg": "HS512", "typ": "JWT"}, valid_claims, hashlib.sha512), "HS512, correctly signed")
-    refused(forge(key, {"alg": "HS384", "typ": "JWT"}, valid_claims), "HS384 header, SHA-256 signature")
-    refused(forge(key, {"alg": "RS256", "typ": "JWT"}, valid_claims), "RS256 header, HMAC-SHA256 signature")
-    refused(forge(key, {"alg": "ES256", "typ": "JWT"}, valid_claims), "ES256 header, HMAC-SHA256 signature")
-    refused(forge(key, {"alg": "hs256", "typ": "JWT"}, valid_claims), "alg hs256 (lower case)")
-    refused(forge(key, {"typ": "JWT"}, valid_claims), "no alg")
-    refused(forge(key, {"alg": ["HS256"]}, valid_claims), "alg as an array")
-    refused(forge(key, dict(hs, crit=["exp"]), valid_claims), "crit header")
+        refused(jwt(key, valid_claims, {"alg": alg, "typ": "JWT"}), f"alg {alg}, HMAC-SHA256 signature")
+    refused(segment({"alg": "none"}) + "." + segment(valid_claims), "alg none, two segments")
+    refused(jwt(key, valid_claims, {"alg": "HS384", "typ": "JWT"}, hashlib.sha384), "HS384, correctly signed")
+    refused(jwt(key, valid_claims, {"alg": "HS512", "typ": "JWT"}, hashlib.sha512), "HS512, correctly signed")
+    refused(jwt(key, valid_claims, {"alg": "HS384", "typ": "JWT"}), "HS384 header, SHA-256 signature")
+    refused(jwt(key, valid_claims, {"alg": "RS256", "typ": "JWT"}), "RS256 header, HMAC-SHA256 signature")
+    refused(jwt(key, valid_claims, {"alg": "ES256", "typ": "JWT"}), "ES256 header, HMAC-SHA256 signature")
+    refused(jwt(key, valid_claims, {"alg": "hs256", "typ": "JWT"}), "alg hs256 (lower case)")
+    refused(jwt(key, valid_claims, {"typ": "JWT"}), "no alg")
+    refused(jwt(key, valid_claims, {"alg": ["HS256"]}), "alg as an array")
+    refused(jwt(key, valid_claims, dict(hs, crit=["exp"])), "crit header")
     # kid / jku / x5u: ignored, never fetched.
-    accepted(forge(key, dict(hs, kid="../../../../etc/passwd"), valid_claims), "kid path traversal (ignored)")
-    accepted(forge(key, dict(hs, kid="' OR 1=1 --"), valid_claims), "kid SQL (ignored)")
-    accepted(forge(key, dict(hs, jku=jku), valid_claims), "jku to a local listener (ignored)")
-    accepted(forge(key, dict(hs, x5u=x5u), valid_claims), "x5u to a local listener (ignored)")
-    accepted(forge(key, dict(hs, jku=jku, x5u=x5u, kid="k1", jwk={"kty": "oct", "k": b64url(b"attacker")}),
-                   valid_claims), "jku + x5u + kid + embedded jwk (ignored)")
-    refused(forge(b"attacker", dict(hs, jku=jku, x5u=x5u, jwk={"kty": "oct", "k": b64url(b"attacker")}),
-                  valid_claims), "signed with the key of an embedded jwk / jku")
+    accepted(jwt(key, valid_claims, dict(hs, kid="../../../../etc/passwd")), "kid path traversal (ignored)")
+    accepted(jwt(key, valid_claims, dict(hs, kid="' OR 1=1 --")), "kid SQL (ignored)")
+    accepted(jwt(key, valid_claims, dict(hs, jku=jku)), "jku to a local listener (ignored)")
+    accepted(jwt(key, valid_claims, dict(hs, x5u=x5u)), "x5u to a local listener (ignored)")
+    accepted(jwt(key, valid_claims, dict(hs, jku=jku, x5u=x5u, kid="k1",
+                                         jwk={"kty": "oct", "k": b64url(b"attacker")})),
+             "jku + x5u + kid + embedded jwk (ignored)")
+    refused(jwt(b"attacker", valid_claims, dict(hs, jku=jku, x5u=x5u,
+                                                jwk={"kty": "oct", "k": b64url(b"attacker")})),
+            "signed with the key of an embedded jwk / jku")
     time.sleep(0.5)
     t.check(not listener.hits, "the jku/x5u listener received zero requests", f"{listener.hits}")
     listener.close()
     # exp edge cases.
-    refused(forge(key, hs, {"exp": int(time.time())}), "exp exactly now")
-    refused(forge(key, hs, {"exp": int(time.time()) - 1}), "exp one second ago")
-    accepted(forge(key, hs, {"exp": future + 0.25}), "exp fractional, in the future")
-    refused(forge(key, hs, {"exp": now - 0.5}), "exp fractional, in the past")
-    accepted(forge(key, hs, None, raw_claims='{"exp":1e300}'), "exp 1e300 (signed, far future)")
-    refused(forge(key, hs, None, raw_claims='{"exp":1e999}'), "exp 1e999 (overflows a double)")
-    refused(forge(key, hs, {"exp": -1}), "exp negative")
-    refused(forge(key, hs, {"exp": -1e300}), "exp -1e300")
-    refused(forge(key, hs, {"exp": str(future)}), "exp as a string")
-    refused(forge(key, hs, {"exp": None}), "exp null")
-    refused(forge(key, hs, {"exp": True}), "exp true")
-    refused(forge(key, hs, {"exp": [future]}), "exp as an array")
-    refused(forge(key, hs, {}), "no exp")
-    refused(forge(key, hs, [future]), "claims an array")
-    refused(forge(key, hs, None, raw_claims="null"), "claims null")
-    refused(forge(key, hs, None, raw_claims='{"exp":%d,"exp":1}' % future), "duplicate exp, last one expired")
+    refused(jwt(key, {"exp": int(time.time())}, hs), "exp exactly now")
+    refused(jwt(key, {"exp": int(time.time()) - 1}, hs), "exp one second ago")
+    accepted(jwt(key, {"exp": future + 0.25}, hs), "exp fractional, in the future")
+    refused(jwt(key, {"exp": now - 0.5}, hs), "exp fractional, in the past")
+    accepted(jwt(key, None, hs, raw_claims='{"exp":1e300}'), "exp 1e300 (signed, far future)")
+    refused(jwt(key, None, hs, raw_claims='{"exp":1e999}'), "exp 1e999 (overflows a double)")
+    refused(jwt(key, {"exp": -1}, hs), "exp negative")
+    refused(jwt(key, {"exp": -1e300}, hs), "exp -1e300")
+    refused(jwt(key, {"exp": str(future)}, hs), "exp as a string")
+    refused(jwt(key, {"exp": None}, hs), "exp null")
+    refused(jwt(key, {"exp": True}, hs), "exp true")
+    refused(jwt(key, {"exp": [future]}, hs), "exp as an array")
+    refused(jwt(key, {}, hs), "no exp")
+    refused(jwt(key, [future], hs), "claims an array")
+    refused(jwt(key, None, hs, raw_claims="null"), "claims null")
+    refused(jwt(key, None, hs, raw_claims='{"exp":%d,"exp":1}' % future), "duplicate exp, last one expired")
     # Malformed segments (each otherwise correct and signed).
     h, c, s = good.split(".")
     refused(f"{h}.{c}.{s}=", "padding on the signature")
@@ -241,15 +223,15 @@ def run(ctx):
     r = lib.try_request(bare.port, "POST", "/token", body={"username": bare.username, "password": "wrong"})
     t.check(r.is_envelope(401, "Invalid credentials"), "no secret: wrong credentials -> 401 Invalid credentials",
             f"{r!r}")
-    for name, token in (("signed with the empty key", forge(b"", hs, valid_claims)),
-                        ("signed with the empty key, 1e300 exp", forge(b"", hs, {"exp": 1e300})),
-                        ("alg none", seg({"alg": "none"}) + "." + seg(valid_claims) + "."),
+    for name, token in (("signed with the empty key", jwt(b"", valid_claims, hs)),
+                        ("signed with the empty key, 1e300 exp", jwt(b"", {"exp": 1e300}, hs)),
+                        ("alg none", segment({"alg": "none"}) + "." + segment(valid_claims) + "."),
                         ("a token of another host", good)):
         attacks += 1
         r = lib.try_request(bare.port, "GET", "/books", token=token)
         t.check(r.is_envelope(401, INVALID), f"no secret: {name} -> 401 Invalid token", f"{r!r}")
     r = lib.try_request(bare.port, "POST", "/book", body={"title": "x", "author": "y", "year": 1},
-                        token=forge(b"", hs, valid_claims))
+                        token=jwt(b"", valid_claims, hs))
     t.check(r.is_envelope(401, INVALID), "no secret: POST /book with an empty-key token -> 401", f"{r!r}")
     bare.stop()
     t.note(f"token attacks tried: {attacks}")

@@ -1,4 +1,5 @@
-"""Shared plumbing for the fault tests (tests/faults/*.py) and scripts/fuzz.sh.
+"""Shared plumbing for the fault tests (tests/faults/*.py), scripts/fuzz.sh
+and tests/hurl/forge_tokens.py (the one HS256 token forger in Python).
 
 Standard library only. Everything talks to 127.0.0.1 only, every loop is
 bounded, and everything a test starts (hosts, a PostgreSQL cluster) is
@@ -10,6 +11,9 @@ runner tests/faults/run.py calls several `run(ctx)` with one context.
 
 import argparse
 import atexit
+import base64
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -23,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -31,22 +36,32 @@ ROOT = Path(__file__).resolve().parents[2]
 HOST_BIN = Path(os.environ.get("FAULTS_HOST_BIN", ROOT / "target/release/book-host"))
 # Real Spin, for `--host spin`: $SPIN, else `spin` on PATH.
 SPIN_BIN = os.environ.get("SPIN") or shutil.which("spin")
-# The component's settings by their plain environment names; under Spin they
-# are set as a Spin user sets them, SPIN_VARIABLE_<NAME>.
-SETTINGS = ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD", "AUTH_PASSWORD_HASH",
-            "SECRET_TOKEN_PREVIOUS", "LOGIN_MAX_FAILURES", "LOGIN_WINDOW_SECONDS",
-            "TRUST_FORWARDED_FOR", "CLIENT_IP_HEADER", "TRUSTED_PROXY_HOPS")
 MANIFEST = ROOT / "spin.toml"
+
+
+def component_settings(manifest=MANIFEST, component="book-catalog"):
+    """The component's settings by their plain environment names: the
+    variables the manifest passes to it, upper-cased (tests/deploy.rs checks
+    them against the settings of src/settings.rs, and tests/core_login.rs
+    that each environment name is its variable's name upper-cased)."""
+    with open(manifest, "rb") as f:
+        variables = tomllib.load(f)["component"][component]["variables"]
+    return tuple(name.upper() for name in variables)
+
+
+# Under Spin they are set as a Spin user sets them, SPIN_VARIABLE_<NAME>.
+SETTINGS = component_settings()
 WASM = ROOT / "target/wasm32-wasip2/release/book_catalog.wasm"
 PG_CLUSTER = ROOT / "scripts/pg-cluster.sh"
 
 ENVELOPE_KEYS = {"status", "message", "data"}
 
-# The login protection settings: a host gets the defaults unless a test says
+# The settings every Host sets itself (Host.env); all the others are the
+# login protection settings: a host gets their defaults unless a test says
 # otherwise (the caller's environment is not passed on).
-LOGIN_SETTINGS = ("AUTH_PASSWORD_HASH", "SECRET_TOKEN_PREVIOUS", "LOGIN_MAX_FAILURES",
-                  "LOGIN_WINDOW_SECONDS", "TRUST_FORWARDED_FOR", "TRUSTED_PROXY_HOPS",
-                  "CLIENT_IP_HEADER")
+HOST_SETTINGS = ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD")
+assert set(HOST_SETTINGS) <= set(SETTINGS), f"{MANIFEST}: {SETTINGS}"
+LOGIN_SETTINGS = tuple(name for name in SETTINGS if name not in HOST_SETTINGS)
 # Client addresses for tests that make wrong logins: this run's own /48 in
 # the IPv6 documentation range; `client(n)` is an address in the n-th /64 of
 # it (the service counts an IPv6 client by its /64).
@@ -71,6 +86,43 @@ def free_port():
 
 def log(*parts):
     print(*parts, file=sys.stderr, flush=True)
+
+
+# --- Tokens ------------------------------------------------------------------
+# HS256 tokens made by hand, good and bad (attacks.py, side_by_side.py,
+# tests/hurl/forge_tokens.py); the Rust tests have their own in
+# tests/support/mod.rs.
+
+HS256_HEADER = {"alg": "HS256", "typ": "JWT"}
+
+
+def b64url(data):
+    """base64url without padding."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def segment(value):
+    """A JSON value as a token segment (compact JSON, base64url)."""
+    return b64url(json.dumps(value, separators=(",", ":")).encode("utf-8"))
+
+
+def segment_raw(text):
+    """Any text as a token segment, as it is (`{"exp":1e300}`, not JSON...)."""
+    return b64url(text.encode("utf-8"))
+
+
+def sign(key, signing_input, digest=hashlib.sha256):
+    """The base64url HMAC of `header.claims` (HMAC-SHA256 unless `digest`)."""
+    return b64url(hmac.new(key, signing_input.encode("ascii"), digest).digest())
+
+
+def jwt(key, claims, header=None, digest=hashlib.sha256, raw_claims=None):
+    """`header.claims.signature`, signed with `key` (bytes, empty allowed).
+    `header` defaults to {"alg":"HS256","typ":"JWT"}; `raw_claims`, when
+    given, is the claims segment's text instead of `claims` as JSON."""
+    claims_segment = segment_raw(raw_claims) if raw_claims is not None else segment(claims)
+    signing_input = segment(HS256_HEADER if header is None else header) + "." + claims_segment
+    return signing_input + "." + sign(key, signing_input, digest)
 
 
 # --- Results -----------------------------------------------------------------
@@ -262,7 +314,7 @@ class Host:
     def env(self):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("SPIN_VARIABLE_")
-               and k not in ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD")
+               and k not in HOST_SETTINGS
                and k not in LOGIN_SETTINGS}
         # Logins from the tests themselves come from 127.0.0.1 and always
         # succeed; a test that makes wrong logins names its own client in

@@ -18,9 +18,6 @@ quick: 600 requests; full: 3,000. Needs real Spin: without one the module
 fails its setup (make test runs it only when Spin is there).
 """
 
-import base64
-import hashlib
-import hmac
 import json
 import random
 import sys
@@ -30,20 +27,10 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
+from lib import jwt  # noqa: E402  (the one HS256 forger)
 
 COMPARED_HEADERS = ("content-type", "allow", "link", "retry-after", "cache-control")
 SEED = 20261123
-
-
-def b64(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def forge(header, claims, key):
-    head = b64(json.dumps(header, separators=(",", ":")).encode())
-    body = b64(json.dumps(claims, separators=(",", ":")).encode())
-    signature = hmac.new(key, f"{head}.{body}".encode(), hashlib.sha256).digest()
-    return f"{head}.{body}.{b64(signature)}"
 
 
 class Sequence:
@@ -63,12 +50,12 @@ class Sequence:
             return {"Authorization": "{token}"}
         return {"Authorization": self.rng.choice([
             "", "   ", "Bearer {token}", "{token}x", "not.a.token", "a.b", "a.b.c.d",
-            forge({"alg": "none", "typ": "JWT"}, {"exp": now + 600}, self.secret),
-            forge({"alg": "HS512", "typ": "JWT"}, {"exp": now + 600}, self.secret),
-            forge({"alg": "HS256", "typ": "JWT"}, {"exp": now - 5}, self.secret),
-            forge({"alg": "HS256", "typ": "JWT"}, {}, self.secret),
-            forge({"alg": "HS256", "typ": "JWT"}, {"exp": now + 600}, b"another-secret" * 3),
-            forge({"alg": "HS256", "typ": "JWT"}, {"exp": "soon"}, self.secret),
+            jwt(self.secret, {"exp": now + 600}, {"alg": "none", "typ": "JWT"}),
+            jwt(self.secret, {"exp": now + 600}, {"alg": "HS512", "typ": "JWT"}),
+            jwt(self.secret, {"exp": now - 5}, {"alg": "HS256", "typ": "JWT"}),
+            jwt(self.secret, {}, {"alg": "HS256", "typ": "JWT"}),
+            jwt(b"another-secret" * 3, {"exp": now + 600}, {"alg": "HS256", "typ": "JWT"}),
+            jwt(self.secret, {"exp": "soon"}, {"alg": "HS256", "typ": "JWT"}),
             "{token}=", "x" * 5000])}
 
     def book_id(self):

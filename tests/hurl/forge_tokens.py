@@ -7,7 +7,8 @@ here: expired, signed with another key, tampered, other algorithms, no `exp`,
 padded or wrongly split segments. One good token with a fractional `exp` is
 also made, because a NumericDate may carry a fraction (RFC 7519 section 2).
 
-Standard library only. The secret is read from the environment variable
+Standard library only; the tokens are signed by tests/faults/lib.py (the one
+forger the Python tests share). The secret is read from the environment variable
 SECRET_TOKEN (or the one named by --secret-env), never from the command line,
 so that it does not show in `ps`.
 
@@ -17,32 +18,16 @@ lines instead.
 """
 
 import argparse
-import base64
 import hashlib
-import hmac
-import json
 import os
 import sys
 import time
+from pathlib import Path
 
-HS256_HEADER = {"alg": "HS256", "typ": "JWT"}
-
-
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def segment(obj) -> str:
-    return b64url(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
-
-
-def sign(key: bytes, signing_input: str, digest=hashlib.sha256) -> str:
-    return b64url(hmac.new(key, signing_input.encode("ascii"), digest).digest())
-
-
-def jwt(key: bytes, claims, header=None, digest=hashlib.sha256) -> str:
-    signing_input = segment(header or HS256_HEADER) + "." + segment(claims)
-    return signing_input + "." + sign(key, signing_input, digest)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "faults"))
+# The one HS256 forger in Python, shared with the fault tests.
+from lib import HS256_HEADER, jwt, segment, sign  # noqa: E402
 
 
 def std_alphabet_token(key: bytes, exp: int) -> str:

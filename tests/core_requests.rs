@@ -1,0 +1,413 @@
+//! What every request goes through, whatever its endpoint: routing (404 "Not
+//! found", 405 with its exact `Allow`), the order of checks (the route, then
+//! authentication, then the method, the body and the store), the body limit
+//! (413, read only by the endpoints that take a body) and the envelope and
+//! headers of every response (`TestContext` checks them on each call; here
+//! also byte for byte).
+
+mod support;
+
+use std::cell::Cell;
+
+use book_catalog::MAX_BODY_BYTES;
+use serde_json::json;
+use support::*;
+
+fn book_body(title: &str, author: &str, year: i64) -> String {
+    json!({"title": title, "author": author, "year": year}).to_string()
+}
+
+/// `json` padded with trailing spaces to exactly `len` bytes.
+fn padded(json: &str, len: usize) -> Vec<u8> {
+    assert!(json.len() <= len);
+    let mut body = json.as_bytes().to_vec();
+    body.resize(len, b' ');
+    body
+}
+
+// ---- The envelope and headers -------------------------------------------
+
+#[test]
+fn responses_are_json_envelopes_with_matching_status() {
+    // `call` checks the envelope shape on every response; here the raw body
+    // and the header list of a few responses are compared byte for byte.
+    let mut ctx = TestContext::new();
+    let response = ctx.respond("GET", "/books", None, None, &b""[..]);
+    assert_eq!(response.status, 401);
+    assert_eq!(
+        response.body,
+        br#"{"status":401,"message":"Authorization token required","data":null}"#
+    );
+    let headers: Vec<(&str, &str)> = response.headers().collect();
+    assert_eq!(
+        headers,
+        [
+            ("content-type", "application/json"),
+            ("cache-control", "no-store")
+        ]
+    );
+    let response = ctx.respond("GET", "/token", None, None, &b""[..]);
+    assert_eq!(
+        response.body,
+        br#"{"status":405,"message":"Method not allowed","data":null}"#
+    );
+    let headers: Vec<(&str, &str)> = response.headers().collect();
+    assert_eq!(
+        headers,
+        [
+            ("content-type", "application/json"),
+            ("cache-control", "no-store"),
+            ("allow", "POST")
+        ]
+    );
+}
+
+// ---- Routing: 404 and 405 ------------------------------------------------
+
+#[test]
+fn unknown_paths_are_not_found_without_authentication() {
+    let mut ctx = TestContext::new();
+    let t = ctx.login();
+    ctx.reset_calls();
+    for path in [
+        "/",
+        "",
+        "/tokens",
+        "/token/",
+        "/books/",
+        "/books/1",
+        "/Book/1",
+        "/BOOKS",
+        "/bookx",
+        "/book1",
+        "//book/1",
+        "/api/book/1",
+        "/books?x=1",
+        "/token/1",
+    ] {
+        for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
+            for auth in [None, Some("garbage"), Some(t.as_str())] {
+                assert_eq!(
+                    ctx.call(method, path, auth, "{}"),
+                    route_not_found(),
+                    "{method} {path:?} {auth:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(ctx.calls.opens, 0);
+}
+
+#[test]
+fn token_answers_405_to_other_methods_without_authentication() {
+    let mut ctx = TestContext::new();
+    let valid = valid_token();
+    for method in [
+        "GET", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "post", "Post",
+    ] {
+        for auth in [None, Some("garbage"), Some(valid.as_str())] {
+            assert_eq!(
+                ctx.call(
+                    method,
+                    "/token",
+                    auth,
+                    r#"{"username":"admin","password":"password"}"#
+                ),
+                not_allowed("POST"),
+                "{method} {auth:?}"
+            );
+        }
+    }
+    assert_eq!(ctx.calls.opens, 0);
+}
+
+#[test]
+fn wrong_methods_on_protected_paths_are_405_after_authentication() {
+    let mut ctx = TestContext::new();
+    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let t = ctx.login();
+    ctx.reset_calls();
+    let cases: [(&str, &str, &'static str); 15] = [
+        ("GET", "/book", "POST"),
+        ("PUT", "/book", "POST"),
+        ("DELETE", "/book", "POST"),
+        ("PATCH", "/book", "POST"),
+        ("POST", "/books", "GET"),
+        ("PUT", "/books", "GET"),
+        ("DELETE", "/books", "GET"),
+        ("HEAD", "/books", "GET"),
+        ("get", "/books", "GET"),
+        ("POST", "/book/1", "GET, PUT, DELETE"),
+        ("PATCH", "/book/1", "GET, PUT, DELETE"),
+        ("OPTIONS", "/book/1", "GET, PUT, DELETE"),
+        ("HEAD", "/book/1", "GET, PUT, DELETE"),
+        ("PATCH", "/book/abc", "GET, PUT, DELETE"),
+        ("POST", "/book/999", "GET, PUT, DELETE"),
+    ];
+    for (method, path, allow) in cases {
+        assert_eq!(
+            ctx.call(method, path, Some(&t), "{}"),
+            not_allowed(allow),
+            "{method} {path}"
+        );
+        assert_eq!(
+            ctx.call(method, path, None, "{}"),
+            token_required(),
+            "{method} {path} without a token"
+        );
+        assert_eq!(
+            ctx.call(method, path, Some("x.y.z"), "{}"),
+            invalid_token(),
+            "{method} {path} with a bad token"
+        );
+    }
+    assert_eq!(ctx.calls.opens, 0, "405 never opens the store");
+}
+
+// ---- Order of checks ----------------------------------------------------
+
+#[test]
+fn authentication_comes_before_everything_on_protected_paths() {
+    let mut ctx = TestContext::new();
+    ctx.create_book("Dune", "Frank Herbert", 1965);
+    ctx.reset_calls();
+    let too_big = vec![b'{'; MAX_BODY_BYTES + 1];
+    let requests: [(&str, &str, &[u8]); 14] = [
+        ("GET", "/book/999", b""),
+        ("GET", "/book/abc", b""),
+        ("PUT", "/book/1", b"not json"),
+        ("PUT", "/book/999", b"{}"),
+        ("DELETE", "/book/999", b""),
+        ("DELETE", "/book/1", b""),
+        ("POST", "/book", b"not json"),
+        ("POST", "/book", &too_big),
+        ("PUT", "/book/1", &too_big),
+        ("POST", "/book/1", b""),
+        ("PATCH", "/book/1", b"{}"),
+        ("DELETE", "/books", b""),
+        ("GET", "/book", b""),
+        ("GET", "/book/", b""),
+    ];
+    let bad_token = forge(HS256_HEADER, r#"{"exp":1}"#, SECRET.as_bytes());
+    for (method, path, body) in requests {
+        let read = Cell::new(false);
+        let limit = Cell::new(0);
+        let probe = ProbeBody {
+            bytes: body,
+            read: &read,
+            limit: &limit,
+        };
+        assert_eq!(
+            ctx.call_with(method, path, None, probe),
+            token_required(),
+            "{method} {path} without a token"
+        );
+        assert!(!read.get(), "{method} {path}: body read before auth");
+        for token in [bad_token.as_bytes(), b"garbage"] {
+            assert_eq!(
+                ctx.call_raw(method, path, Some(token), body),
+                invalid_token(),
+                "{method} {path} with a bad token"
+            );
+        }
+    }
+    assert_eq!(ctx.calls.opens, 0, "the store is never opened");
+    assert_eq!(ctx.all_books().as_array().unwrap().len(), 1);
+}
+
+// ---- Bodies -------------------------------------------------------------
+
+#[test]
+fn bodies_over_the_limit_are_413() {
+    let mut ctx = TestContext::new();
+    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let t = ctx.login();
+    let over = padded(&book_body("Big", "Body", 1), MAX_BODY_BYTES + 1);
+    let login_over = padded(
+        r#"{"username":"admin","password":"password"}"#,
+        MAX_BODY_BYTES + 1,
+    );
+    ctx.reset_calls();
+    assert_eq!(
+        ctx.call_raw("POST", "/book", Some(t.as_bytes()), &over),
+        too_large()
+    );
+    assert_eq!(
+        ctx.call_raw("PUT", "/book/1", Some(t.as_bytes()), &over),
+        too_large()
+    );
+    assert_eq!(
+        ctx.call_raw("POST", "/token", None, &login_over),
+        too_large()
+    );
+    let much_larger = vec![b'x'; 8 * MAX_BODY_BYTES];
+    assert_eq!(
+        ctx.call_raw("POST", "/book", Some(t.as_bytes()), &much_larger),
+        too_large()
+    );
+    // The login's only store call is the failed-login check, which comes
+    // before the body is judged.
+    assert_eq!(
+        ctx.calls,
+        StoreCalls {
+            opens: 1,
+            login_read: 1,
+            ..StoreCalls::default()
+        },
+        "too-large bodies never reach the books"
+    );
+    assert_eq!(
+        ctx.all_books(),
+        json!([book(1, "Dune", "Frank Herbert", 1965)])
+    );
+}
+
+#[test]
+fn a_body_of_exactly_the_limit_is_accepted() {
+    let mut ctx = TestContext::new();
+    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let t = ctx.login();
+    let t = Some(t.as_bytes());
+    assert_eq!(
+        ctx.call_raw(
+            "POST",
+            "/book",
+            t,
+            &padded(&book_body("Exact", "Size", 2), MAX_BODY_BYTES)
+        ),
+        created(2, "Exact", "Size", 2)
+    );
+    assert_eq!(
+        ctx.call_raw(
+            "PUT",
+            "/book/1",
+            t,
+            &padded(r#"{"year":1966}"#, MAX_BODY_BYTES)
+        ),
+        updated(1, "Dune", "Frank Herbert", 1966)
+    );
+    let (status, envelope, _) = ctx.call_raw(
+        "POST",
+        "/token",
+        None,
+        &padded(
+            r#"{"username":"admin","password":"password"}"#,
+            MAX_BODY_BYTES,
+        ),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(envelope["message"], "Token generated successfully");
+    // Exactly the limit but not JSON is judged as a body, not as a size.
+    assert_eq!(
+        ctx.call_raw("POST", "/book", t, &vec![b'x'; MAX_BODY_BYTES]),
+        invalid_input()
+    );
+}
+
+/// The "N MiB" of a sentence saying a body is "over N MiB", in bytes.
+fn documented_limit(text: &str, what: &str) -> usize {
+    let (_, after) = text
+        .split_once("over ")
+        .unwrap_or_else(|| panic!("{what} says no limit: {text:?}"));
+    let mib: usize = after
+        .split_once(" MiB")
+        .and_then(|(number, _)| number.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{what} gives no \"over N MiB\": {text:?}"));
+    mib * 1024 * 1024
+}
+
+#[test]
+fn bodies_are_read_with_the_documented_1_mib_limit() {
+    // The limit docs/api.md's error table and openapi.yaml's 413 response
+    // state is the one the core reads with.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |file: &str| {
+        std::fs::read_to_string(format!("{root}/{file}")).unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    let api = read("docs/api.md");
+    let row = api
+        .lines()
+        .find(|line| line.starts_with("| 413 |"))
+        .expect("docs/api.md: a 413 row in the error table");
+    assert_eq!(documented_limit(row, "docs/api.md"), MAX_BODY_BYTES);
+    let openapi: serde_yaml::Value =
+        serde_yaml::from_str(&read("openapi.yaml")).expect("openapi.yaml is YAML");
+    let description = openapi["components"]["responses"]["BodyTooLarge"]["description"]
+        .as_str()
+        .expect("openapi.yaml: components.responses.BodyTooLarge.description");
+    assert_eq!(
+        documented_limit(description, "openapi.yaml"),
+        MAX_BODY_BYTES
+    );
+
+    let mut ctx = TestContext::new();
+    let t = ctx.login();
+    for (method, path, auth, body) in [
+        (
+            "POST",
+            "/token",
+            None,
+            r#"{"username":"admin","password":"password"}"#,
+        ),
+        (
+            "POST",
+            "/book",
+            Some(t.as_bytes()),
+            r#"{"title":"T","author":"A","year":1}"#,
+        ),
+        ("PUT", "/book/1", Some(t.as_bytes()), r#"{"year":2}"#),
+    ] {
+        let read = Cell::new(false);
+        let limit = Cell::new(0);
+        let probe = ProbeBody {
+            bytes: body.as_bytes(),
+            read: &read,
+            limit: &limit,
+        };
+        let (status, _, _) = ctx.call_with(method, path, auth, probe);
+        assert!(status < 300, "{method} {path}: {status}");
+        assert!(read.get(), "{method} {path} reads its body");
+        assert_eq!(limit.get(), MAX_BODY_BYTES, "{method} {path}");
+    }
+}
+
+#[test]
+fn get_and_delete_ignore_any_body() {
+    let mut ctx = TestContext::new();
+    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let t = ctx.login();
+    let huge = vec![b'x'; MAX_BODY_BYTES * 2];
+    let outcomes = [
+        (
+            "GET",
+            "/books",
+            listed(json!([book(1, "Dune", "Frank Herbert", 1965)])),
+        ),
+        (
+            "GET",
+            "/book/1",
+            retrieved(1, "Dune", "Frank Herbert", 1965),
+        ),
+        ("GET", "/book/2", book_not_found()),
+        ("DELETE", "/book/1", deleted()),
+    ];
+    for (method, path, expected) in outcomes {
+        let read = Cell::new(false);
+        let limit = Cell::new(0);
+        let probe = ProbeBody {
+            bytes: &huge,
+            read: &read,
+            limit: &limit,
+        };
+        assert_eq!(
+            ctx.call_with(method, path, Some(t.as_bytes()), probe),
+            expected,
+            "{method} {path}"
+        );
+        assert!(!read.get(), "{method} {path} does not read its body");
+    }
+    assert_eq!(
+        ctx.call("GET", "/books", Some(&t), "not json at all"),
+        listed(json!([]))
+    );
+}
