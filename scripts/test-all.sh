@@ -114,7 +114,7 @@ if [ -n "$pg_url" ]; then
     FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres || true
 fi
 
-spin_faults=throttle,stalls,providers
+spin_faults=throttle,stalls,providers,upgrade
 if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then
     export SPIN
     step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"

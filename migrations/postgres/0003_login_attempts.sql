@@ -7,7 +7,9 @@
 --
 -- A new table rather than a renamed one: during a rolling upgrade the
 -- replicas of the previous version keep counting in login_failures, the new
--- ones here. The counts of windows still running are carried over once.
+-- ones here. The counts of windows still running are carried over once
+-- (an IPv4 client keeps its key; an IPv6 one was counted by its address and
+-- is now counted by its /64, so its old count just lapses with its window).
 CREATE TABLE IF NOT EXISTS login_attempts (
     client     TEXT   NOT NULL PRIMARY KEY,
     attempts   BIGINT NOT NULL,

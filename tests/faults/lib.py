@@ -242,6 +242,16 @@ def try_request(*args, **kwargs):
 # --- PostgreSQL --------------------------------------------------------------
 
 
+def psql(url, sql):
+    """Runs `sql` against the database at `url` (the newest psql installed);
+    its output, one row a line, fields separated by `|`."""
+    bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: [
+        int(x) if x.isdigit() else x for x in p.parent.name.split(".")])[-1]
+    out = subprocess.run([str(bindir / "psql"), url, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                          "-c", sql], check=True, timeout=60, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
 class Pg:
     """A pg-cluster.sh cluster: the one named by FAULTS_PG_DIR (left running),
     or our own (removed on exit)."""
@@ -265,11 +275,7 @@ class Pg:
     def fresh_database(self):
         """Creates an empty database in the cluster; returns its URL."""
         name = "faults_" + random_text(10).lower()
-        bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: [
-            int(x) if x.isdigit() else x for x in p.parent.name.split(".")])[-1]
-        subprocess.run([str(bindir / "psql"), self.url, "-q", "-v", "ON_ERROR_STOP=1",
-                        "-c", f"CREATE DATABASE {name}"], check=True, timeout=60,
-                       stdout=subprocess.DEVNULL)
+        psql(self.url, f"CREATE DATABASE {name}")
         u = urlsplit(self.url)
         return u._replace(path="/" + name).geturl()
 

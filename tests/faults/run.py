@@ -5,7 +5,7 @@
                         [--only NAME,...]
 
 Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits,
-catalog, throttle, stalls, providers and tls (PostgreSQL only) (see each file) against
+catalog, throttle, stalls, providers, tls (PostgreSQL only) and upgrade (see each file) against
 their own hosts; PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR,
 else one of its own, removed at the end. --scale full (or FAULTS_SCALE=full)
 is the `make soak` size. Each named check is one test.
@@ -36,10 +36,12 @@ import replicas  # noqa: E402
 import stalls  # noqa: E402
 import throttle  # noqa: E402
 import tls  # noqa: E402
+import upgrade  # noqa: E402
 
 MODULES = [("concurrency", concurrency), ("crash", crash), ("attacks", attacks),
            ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog),
-           ("throttle", throttle), ("stalls", stalls), ("providers", providers), ("tls", tls)]
+           ("throttle", throttle), ("stalls", stalls), ("providers", providers), ("tls", tls),
+           ("upgrade", upgrade)]
 
 
 def main():
