@@ -27,7 +27,9 @@ wasmtime::component::bindgen!({
         "wasi:cli/terminal-stderr": wasmtime_wasi::p2::bindings::cli::terminal_stderr,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
         "wasi:http": wasmtime_wasi_http::p2::bindings::http,
-        "fermyon:spin/sqlite.connection": crate::sqlite::Connection,
-        "fermyon:spin/postgres.connection": crate::postgres::Connection,
+        // The resources' types, from modules that do not import this one
+        // (so the edge goes one way).
+        "fermyon:spin/sqlite.connection": crate::sqlite::pool::Connection,
+        "fermyon:spin/postgres.connection": crate::postgres::pool::Connection,
     },
 });

@@ -1,12 +1,14 @@
 //! `book-host`: serves the Book Catalog WebAssembly component the way
-//! `spin up` does, on wasmtime.
+//! `spin up` does, on wasmtime. This file holds the command line and the
+//! wiring; host/README.md describes the modules ("rooms").
 
 mod bindings;
+mod db_calls;
+mod engine;
 mod hash_password;
+mod http;
 mod manifest;
 mod postgres;
-mod request_body;
-mod server;
 mod sqlite;
 mod startup;
 mod state;
@@ -27,15 +29,14 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 
+use crate::http::{Limits, Server};
 use crate::manifest::Manifest;
-use crate::postgres::{AllowedHost, PgPools};
-use crate::server::{Limits, Server};
+use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
 use crate::startup::ComponentSettings;
-use crate::state::Shared;
+use crate::state::{Shared, State};
 use crate::variables::{Sources, Variables};
 
 /// Serve the Book Catalog component (a Spin HTTP app) on wasmtime, like `spin up`.
@@ -43,19 +44,17 @@ use crate::variables::{Sources, Variables};
 /// Application variables come from --variable, then the variables providers
 /// of --runtime-config-file, then SPIN_VARIABLE_<NAME> in the environment,
 /// then a .env file in the current directory, then the manifest's defaults.
-/// The component's environment holds the plain names of its settings
-/// (SECRET_TOKEN, DB_URL, AUTH_USERNAME, AUTH_PASSWORD, AUTH_PASSWORD_HASH,
-/// SECRET_TOKEN_PREVIOUS, LOGIN_MAX_FAILURES, LOGIN_WINDOW_SECONDS,
-/// TRUST_FORWARDED_FOR, CLIENT_IP_HEADER, TRUSTED_PROXY_HOPS) when the host
-/// has them set, and nothing else of the host's environment.
-/// BOOK_HOST_COUNT_DB_CALLS=1 logs the Spin database calls of each request.
+/// The component's environment holds the plain names of its settings (listed
+/// below) when the host has them set, and nothing else of the host's
+/// environment. At start the host applies the component's migrations to the
+/// store it will use. BOOK_HOST_COUNT_DB_CALLS=1 logs the Spin database calls of each request.
 /// BOOK_HOST_THREADS=N (1 to 64) sets the serving threads, each with its own
 /// runtime on the shared listener (default: one per core).
 /// --pg-empty-query-error (BOOK_HOST_PG_EMPTY_QUERY_ERROR=1) makes a
 /// PostgreSQL query without rows an error, as a test for the Spin 4.0.0-4.0.2
 /// hang.
 #[derive(Parser, Debug)]
-#[command(name = "book-host", version)]
+#[command(name = "book-host", version, after_help = startup::settings_help())]
 struct Cli {
     /// The application manifest
     #[arg(
@@ -84,7 +83,7 @@ struct Cli {
     /// Instances running at once; a request that finds them all busy for
     /// 5 s answers 503
     #[arg(long, value_name = "N", env = "BOOK_HOST_MAX_INSTANCES",
-          default_value_t = server::DEFAULT_MAX_INSTANCES,
+          default_value_t = http::DEFAULT_MAX_INSTANCES,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_instances: u32,
 
@@ -170,7 +169,7 @@ fn main() -> ExitCode {
         .enable_all()
         // Tokio's default allows 512 blocking threads, each with its own
         // stack and allocator heap; we need only a few.
-        .max_blocking_threads(server::MAX_BLOCKING_THREADS_PER_RUNTIME)
+        .max_blocking_threads(http::MAX_BLOCKING_THREADS_PER_RUNTIME)
         .build()
     {
         Ok(rt) => rt,
@@ -234,17 +233,18 @@ async fn run(cli: Cli) -> Result<()> {
         .with_context(|| format!("cannot resolve state dir {}", state_dir.display()))?;
     let sqlite_path = state_dir.join("sqlite_db.db");
 
-    let allowed = allowed_hosts(&manifest, &variables);
+    let outbound = startup::outbound_hosts(&manifest, &variables);
+    let (allowed, warnings) = outbound.postgres();
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
     let component_env = ComponentSettings::environment(env);
-    startup::report(
-        &manifest,
-        &ComponentSettings::new(&variables, component_env.clone()),
-        &sqlite_path,
-    );
+    let settings = ComponentSettings::new(&variables, component_env.clone());
+    startup::report(&manifest, &outbound, &settings, &sqlite_path);
 
-    let instances = cli.max_instances + server::MAX_IDLE_INSTANCES;
-    let engine = engine(&state_dir, instances)?;
-    server::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
+    let instances = cli.max_instances + http::MAX_IDLE_INSTANCES;
+    let engine = engine::engine(&state_dir, instances)?;
+    http::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
     let component = Component::from_file(&engine, &manifest.source)
         .map_err(anyhow::Error::from)
         .with_context(|| {
@@ -263,17 +263,21 @@ async fn run(cli: Cli) -> Result<()> {
         .map_err(anyhow::Error::from)
         .context("the component does not export wasi:http/incoming-handler")?;
 
+    let sqlite = SqliteDbs::new(&manifest.sqlite_databases, sqlite_path);
+    let postgres = PgPools::new(allowed)?;
+    startup::migrate(&settings, &sqlite, &postgres).await;
+
     let shared = Arc::new(Shared {
         variables,
-        sqlite: SqliteDbs::new(&manifest.sqlite_databases, sqlite_path),
-        postgres: PgPools::new(allowed)?,
+        sqlite,
+        postgres,
         env: component_env,
         count_db_calls: std::env::var("BOOK_HOST_COUNT_DB_CALLS").is_ok_and(|v| v == "1"),
         pg_empty_query_error: cli.pg_empty_query_error,
     });
     let server = Arc::new(Server::new(
         pre,
-        shared,
+        Box::new(move || State::new(shared.clone())),
         manifest.route.clone(),
         Limits {
             max_reuse: cli.max_instance_reuse,
@@ -319,84 +323,6 @@ async fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-/// `allowed_outbound_hosts` with templates expanded. Like Spin, a bad or
-/// unresolvable entry does not stop start-up; it just admits nothing.
-fn allowed_hosts(manifest: &Manifest, variables: &Variables) -> Vec<AllowedHost> {
-    let mut allowed = Vec::new();
-    for entry in &manifest.allowed_outbound_hosts {
-        match variables.expand(entry) {
-            Err(var) => eprintln!(
-                "warning: allowed_outbound_hosts entry {entry:?} uses undefined variable {var:?}; it admits nothing"
-            ),
-            Ok(expanded) => match AllowedHost::parse(&expanded) {
-                Ok(Some(a)) => allowed.push(a),
-                Ok(None) => {}
-                // Name the template, not its value (which came from variables).
-                Err(_) => eprintln!(
-                    "warning: allowed_outbound_hosts entry {entry:?} is not scheme://host[:port]; it admits nothing"
-                ),
-            },
-        }
-    }
-    allowed
-}
-
-/// One engine for the process: the compilation cache (under the state dir)
-/// makes a restart skip compilation; the pooling allocator (room for
-/// `instances`) and copy-on-write memory images make a fresh instance per
-/// request cheap; epoch interruption lets running guest code yield and be
-/// stopped (see `server`).
-fn engine(state_dir: &Path, instances: u32) -> Result<Engine> {
-    let mut config = Config::new();
-    config.memory_init_cow(true);
-    config.epoch_interruption(true);
-    let mut cache = CacheConfig::new();
-    cache.with_directory(state_dir.join("cache"));
-    match Cache::new(cache) {
-        Ok(cache) => {
-            config.cache(Some(cache));
-        }
-        Err(e) => eprintln!("warning: compilation cache disabled: {e:#}"),
-    }
-
-    /// Dirty memory per instance reset by memset rather than madvise: more
-    /// than a request of our component touches (its stack, data and heap).
-    const MEMORY_KEEP_RESIDENT_BYTES: usize = 1 << 20;
-    const TABLE_KEEP_RESIDENT_BYTES: usize = 64 << 10;
-    let mut pooling = wasmtime::PoolingAllocationConfig::default();
-    pooling
-        .total_component_instances(instances)
-        // A Rust wasip2 component is a handful of core instances (the
-        // program, the WASI adapter and glue), with one or two memories.
-        .max_core_instances_per_component(16)
-        .max_memories_per_component(4)
-        .max_tables_per_component(8)
-        .total_core_instances(instances * 8)
-        .total_memories(instances * 2)
-        .total_tables(instances * 4)
-        .total_stacks(instances)
-        .max_memory_size(256 << 20)
-        // Reset a finished instance's memory by rewriting only the pages it
-        // dirtied (found with Linux's PAGEMAP_SCAN, 6.7+), instead of
-        // madvise-ing the whole memory away: no TLB shootdown across cores
-        // and no page faults when the next instance touches the same pages.
-        // Measured: see the README's performance section.
-        .pagemap_scan(wasmtime::Enabled::Auto)
-        .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT_BYTES)
-        .table_keep_resident(TABLE_KEEP_RESIDENT_BYTES);
-    let mut pooled = config.clone();
-    pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
-    match Engine::new(&pooled) {
-        Ok(engine) => Ok(engine),
-        Err(e) => {
-            eprintln!(
-                "warning: pooling allocator unavailable ({e}); allocating instances on demand"
-            );
-            Ok(Engine::new(&config)?)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,5 +352,15 @@ mod tests {
         }
         assert!(Cli::try_parse_from(["book-host", "--max-instance-reuse", "0"]).is_err());
         assert!(Cli::try_parse_from(["book-host", "--listen", "nope"]).is_err());
+    }
+
+    #[test]
+    fn the_help_lists_the_settings_from_the_core() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        for setting in book_catalog::settings::Setting::ALL {
+            assert!(help.contains(setting.env_name()), "{help}");
+            assert!(help.contains(setting.variable_name()), "{help}");
+        }
     }
 }

@@ -1,20 +1,28 @@
-//! Per-instance store data (`Store<State>`) and the linker that gives the
-//! component exactly the interfaces our world (`../wit`) imports.
+//! Per-instance store data (`Store<State>`), the views it lends each
+//! interface, and the linker that gives the component exactly the
+//! interfaces our world (`../wit`) imports.
+//!
+//! Each interface is implemented on its own view of the state, never on
+//! `State` itself (as wasmtime does for WASI with `WasiView` and `HasData`):
+//! the rooms (`sqlite`, `postgres`, `variables`, `http`) know their view
+//! and nothing of this module, which imports them.
 
-use std::future::Future;
 use std::sync::Arc;
 
-use wasmtime::component::{HasData, HasSelf, Linker, ResourceTable};
+use http::Method;
+use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+use wasmtime_wasi_http::{WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::bindings;
-use crate::postgres::PgPools;
-use crate::sqlite::SqliteDbs;
-use crate::variables::Variables;
+use crate::db_calls::DbCalls;
+use crate::http::{GuestState, NoOutgoingHttp};
+use crate::postgres::{PgPools, PgView, SpinPostgres};
+use crate::sqlite::{SpinSqlite, SqliteDbs, SqliteView};
+use crate::variables::{SpinVariables, Variables, VariablesView};
 
 /// Host state shared by every instance.
 pub struct Shared {
@@ -30,18 +38,10 @@ pub struct Shared {
     pub pg_empty_query_error: bool,
 }
 
-/// Spin database host calls made while serving one request.
-#[derive(Default, Debug, Clone, Copy)]
-pub struct DbCalls {
-    pub open: u32,
-    pub execute: u32,
-    pub query: u32,
-}
-
 pub struct State {
-    pub shared: Arc<Shared>,
-    pub table: ResourceTable,
-    pub calls: DbCalls,
+    shared: Arc<Shared>,
+    table: ResourceTable,
+    calls: DbCalls,
     wasi: WasiCtx,
     http: WasiHttpCtx,
     hooks: NoOutgoingHttp,
@@ -62,6 +62,29 @@ impl State {
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
             hooks: NoOutgoingHttp,
+        }
+    }
+
+    fn sqlite(&mut self) -> SqliteView<'_> {
+        SqliteView {
+            dbs: &self.shared.sqlite,
+            table: &mut self.table,
+            calls: &mut self.calls,
+        }
+    }
+
+    fn postgres(&mut self) -> PgView<'_> {
+        PgView {
+            pools: &self.shared.postgres,
+            table: &mut self.table,
+            calls: &mut self.calls,
+            empty_query_error: self.shared.pg_empty_query_error,
+        }
+    }
+
+    fn variables(&mut self) -> VariablesView<'_> {
+        VariablesView {
+            variables: &self.shared.variables,
         }
     }
 }
@@ -85,31 +108,19 @@ impl WasiHttpView for State {
     }
 }
 
-/// Our world imports no `wasi:http/outgoing-handler`; this only satisfies
-/// the hooks trait (nothing links a way to call it).
-struct NoOutgoingHttp;
+impl GuestState for State {
+    fn start_request(&mut self) {
+        self.calls = DbCalls::default();
+    }
 
-impl WasiHttpHooks for NoOutgoingHttp {
-    fn send_request(
-        &mut self,
-        _request: http::Request<wasmtime_wasi_http::WasiBody>,
-        _options: Option<wasmtime_wasi_http::RequestOptions>,
-        _fut: Box<
-            dyn Future<Output = wasmtime_wasi_http::Result<(), wasmtime_wasi_http::Error>> + Send,
-        >,
-    ) -> Box<
-        dyn Future<
-                Output = wasmtime_wasi_http::Result<(
-                    http::Response<wasmtime_wasi_http::WasiBody>,
-                    Box<
-                        dyn Future<
-                                Output = wasmtime_wasi_http::Result<(), wasmtime_wasi_http::Error>,
-                            > + Send,
-                    >,
-                )>,
-            > + Send,
-    > {
-        Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
+    fn end_request(&self, method: &Method, path: &str) {
+        if self.shared.count_db_calls {
+            let c = self.calls;
+            eprintln!(
+                "db-calls method={method} path={path} open={} execute={} query={}",
+                c.open, c.execute, c.query
+            );
+        }
     }
 }
 
@@ -123,7 +134,9 @@ impl HasData for Io {
 /// reach nothing else (no filesystem, sockets or outgoing HTTP).
 /// Semver-compatible 0.2.x imports resolve to wasmtime's 0.2 implementations.
 pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    use bindings::fermyon::spin::{postgres, rdbms_types, sqlite, variables};
     use wasmtime_wasi::p2::bindings::{cli, clocks, io, random};
+    use wasmtime_wasi_http::p2::bindings::{http::types, LinkOptions};
     let l = linker;
     io::error::add_to_linker::<State, Io>(l, |s| &mut s.table)?;
     io::poll::add_to_linker::<State, Io>(l, |s| &mut s.table)?;
@@ -141,15 +154,11 @@ pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     clocks::wall_clock::add_to_linker::<State, WasiClocks>(l, State::clocks)?;
     clocks::monotonic_clock::add_to_linker::<State, WasiClocks>(l, State::clocks)?;
     random::insecure_seed::add_to_linker::<State, WasiRandom>(l, State::random)?;
-    let http_options = wasmtime_wasi_http::p2::bindings::LinkOptions::default();
-    wasmtime_wasi_http::p2::bindings::http::types::add_to_linker::<State, WasiHttp>(
-        l,
-        &(&http_options).into(),
-        State::http,
-    )?;
-    bindings::fermyon::spin::sqlite::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
-    bindings::fermyon::spin::variables::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
-    bindings::fermyon::spin::rdbms_types::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
-    bindings::fermyon::spin::postgres::add_to_linker::<State, HasSelf<State>>(l, |s| s)?;
+    let http_options = (&LinkOptions::default()).into();
+    types::add_to_linker::<State, WasiHttp>(l, &http_options, State::http)?;
+    sqlite::add_to_linker::<State, SpinSqlite>(l, State::sqlite)?;
+    variables::add_to_linker::<State, SpinVariables>(l, State::variables)?;
+    rdbms_types::add_to_linker::<State, SpinPostgres>(l, State::postgres)?;
+    postgres::add_to_linker::<State, SpinPostgres>(l, State::postgres)?;
     Ok(())
 }

@@ -1,250 +1,17 @@
 //! Starts the real `book-host` binary against the real component and talks
-//! HTTP to it.
+//! HTTP to it. Tests that need the built component, its variants or
+//! PostgreSQL are marked `#[ignore]` with what they need (`make test` runs
+//! them); the others run anywhere.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const SECRET: &str = "test-secret-0123456789abcdef0123456789abcdef";
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn component_path() -> PathBuf {
-    let path = std::env::var_os("BOOK_CATALOG_WASM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/wasm32-wasip2/release/book_catalog.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: build the component first \
-         (cargo build --release --locked --target wasm32-wasip2 -p book-catalog), \
-         or point BOOK_CATALOG_WASM at it",
-        path.display()
-    );
-    path.canonicalize().unwrap()
-}
-
-/// A manifest's text with its `source` line pointing at `source`.
-fn with_source(manifest: &str, source: &Path) -> String {
-    manifest
-        .lines()
-        .map(|line| {
-            if line.starts_with("source = ") {
-                format!("source = {:?}", source.display().to_string())
-            } else {
-                line.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Our spin.toml with `source` pointing at the built component, optionally
-/// edited, written into `dir`.
-fn write_manifest(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(workspace().join("spin.toml")).unwrap();
-    let text = with_source(&text, &component_path());
-    let path = dir.join("spin.toml");
-    std::fs::write(&path, edit(text)).unwrap();
-    path
-}
-
-struct Host {
-    child: Child,
-    port: u16,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let out = Arc::new(Mutex::new(String::new()));
-    let sink = out.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines() {
-            let Ok(line) = line else { break };
-            let mut s = sink.lock().unwrap();
-            s.push_str(&line);
-            s.push('\n');
-        }
-    });
-    out
-}
-
-fn command(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_book-host"));
-    // A hermetic environment and working directory (no stray .env).
-    cmd.env_clear().current_dir(dir);
-    cmd
-}
-
-impl Host {
-    fn start(dir: &Path, manifest: &Path, args: &[&str], env: &[(&str, &str)]) -> Host {
-        let port = free_port();
-        let listen = format!("127.0.0.1:{port}");
-        let state = dir.join("state");
-        let mut cmd = command(dir);
-        cmd.arg("--from")
-            .arg(manifest)
-            .arg("--listen")
-            .arg(&listen)
-            .arg("--state-dir")
-            .arg(&state)
-            .args(args)
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let stdout = collect(child.stdout.take().unwrap());
-        let stderr = collect(child.stderr.take().unwrap());
-        let mut host = Host {
-            child,
-            port,
-            stdout,
-            stderr,
-        };
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !host.stdout().contains("Serving http://") {
-            if let Ok(Some(status)) = host.child.try_wait() {
-                panic!("book-host exited with {status}: {}", host.stderr());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "book-host did not start: {}",
-                host.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        host
-    }
-
-    fn stdout(&self) -> String {
-        self.stdout.lock().unwrap().clone()
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    fn request(
-        &self,
-        method: &str,
-        path: &str,
-        token: Option<&str>,
-        body: &str,
-    ) -> (u16, String, String) {
-        request(self.port, method, path, token, body)
-    }
-
-    fn token(&self) -> String {
-        let (status, _, body) = self.request(
-            "POST",
-            "/token",
-            None,
-            r#"{"username":"admin","password":"password"}"#,
-        );
-        assert_eq!(status, 200, "{body}");
-        let start = body.find(r#""token":""#).expect("token in body") + 9;
-        let end = body[start..].find('"').unwrap() + start;
-        body[start..end].to_string()
-    }
-
-    /// SIGTERM, then the exit status.
-    fn terminate(mut self) -> ExitStatus {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "book-host did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A minimal HTTP/1.1 client: one request per connection.
-fn request(
-    port: u16,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: &str,
-) -> (u16, String, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{auth}\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = raw.split_once("\r\n\r\n").expect("response head");
-    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_string()
-    };
-    (status, head.to_string(), body)
-}
-
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.push_str(&after[..size]);
-        rest = &after[size + 2..];
-    }
-    out
-}
-
-fn book_id(body: &str) -> String {
-    let start = body.find(r#""id":"#).expect("id in body") + 5;
-    body[start..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect()
-}
+use common::*;
 
 #[test]
+#[ignore = "needs the built component (make component): make test runs it"]
 fn serves_tokens_and_books_from_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_manifest(dir.path(), |t| t);
@@ -300,6 +67,7 @@ fn serves_tokens_and_books_from_sqlite() {
 }
 
 #[test]
+#[ignore = "needs the built component (make component): make test runs it"]
 fn denied_database_answers_500_and_the_host_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_manifest(dir.path(), |t| {
@@ -335,6 +103,7 @@ fn denied_database_answers_500_and_the_host_keeps_serving() {
 }
 
 #[test]
+#[ignore = "needs the built component (make component): make test runs it"]
 fn postgres_address_outside_allowed_hosts_is_refused_without_leaking_the_password() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_manifest(dir.path(), |t| t);
@@ -400,7 +169,8 @@ fn start_up_errors_are_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("invalid manifest"), "{err}");
 
-    let manifest = write_manifest(dir.path(), |t| {
+    // Start-up stops before the component is loaded: none is needed.
+    let manifest = write_manifest_for(dir.path(), &dir.path().join("none.wasm"), |t| {
         t.replace(
             r#"secret_token = { default = "", secret = true }"#,
             "secret_token = { required = true, secret = true }",
@@ -431,6 +201,11 @@ fn start_up_errors_are_one_line() {
     ] {
         assert!(help.contains(flag), "{help}");
     }
+    // The settings, listed from the core's `Setting::ALL`.
+    for setting in book_catalog::settings::Setting::ALL {
+        assert!(help.contains(setting.env_name()), "{help}");
+        assert!(help.contains(setting.variable_name()), "{help}");
+    }
 }
 
 /// A component whose handler traps (`unreachable`) before answering.
@@ -459,7 +234,7 @@ fn a_trap_becomes_a_500_envelope_and_the_host_keeps_serving() {
     let wasm = wat::parse_str(TRAPPING_COMPONENT).unwrap();
     let source = dir.path().join("trap.wasm");
     std::fs::write(&source, wasm).unwrap();
-    let manifest = write_manifest(dir.path(), |t| with_source(&t, &source));
+    let manifest = write_manifest_for(dir.path(), &source, |t| t);
     for reuse in ["1", "3"] {
         let host = Host::start(dir.path(), &manifest, &["--max-instance-reuse", reuse], &[]);
         for _ in 0..4 {
@@ -509,7 +284,7 @@ fn looping_host(dir: &Path, args: &[&str]) -> Host {
     let wasm = wat::parse_str(LOOPING_COMPONENT).unwrap();
     let source = dir.join("loop.wasm");
     std::fs::write(&source, wasm).unwrap();
-    let manifest = write_manifest(dir, |t| with_source(&t, &source));
+    let manifest = write_manifest_for(dir, &source, |t| t);
     Host::start(dir, &manifest, args, &[("BOOK_HOST_THREADS", "1")])
 }
 
@@ -606,27 +381,11 @@ fn a_request_that_waits_too_long_for_a_slot_answers_503() {
     assert_eq!(host.terminate().code(), Some(0));
 }
 
-/// `BOOK_HOST_TEST_PG_URL` and its `host:port` (no port: 5432), for the
-/// manifest's `db_host`. Without it a PostgreSQL test fails rather than pass
-/// unrun.
-fn test_pg_url() -> (String, String) {
-    let url = std::env::var("BOOK_HOST_TEST_PG_URL").expect(
-        "BOOK_HOST_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
-    );
-    let authority = url.rsplit('@').next().unwrap();
-    let host_port = authority.split(['/', '?']).next().unwrap();
-    let host_port = if host_port.contains(':') {
-        host_port.to_string()
-    } else {
-        format!("{host_port}:5432")
-    };
-    (url, host_port)
-}
-
 /// Needs a server: `BOOK_HOST_TEST_PG_URL=postgres://user:pw@127.0.0.1:5432/db`
 /// (the component creates its table there). `make test` starts a throwaway
 /// cluster and sets it; without one this test fails rather than pass unrun.
 #[test]
+#[ignore = "needs the built component and PostgreSQL (BOOK_HOST_TEST_PG_URL): make test runs it"]
 fn books_on_postgres() {
     let (url, host_port) = test_pg_url();
     let password = url
@@ -681,58 +440,6 @@ fn books_on_postgres() {
     assert_eq!(host.terminate().code(), Some(0));
 }
 
-/// `url` with its database (the URL path) replaced by `database`.
-fn with_database(url: &str, database: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let authority = base.find("://").expect("a postgres:// URL") + 3;
-    let path = base[authority..]
-        .find('/')
-        .map_or(base.len(), |i| authority + i);
-    let mut out = format!("{}/{database}", &base[..path]);
-    if let Some(query) = query {
-        out.push('?');
-        out.push_str(query);
-    }
-    out
-}
-
-/// Runs SQL as the test database's user (tokio-postgres, without TLS as
-/// `make test`'s throwaway cluster is).
-fn pg_admin(url: &str, sql: &str) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap_or_else(|e| panic!("cannot connect to BOOK_HOST_TEST_PG_URL: {e}"));
-        let task = tokio::spawn(connection);
-        client
-            .batch_execute(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        drop(client);
-        let _ = task.await;
-    });
-}
-
-/// A database of its own, dropped at the end (even when the test fails).
-struct ScratchDatabase {
-    admin_url: String,
-    name: String,
-}
-
-impl Drop for ScratchDatabase {
-    fn drop(&mut self) {
-        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-        let _ = std::panic::catch_unwind(|| pg_admin(&self.admin_url, &sql));
-    }
-}
-
 /// Real Spin 4.0.0-4.0.2 hang on a PostgreSQL `query` that returns zero rows
 /// (Spin issue #3671). With `--pg-empty-query-error` the host fails such a
 /// query instead, so these requests answer normally only if every statement
@@ -740,18 +447,11 @@ impl Drop for ScratchDatabase {
 /// book read, updated or deleted, and the list of an empty catalog (in a
 /// database of its own, so it is really empty).
 #[test]
+#[ignore = "needs the built component and PostgreSQL (BOOK_HOST_TEST_PG_URL): make test runs it"]
 fn no_zero_row_queries_on_postgres() {
     let (url, host_port) = test_pg_url();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let scratch = ScratchDatabase {
-        admin_url: url.clone(),
-        name: format!("book_host_empty_{}_{nanos}", std::process::id()),
-    };
-    pg_admin(&url, &format!("CREATE DATABASE {}", scratch.name));
-    let db_url = with_database(&url, &scratch.name);
+    let scratch = ScratchDatabase::create(&url, "book_host_empty");
+    let db_url = scratch.url();
 
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_manifest(dir.path(), |t| t);
@@ -853,6 +553,7 @@ fn variant_path(file: &str) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs the component's variants (make variants): make test runs it"]
 fn a_store_missing_from_the_build_answers_500_and_the_log_names_the_build() {
     let cases = [
         // The SQLite-only build asked for PostgreSQL, and the reverse (its

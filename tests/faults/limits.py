@@ -11,7 +11,7 @@
 * 50 connections that send half a request head and stall, 10 that connect
   and send nothing, and 5 that send a body one byte at a time: normal
   requests keep answering within 1 s meanwhile; the host closes the stalled
-  ones after its header read timeout (10 s in host/src/server.rs,
+  ones after its header read timeout (10 s in host/src/http/,
   HEADER_TIMEOUT); the slow bodies complete.
 * full only: a body that stalls half way is cut off after the body timeout
   (30 s, BODY_TIMEOUT).
@@ -31,8 +31,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
-HEADER_TIMEOUT = 10  # host/src/server.rs
-BODY_TIMEOUT = 30  # host/src/server.rs
+HEADER_TIMEOUT = 10  # host/src/http/
+BODY_TIMEOUT = 30  # host/src/http/
 
 
 def read_response(sock, timeout):

@@ -36,7 +36,7 @@ import lib  # noqa: E402
 BOUND = 6.0  # seconds: the answer time promised during an outage
 ERROR = (500, "Internal server error")
 # A frozen server: the host's connect timeout (5 s) and query timeout (10 s),
-# host/src/postgres.rs, bound the answer.
+# host/src/postgres/pool.rs, bound the answer.
 FROZEN_BOUND = 12.0
 
 

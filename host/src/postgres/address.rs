@@ -1,123 +1,24 @@
-//! Which PostgreSQL servers the component may reach.
+//! PostgreSQL addresses: what they name and whether the component may reach
+//! them.
 //!
 //! Like Spin: every host:port of an address must match an
-//! `allowed_outbound_hosts` entry `postgres://host:port` (no port = 5432, host
-//! strings compared literally). Messages never contain the password.
+//! `allowed_outbound_hosts` entry `postgres://host:port` (`allowed`; no port
+//! = 5432, host strings compared literally). Messages never contain the
+//! password.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use tokio_postgres::config::Host;
 
-use super::pool::CONNECT_TIMEOUT;
+use super::allowed::{AllowedHost, DEFAULT_PORT};
 
-pub const DEFAULT_PORT: u16 = 5432;
+/// The longest a connection may take to open (and a free slot in the pool
+/// to come).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One `allowed_outbound_hosts` entry that can admit PostgreSQL addresses.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AllowedHost {
-    /// `insecure:allow-all`, or `*://*:*`.
-    Any,
-    Host {
-        host: HostPattern,
-        port: PortPattern,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostPattern {
-    Any,
-    /// `*.example.com`: any subdomain.
-    Suffix(String),
-    Exact(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PortPattern {
-    Any,
-    Range(u16, u16),
-}
-
-impl AllowedHost {
-    /// Parses an (already template-expanded) entry. `Ok(None)`: an entry for
-    /// another scheme (e.g. `https://...`), irrelevant here.
-    pub fn parse(entry: &str) -> Result<Option<AllowedHost>, String> {
-        if entry == "insecure:allow-all" {
-            return Ok(Some(AllowedHost::Any));
-        }
-        let Some((scheme, rest)) = entry.split_once("://") else {
-            return Err(format!("{entry:?} is not scheme://host[:port]"));
-        };
-        if !matches!(scheme, "postgres" | "postgresql" | "*") {
-            return Ok(None);
-        }
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.is_empty() || rest.contains(['/', '@', '?', '#']) {
-            return Err(format!("{entry:?} must be scheme://host[:port] only"));
-        }
-        let (host, port) = split_host_port(rest);
-        let port = match port {
-            None => PortPattern::Range(DEFAULT_PORT, DEFAULT_PORT),
-            Some("*") => PortPattern::Any,
-            Some(p) => match p.split_once("..") {
-                Some((a, b)) => match (a.parse(), b.parse()) {
-                    (Ok(a), Ok(b)) => PortPattern::Range(a, b),
-                    _ => return Err(format!("{entry:?} has an invalid port range")),
-                },
-                None => match p.parse() {
-                    Ok(p) => PortPattern::Range(p, p),
-                    Err(_) => return Err(format!("{entry:?} has an invalid port")),
-                },
-            },
-        };
-        let host = host.to_ascii_lowercase();
-        let host = if host == "*" {
-            HostPattern::Any
-        } else if let Some(suffix) = host.strip_prefix("*.") {
-            HostPattern::Suffix(format!(".{suffix}"))
-        } else {
-            HostPattern::Exact(host)
-        };
-        if host == HostPattern::Any && port == PortPattern::Any && scheme == "*" {
-            return Ok(Some(AllowedHost::Any));
-        }
-        Ok(Some(AllowedHost::Host { host, port }))
-    }
-
-    /// Whether the entry admits a connection to host:port.
-    pub fn allows(&self, host: &str, port: u16) -> bool {
-        match self {
-            AllowedHost::Any => true,
-            AllowedHost::Host { host: hp, port: pp } => {
-                let host = host.to_ascii_lowercase();
-                let host_ok = match hp {
-                    HostPattern::Any => true,
-                    HostPattern::Suffix(s) => host.ends_with(s.as_str()),
-                    HostPattern::Exact(h) => *h == host,
-                };
-                let port_ok = match pp {
-                    PortPattern::Any => true,
-                    PortPattern::Range(a, b) => (*a..=*b).contains(&port),
-                };
-                host_ok && port_ok
-            }
-        }
-    }
-}
-
-/// `host:port`, `[v6]:port`, `host`: brackets removed from IPv6 literals.
-fn split_host_port(s: &str) -> (&str, Option<&str>) {
-    if let Some(v6) = s.strip_prefix('[') {
-        if let Some((host, rest)) = v6.split_once(']') {
-            return (host, rest.strip_prefix(':'));
-        }
-    }
-    match s.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => (h, Some(p)),
-        _ => (s, None),
-    }
-}
-
-fn display_host(host: &str) -> String {
+/// A host as Spin writes it (IPv6 literals in brackets).
+pub fn display_host(host: &str) -> String {
     if host.contains(':') {
         format!("[{host}]")
     } else {

@@ -1,28 +1,79 @@
 //! The `connection` resource of `fermyon:spin/postgres@2.0.0`, as the
-//! component calls it.
+//! component calls it, on [`PgView`]: the pools, the resource table, the
+//! call counter and the zero-row flag, nothing else of the instance's state.
 
-use wasmtime::component::Resource;
+use tokio_postgres::types::ToSql;
+use wasmtime::component::{HasData, Resource, ResourceTable};
 
-use super::pool::{Connection, Kind, Outcome};
-use super::values::row_set;
+use super::pool::{Connection, Kind, Outcome, PgPools, PoolError};
+use super::values::{row_set, to_sql};
 use crate::bindings::fermyon::spin::postgres::{self, HostConnection};
 use crate::bindings::fermyon::spin::rdbms_types::{self, Error, ParameterValue, RowSet};
-use crate::state::State;
+use crate::db_calls::DbCalls;
 
-impl rdbms_types::Host for State {}
+/// What `fermyon:spin/postgres` (and its `rdbms-types`) sees of an
+/// instance's state.
+pub struct PgView<'a> {
+    pub pools: &'a PgPools,
+    pub table: &'a mut ResourceTable,
+    pub calls: &'a mut DbCalls,
+    /// `--pg-empty-query-error`: a `query` that returns zero rows fails
+    /// (real Spin 4.0.0 to 4.0.2 hang on it) instead of answering.
+    pub empty_query_error: bool,
+}
 
-impl postgres::Host for State {}
+/// The interface's `HasData` marker (as `WasiCli` is for `wasi:cli`).
+pub struct SpinPostgres;
 
-impl HostConnection for State {
+impl HasData for SpinPostgres {
+    type Data<'a> = PgView<'a>;
+}
+
+fn spin_error(e: PoolError) -> Error {
+    match e {
+        PoolError::ConnectionFailed(text) => Error::ConnectionFailed(text),
+        PoolError::QueryFailed(text) => Error::QueryFailed(text),
+        PoolError::Other(text) => Error::Other(text),
+    }
+}
+
+/// Runs one statement on the resource's connection: Spin's errors for a
+/// closed connection, then for a parameter PostgreSQL cannot take.
+async fn run(
+    view: &mut PgView<'_>,
+    this: &Resource<Connection>,
+    statement: &str,
+    params: &[ParameterValue],
+    kind: Kind,
+) -> wasmtime::Result<Result<Outcome, Error>> {
+    let client = match view.table.get_mut(this)?.client() {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(spin_error(e))),
+    };
+    let boxed = match params.iter().map(to_sql).collect::<Result<Vec<_>, _>>() {
+        Ok(boxed) => boxed,
+        Err(e) => return Ok(Err(e)),
+    };
+    let refs: Vec<&(dyn ToSql + Sync)> = boxed
+        .iter()
+        .map(|b| b.as_ref() as &(dyn ToSql + Sync))
+        .collect();
+    Ok(client.run(statement, &refs, kind).await.map_err(spin_error))
+}
+
+impl rdbms_types::Host for PgView<'_> {}
+
+impl postgres::Host for PgView<'_> {}
+
+impl HostConnection for PgView<'_> {
     async fn open(
         &mut self,
         address: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
         self.calls.open += 1;
-        let shared = self.shared.clone();
-        match shared.postgres.open(&address).await {
+        match self.pools.open(&address).await {
             Ok(conn) => Ok(Ok(self.table.push(conn)?)),
-            Err(e) => Ok(Err(e)),
+            Err(e) => Ok(Err(spin_error(e))),
         }
     }
 
@@ -33,17 +84,12 @@ impl HostConnection for State {
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<RowSet, Error>> {
         self.calls.query += 1;
-        let empty_query_error = self.shared.pg_empty_query_error;
-        let client = match self.table.get_mut(&this)?.client() {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
-        let rows = match client.run(&statement, &params, Kind::Query).await {
+        let rows = match run(self, &this, &statement, &params, Kind::Query).await? {
             Ok(Outcome::Rows(rows)) => rows,
             Ok(Outcome::Count(_)) => return Ok(Err(Error::Other("unexpected result".into()))),
             Err(e) => return Ok(Err(e)),
         };
-        if let Some((log, error)) = zero_rows(empty_query_error, rows.len(), &statement) {
+        if let Some((log, error)) = zero_rows(self.empty_query_error, rows.len(), &statement) {
             eprintln!("{log}");
             return Ok(Err(error));
         }
@@ -57,15 +103,13 @@ impl HostConnection for State {
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<u64, Error>> {
         self.calls.execute += 1;
-        let client = match self.table.get_mut(&this)?.client() {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(match client.run(&statement, &params, Kind::Execute).await {
-            Ok(Outcome::Count(n)) => Ok(n),
-            Ok(Outcome::Rows(_)) => Err(Error::Other("unexpected result".into())),
-            Err(e) => Err(e),
-        })
+        Ok(
+            match run(self, &this, &statement, &params, Kind::Execute).await? {
+                Ok(Outcome::Count(n)) => Ok(n),
+                Ok(Outcome::Rows(_)) => Err(Error::Other("unexpected result".into())),
+                Err(e) => Err(e),
+            },
+        )
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {

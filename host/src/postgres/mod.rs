@@ -1,15 +1,20 @@
 //! Spin PostgreSQL (`fermyon:spin/postgres@2.0.0`, in every Spin since 2.0)
 //! on tokio-postgres, split by concern:
 //!
+//! - [`allowed`]: `allowed_outbound_hosts` expanded, and what each entry
+//!   admits;
 //! - [`address`]: parsing an address and checking every host:port it would
-//!   reach against `allowed_outbound_hosts`, as Spin does;
+//!   reach against those entries, as Spin does;
 //! - [`pool`]: connections pooled per address (at most 64 in use), bounded
 //!   connect and query time, broken connections evicted, a statement cache
 //!   per connection;
 //! - [`tls`]: `sslmode` as Spin 4.0.2 has it (certificates verified);
 //! - [`values`]: parameters and column values to and from `rdbms-types`;
-//! - [`host`]: the `connection` resource the component calls, including the
-//!   optional zero-row check (`book-host --pg-empty-query-error`).
+//! - [`host`]: the interface the component calls, on its own view of the
+//!   host state ([`PgView`]), including the optional zero-row check
+//!   (`book-host --pg-empty-query-error`);
+//! - [`startup`]: the start-up check of the address the component will
+//!   open, and the migrations applied to it at start.
 //!
 //! Error texts follow Spin's: a failed statement is `query-failed` carrying
 //! tokio-postgres' debug form of the error (so a server error shows its
@@ -19,10 +24,14 @@
 #![allow(clippy::result_large_err)]
 
 mod address;
+mod allowed;
 mod host;
-mod pool;
+pub mod pool;
+mod startup;
 mod tls;
 mod values;
 
-pub use address::{parse as parse_address, targets as address_targets, AllowedHost};
-pub use pool::{Connection, PgPools};
+pub use allowed::OutboundHosts;
+pub use host::{PgView, SpinPostgres};
+pub use pool::PgPools;
+pub use startup::{admission_warnings, migrate_at_start};

@@ -25,15 +25,24 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 
-use super::address::{parse_and_check, AllowedHost};
+use super::address::{parse_and_check, CONNECT_TIMEOUT};
+use super::allowed::AllowedHost;
 use super::tls::Tls;
-use super::values::to_sql;
-use crate::bindings::fermyon::spin::rdbms_types::{Error, ParameterValue};
 
 pub const MAX_CONNECTIONS: usize = 64;
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CACHED_STATEMENTS: usize = 64;
+
+/// Why the pool could not connect or run a statement, in the terms of
+/// Spin's `error` (the interface, `host.rs`, turns it into that type: this
+/// module does not know the WIT types, so `bindings.rs` maps the resource
+/// to [`Connection`] and that edge goes one way).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PoolError {
+    ConnectionFailed(String),
+    QueryFailed(String),
+    Other(String),
+}
 
 pub struct PgPools {
     allowed: Vec<AllowedHost>,
@@ -65,13 +74,24 @@ impl PgPools {
         })
     }
 
-    pub async fn open(&self, address: &str) -> Result<Connection, Error> {
-        let config = parse_and_check(address, &self.allowed).map_err(Error::ConnectionFailed)?;
+    /// What `allowed_outbound_hosts` admits.
+    pub fn allowed(&self) -> &[AllowedHost] {
+        &self.allowed
+    }
+
+    /// The TLS every connection uses.
+    pub fn tls(&self) -> &Tls {
+        &self.tls
+    }
+
+    pub async fn open(&self, address: &str) -> Result<Connection, PoolError> {
+        let config =
+            parse_and_check(address, &self.allowed).map_err(PoolError::ConnectionFailed)?;
         let pool = {
             let mut pools = self
                 .pools
                 .lock()
-                .map_err(|_| Error::Other("pool lock poisoned".into()))?;
+                .map_err(|_| PoolError::Other("pool lock poisoned".into()))?;
             pools
                 .entry(address.to_string())
                 .or_insert_with(|| {
@@ -87,11 +107,11 @@ impl PgPools {
             .await
             .ok()
             .and_then(Result::ok)
-            .ok_or_else(|| Error::ConnectionFailed("too many connections".into()))?;
+            .ok_or_else(|| PoolError::ConnectionFailed("too many connections".into()))?;
         let idle = pool.take_idle();
         let client = match idle {
             Some(client) => client,
-            None => self.connect(&pool).await?,
+            None => PgClient::new(connect(&pool.config, self.tls.connector()).await?),
         };
         Ok(Connection {
             pool,
@@ -99,27 +119,25 @@ impl PgPools {
             _permit: permit,
         })
     }
+}
 
-    async fn connect(&self, pool: &Pool) -> Result<PgClient, Error> {
-        let tls = self.tls.connector();
-        let (client, connection) =
-            match tokio::time::timeout(CONNECT_TIMEOUT, pool.config.connect(tls)).await {
-                Err(_) => return Err(Error::ConnectionFailed("timed out connecting".into())),
-                Ok(Err(e)) => return Err(Error::ConnectionFailed(error_text(&e))),
-                Ok(Ok(pair)) => pair,
-            };
-        // The connection task ends when the server or the client goes away;
-        // `Client::is_closed` then tells the pool not to reuse it.
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(PgClient {
-            client,
-            statements: HashMap::new(),
-            broken: false,
-            in_transaction: false,
-        })
-    }
+/// One connection, its task spawned on the current runtime (it ends when
+/// the server or the client goes away; `Client::is_closed` then tells the
+/// pool not to reuse it).
+pub async fn connect(
+    config: &tokio_postgres::Config,
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+) -> Result<tokio_postgres::Client, PoolError> {
+    let (client, connection) =
+        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(tls)).await {
+            Err(_) => return Err(PoolError::ConnectionFailed("timed out connecting".into())),
+            Ok(Err(e)) => return Err(PoolError::ConnectionFailed(error_text(&e))),
+            Ok(Ok(pair)) => pair,
+        };
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
 }
 
 impl Pool {
@@ -135,7 +153,7 @@ impl Pool {
 }
 
 /// tokio-postgres' message plus its cause (e.g. "Connection refused").
-fn error_text(e: &tokio_postgres::Error) -> String {
+pub fn error_text(e: &tokio_postgres::Error) -> String {
     match e.source() {
         Some(src) if !e.to_string().contains(&src.to_string()) => format!("{e}: {src}"),
         _ => e.to_string(),
@@ -144,8 +162,8 @@ fn error_text(e: &tokio_postgres::Error) -> String {
 
 /// Spin's text for a failed statement: the error's debug form, which holds
 /// the server's SQLSTATE (`code: SqlState(E42P01)`), message and detail.
-fn query_failed(e: &tokio_postgres::Error) -> Error {
-    Error::QueryFailed(format!("{e:?}"))
+fn query_failed(e: &tokio_postgres::Error) -> PoolError {
+    PoolError::QueryFailed(format!("{e:?}"))
 }
 
 /// The `connection` resource: a pooled client and its place in the pool.
@@ -172,10 +190,10 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    pub fn client(&mut self) -> Result<&mut PgClient, Error> {
+    pub fn client(&mut self) -> Result<&mut PgClient, PoolError> {
         self.client
             .as_mut()
-            .ok_or_else(|| Error::ConnectionFailed("connection is closed".into()))
+            .ok_or_else(|| PoolError::ConnectionFailed("connection is closed".into()))
     }
 }
 
@@ -190,6 +208,15 @@ pub enum Outcome {
 }
 
 impl PgClient {
+    fn new(client: tokio_postgres::Client) -> PgClient {
+        PgClient {
+            client,
+            statements: HashMap::new(),
+            broken: false,
+            in_transaction: false,
+        }
+    }
+
     async fn statement(&mut self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
@@ -208,19 +235,14 @@ impl PgClient {
     pub async fn run(
         &mut self,
         sql: &str,
-        params: &[ParameterValue],
+        params: &[&(dyn ToSql + Sync)],
         kind: Kind,
-    ) -> Result<Outcome, Error> {
-        let boxed = params.iter().map(to_sql).collect::<Result<Vec<_>, _>>()?;
-        let refs: Vec<&(dyn ToSql + Sync)> = boxed
-            .iter()
-            .map(|b| b.as_ref() as &(dyn ToSql + Sync))
-            .collect();
+    ) -> Result<Outcome, PoolError> {
         let work = async {
             let stmt = self.statement(sql).await?;
             Ok::<_, tokio_postgres::Error>(match kind {
-                Kind::Query => Outcome::Rows(self.client.query(&stmt, &refs).await?),
-                Kind::Execute => Outcome::Count(self.client.execute(&stmt, &refs).await?),
+                Kind::Query => Outcome::Rows(self.client.query(&stmt, params).await?),
+                Kind::Execute => Outcome::Count(self.client.execute(&stmt, params).await?),
             })
         };
         match tokio::time::timeout(QUERY_TIMEOUT, work).await {
@@ -238,7 +260,7 @@ impl PgClient {
             }
             Err(_) => {
                 self.broken = true;
-                Err(Error::QueryFailed(format!(
+                Err(PoolError::QueryFailed(format!(
                     "query timed out after {} s",
                     QUERY_TIMEOUT.as_secs()
                 )))

@@ -1,10 +1,13 @@
-//! What `book-host` tells the operator at start about the component's
-//! settings: the store it will use and the settings that will make requests
-//! fail, each with its fix. The settings are read as the component reads
-//! them (`book_catalog::settings`), from the sources known at start; nothing
-//! here ever prints a secret or a password, whatever form `DB_URL` takes.
-//! Like Spin, the host serves either way.
+//! What is specific to this service at start: its settings, read as the
+//! component reads them (`book_catalog::settings`, `book_catalog::db_url`)
+//! from the sources known at start; the report of the store it will use and
+//! of the settings that will make requests fail, each with its fix (the
+//! store's checks are the rooms', [`store_access`]); and the migrations
+//! applied to that store ([`migrations`]). Nothing here ever prints a secret
+//! or a password, whatever form `DB_URL` takes. Like Spin, the host serves
+//! either way.
 
+mod migrations;
 mod store_access;
 
 use std::path::Path;
@@ -14,9 +17,38 @@ use book_catalog::password::HashedPassword;
 use book_catalog::settings::{self, Setting, MIN_SECRET_BYTES};
 
 use crate::manifest::Manifest;
+use crate::postgres::OutboundHosts;
 use crate::variables::Variables;
 
+pub use migrations::migrate;
 pub use store_access::store_access_warnings;
+
+/// The component's `allowed_outbound_hosts`, expanded against the
+/// application variables known at start.
+pub fn outbound_hosts(manifest: &Manifest, variables: &Variables) -> OutboundHosts {
+    OutboundHosts::expand(
+        &manifest.component_id,
+        &manifest.allowed_outbound_hosts,
+        |entry| variables.expand(entry),
+    )
+}
+
+/// `--help`'s list of the component's settings, made from `Setting::ALL`.
+pub fn settings_help() -> String {
+    let mut text = String::from(
+        "Component settings: the Spin variable (--variable NAME=..., SPIN_VARIABLE_<NAME>) \
+         wins; else the plain environment name, which is all of book-host's environment \
+         the component gets:\n",
+    );
+    for setting in Setting::ALL {
+        text.push_str(&format!(
+            "  {:<24}{}\n",
+            setting.variable_name(),
+            setting.env_name()
+        ));
+    }
+    text
+}
 
 /// The component's settings as it will see them: a non-empty Spin variable,
 /// else the plain environment name, of the sources known at start (a value
@@ -44,6 +76,12 @@ impl<'a> ComponentSettings<'a> {
             .collect()
     }
 
+    /// Whether a value may come from a variables provider, which start-up
+    /// cannot see.
+    pub fn has_providers(&self) -> bool {
+        self.variables.has_providers()
+    }
+
     pub fn get(&self, setting: Setting) -> Option<String> {
         let variable = self.variables.get_static(setting.variable_name());
         let env = || {
@@ -58,18 +96,19 @@ impl<'a> ComponentSettings<'a> {
 
 /// Prints the store line and a warning for each setting that will make
 /// requests fail.
-pub fn report(manifest: &Manifest, settings: &ComponentSettings, sqlite_path: &Path) {
+pub fn report(
+    manifest: &Manifest,
+    outbound: &OutboundHosts,
+    settings: &ComponentSettings,
+    sqlite_path: &Path,
+) {
     println!("Store: {}", describe_store(settings, sqlite_path));
-    if settings.variables.has_providers() {
+    if settings.has_providers() {
         println!("Variables: also from the runtime config's providers, asked per request");
     }
     let warnings = setting_warnings(settings)
         .into_iter()
-        .chain(store_access_warnings(
-            manifest,
-            settings.variables,
-            settings,
-        ));
+        .chain(store_access_warnings(manifest, outbound, settings));
     for warning in warnings {
         eprintln!("warning: {warning}");
     }
@@ -257,6 +296,16 @@ pub(crate) mod tests {
         let warnings = setting_warnings(&settings);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("every login will answer 500"));
+    }
+
+    #[test]
+    fn the_help_lists_every_setting() {
+        let help = settings_help();
+        for setting in Setting::ALL {
+            let line = format!("{:<24}{}", setting.variable_name(), setting.env_name());
+            assert!(help.contains(&line), "{help}");
+        }
+        assert_eq!(help.lines().count(), 1 + Setting::ALL.len());
     }
 
     #[test]

@@ -3,154 +3,61 @@
 //! `allowed_outbound_hosts` entry admits, or a SQLite database the manifest
 //! does not grant, every request that needs the store would answer 500 (and
 //! `GET /health` 503) with the reason only in the log. Say so once at start,
-//! with the exact fix. Like Spin, the host keeps serving either way.
+//! with the exact fix. The rooms decide, exactly as their connections will
+//! (`sqlite::access_warnings`, `postgres::admission_warnings`); this reads
+//! the setting as the component does and words what is the service's. Like
+//! Spin, the host keeps serving either way.
 
-use book_catalog::db_url::{StoreTarget, DEFAULT_SQLITE_LABEL};
+use book_catalog::db_url::StoreTarget;
 use book_catalog::settings::Setting;
 
 use super::ComponentSettings;
 use crate::manifest::Manifest;
-use crate::postgres::{address_targets, parse_address, AllowedHost};
-use crate::variables::Variables;
+use crate::postgres::{self, OutboundHosts};
+use crate::sqlite::{self, Chosen};
 
 /// Warnings (without the `warning: ` prefix) about a store the component
 /// will be refused. Never contains a password.
 pub fn store_access_warnings(
     manifest: &Manifest,
-    variables: &Variables,
+    outbound: &OutboundHosts,
     settings: &ComponentSettings,
 ) -> Vec<String> {
-    let db_url = settings.get(Setting::DbUrl);
+    let setting = Setting::DbUrl;
+    let db_url = settings.get(setting);
     match StoreTarget::from_db_url(db_url.as_deref()) {
-        Ok(StoreTarget::Postgres(url)) => postgres_warnings(manifest, variables, &url),
-        Ok(StoreTarget::Sqlite(label)) => sqlite_warnings(manifest, &label, db_url.is_none()),
+        Ok(StoreTarget::Postgres(url)) => {
+            postgres::admission_warnings(&url, outbound, setting.env_name())
+        }
+        Ok(StoreTarget::Sqlite(label)) => {
+            let (by, or_else) = match db_url {
+                None => (
+                    format!(
+                        "no {} / {} is set, so the component uses the SQLite database {label:?}",
+                        setting.variable_name(),
+                        setting.env_name()
+                    ),
+                    format!(
+                        "set SPIN_VARIABLE_{}=postgres://USER:PASSWORD@HOST:PORT/DATABASE (and \
+                         SPIN_VARIABLE_DB_HOST=HOST:PORT)",
+                        setting.env_name()
+                    ),
+                ),
+                Some(_) => (
+                    format!("{} names the SQLite database {label:?}", setting.env_name()),
+                    format!("set {}=sqlite://default", setting.env_name()),
+                ),
+            };
+            let chosen = Chosen {
+                label: &label,
+                by: &by,
+                or_else: &or_else,
+            };
+            sqlite::access_warnings(&chosen, &manifest.sqlite_databases, &manifest.component_id)
+        }
         // An unsupported DB_URL: the store line already says so.
         Err(_) => Vec::new(),
     }
-}
-
-fn sqlite_warnings(manifest: &Manifest, label: &str, unset: bool) -> Vec<String> {
-    let component = &manifest.component_id;
-    let granted = &manifest.sqlite_databases;
-    if !granted.iter().any(|g| g == label) {
-        let named = if unset {
-            "no db_url / DB_URL is set, so the component uses the SQLite database \"default\""
-                .to_string()
-        } else {
-            format!("DB_URL names the SQLite database {label:?}")
-        };
-        let fix = if unset {
-            format!(
-                "set SPIN_VARIABLE_DB_URL=postgres://USER:PASSWORD@HOST:PORT/DATABASE (and \
-                 SPIN_VARIABLE_DB_HOST=HOST:PORT), or add \"default\" to sqlite_databases of \
-                 [component.{component}]"
-            )
-        } else {
-            format!(
-                "add {label:?} to sqlite_databases of [component.{component}] in the manifest, \
-                 or set DB_URL=sqlite://default"
-            )
-        };
-        return vec![format!(
-            "{named}, which the manifest does not grant (sqlite_databases = {granted:?}): every \
-             request that needs the store will answer 500 and GET /health 503. Fix: {fix}"
-        )];
-    }
-    if label != DEFAULT_SQLITE_LABEL {
-        return vec![format!(
-            "DB_URL names the SQLite database {label:?}: this host only has a location for \
-             \"default\" (<state-dir>/sqlite_db.db), so requests will answer 500. Fix: set \
-             DB_URL=sqlite://default here; under Spin, give {label:?} a location in a \
-             runtime-config file (deploy/runtime-config/)"
-        )];
-    }
-    Vec::new()
-}
-
-/// `host:port` as Spin writes it (IPv6 literals in brackets).
-fn host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
-/// The host:port pairs a PostgreSQL address would connect to; `Err` with a
-/// password-free reason when it cannot be read.
-fn pg_targets(url: &str) -> Result<Vec<(String, u16)>, String> {
-    let config =
-        parse_address(url).map_err(|_| "DB_URL is not a valid PostgreSQL address".to_string())?;
-    address_targets(&config)
-        .map_err(|_| "DB_URL names a Unix socket, which Spin never permits".to_string())
-}
-
-/// Whether an expanded `allowed_outbound_hosts` entry admits host:port,
-/// decided exactly as each connection will be.
-fn admits(entry: &str, host: &str, port: u16) -> bool {
-    matches!(AllowedHost::parse(entry), Ok(Some(allowed)) if allowed.allows(host, port))
-}
-
-/// The application variable an entry `postgres://{{ name }}` is made of.
-fn host_variable(entry: &str) -> Option<String> {
-    let rest = entry
-        .strip_prefix("postgres://")
-        .or_else(|| entry.strip_prefix("postgresql://"))?;
-    let name = rest.trim().strip_prefix("{{")?.strip_suffix("}}")?.trim();
-    let valid = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    valid.then(|| name.to_string())
-}
-
-fn postgres_warnings(manifest: &Manifest, variables: &Variables, url: &str) -> Vec<String> {
-    let targets = match pg_targets(url) {
-        Ok(targets) => targets,
-        Err(reason) => {
-            return vec![format!(
-                "{reason}: every request that needs the store will answer 500"
-            )]
-        }
-    };
-    let expanded: Vec<String> = manifest
-        .allowed_outbound_hosts
-        .iter()
-        .filter_map(|entry| variables.expand(entry).ok())
-        .collect();
-    let mut warnings = Vec::new();
-    for (host, port) in targets {
-        if expanded.iter().any(|entry| admits(entry, &host, port)) {
-            continue;
-        }
-        let wanted = host_port(&host, port);
-        let admitted: Vec<&str> = expanded
-            .iter()
-            .map(String::as_str)
-            .filter(|e| e.starts_with("postgres://") || e.starts_with("postgresql://"))
-            .collect();
-        let fix = match manifest
-            .allowed_outbound_hosts
-            .iter()
-            .find_map(|entry| host_variable(entry))
-        {
-            Some(name) => format!(
-                "set SPIN_VARIABLE_{}={wanted} (or --variable {name}={wanted})",
-                name.to_ascii_uppercase()
-            ),
-            None => format!(
-                "add \"postgres://{wanted}\" to allowed_outbound_hosts of [component.{}] in the \
-                 manifest",
-                manifest.component_id
-            ),
-        };
-        warnings.push(format!(
-            "DB_URL names PostgreSQL at {wanted}, which allowed_outbound_hosts does not admit \
-             (it admits {admitted:?}; localhost and 127.0.0.1 differ, no port means 5432): every \
-             request that needs the store will answer 500 and GET /health 503. Fix: {fix}"
-        ));
-    }
-    warnings
 }
 
 #[cfg(test)]
@@ -158,7 +65,9 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::startup::outbound_hosts;
     use crate::startup::tests::{spin_toml_vars, vars_of};
+    use crate::variables::Variables;
 
     const PASSWORD: &str = "pw-never-shown";
 
@@ -176,7 +85,11 @@ mod tests {
 
     /// `store_access_warnings` with `DB_URL` in the component's environment.
     fn warnings(m: &Manifest, v: &Variables, env: &[(String, String)]) -> Vec<String> {
-        store_access_warnings(m, v, &ComponentSettings::new(v, env.to_vec()))
+        store_access_warnings(
+            m,
+            &outbound_hosts(m, v),
+            &ComponentSettings::new(v, env.to_vec()),
+        )
     }
 
     fn env(db_url: &str) -> Vec<(String, String)> {

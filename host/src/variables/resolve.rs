@@ -10,9 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use anyhow::{bail, Result};
 
 use super::providers::Provider;
-use super::template::{validate_name, Template};
 use crate::bindings::fermyon::spin::variables::Error;
-use crate::manifest::Manifest;
+use crate::manifest::{validate_name, Manifest, Template};
 
 /// Resolved application variables plus the component's templates.
 pub struct Variables {

@@ -1,20 +1,6 @@
-//! The HTTP side: hyper accepts requests and hands each one to the component's
-//! `wasi:http/incoming-handler`, in a fresh instance (Spin's isolation) or, with
-//! `--max-instance-reuse N`, in an idle instance that has served fewer than N.
-//!
-//! One single-threaded tokio runtime per core, all accepting from the same
-//! listener: a connection, the instances serving its requests and their
-//! SQLite statements stay on one thread (measured: see the README's
-//! performance section).
-//!
-//! What a slow or hostile client can hold: its connection's task, never an
-//! instance slot or a thread. Hyper reads the request head (within
-//! `HEADER_TIMEOUT`) before the request exists; the body is read ahead
-//! (`request_body`) before the request waits for a slot; a request that
-//! waits `SLOT_WAIT` for a slot answers 503; and one that runs past
-//! `--request-timeout` is stopped with 500, its instance discarded. Guest
-//! code yields to the other requests of its thread every `EPOCH_TICK`, so a
-//! runaway guest cannot keep them waiting, nor its own deadline from firing.
+//! The server: accepting connections on every serving thread, and each
+//! request from its arrival to its answer (see the room's documentation for
+//! what a slow client or a runaway guest can hold).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -23,9 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use book_catalog::ApiError;
-use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -38,9 +22,10 @@ use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::WasiHttpView;
 
+use super::answers::{empty, envelope, internal_error};
+use super::request_body::{BodyDeadline, RequestBody};
+use super::spin_headers::spin_request;
 use crate::manifest::Route;
-use crate::request_body::{BodyDeadline, RequestBody};
-use crate::state::{DbCalls, Shared, State};
 
 /// A client must send its request headers within this time.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -88,6 +73,18 @@ pub fn start_epoch_ticker(engine: wasmtime::Engine) -> std::io::Result<()> {
         .map(drop)
 }
 
+/// What the server needs of an instance's store data: wasi-http's view of
+/// it, and a word before and after each request it serves.
+pub trait GuestState: WasiHttpView + Send + 'static {
+    /// Before each request (e.g. to reset per-request counters).
+    fn start_request(&mut self);
+    /// After it, with its method and path (e.g. to log what it did).
+    fn end_request(&self, method: &Method, path: &str);
+}
+
+/// Makes the store data of a new instance.
+pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
+
 /// How the server serves: its limits.
 pub struct Limits {
     /// Requests one instance may serve, one after another.
@@ -98,27 +95,27 @@ pub struct Limits {
     pub request_timeout: Duration,
 }
 
-pub struct Server {
-    pre: ProxyPre<State>,
-    shared: Arc<Shared>,
+pub struct Server<T: 'static> {
+    pre: ProxyPre<T>,
+    new_state: NewState<T>,
     route: Route,
     limits: Limits,
-    idle: Mutex<Vec<Instance>>,
+    idle: Mutex<Vec<Instance<T>>>,
     active: Arc<Semaphore>,
 }
 
-struct Instance {
-    store: Store<State>,
+struct Instance<T: 'static> {
+    store: Store<T>,
     proxy: Proxy,
     served: u32,
 }
 
-impl Server {
-    pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Server {
+impl<T: GuestState> Server<T> {
+    pub fn new(pre: ProxyPre<T>, new_state: NewState<T>, route: Route, limits: Limits) -> Self {
         let slots = limits.max_instances as usize;
         Server {
             pre,
-            shared,
+            new_state,
             route,
             limits,
             idle: Mutex::new(Vec::new()),
@@ -263,7 +260,13 @@ impl Server {
         let (parts, body) = req.into_parts();
         // Before a slot is taken: a client that stalls holds none.
         let body = RequestBody::read_ahead(body, body_deadline).await;
-        let req = self.spin_request(Request::from_parts(parts, body), path_info, peer, local);
+        let req = spin_request(
+            &self.route,
+            Request::from_parts(parts, body),
+            path_info,
+            peer,
+            local,
+        );
 
         let permit = match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned())
             .await
@@ -291,7 +294,7 @@ impl Server {
 
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let data = instance.store.data_mut();
-        data.calls = DbCalls::default();
+        data.start_request();
         let resources = data
             .http()
             .new_incoming_request(Scheme::Http, req)
@@ -317,13 +320,7 @@ impl Server {
                         .call_handle(&mut *store, request, outparam);
                 tokio::time::timeout(timeout, call).await
             };
-            if server.shared.count_db_calls {
-                let c = instance.store.data().calls;
-                eprintln!(
-                    "db-calls method={method} path={path} open={} execute={} query={}",
-                    c.open, c.execute, c.query
-                );
-            }
+            instance.store.data().end_request(&method, &path);
             match result {
                 Ok(Ok(())) => {
                     instance.served += 1;
@@ -353,50 +350,8 @@ impl Server {
         }
     }
 
-    /// Adds the headers Spin gives a component. Like Spin, after the
-    /// client's own: a client that sends `spin-client-addr` cannot replace
-    /// the platform's, which is the last value.
-    fn spin_request(
-        &self,
-        req: Request<RequestBody>,
-        path_info: &str,
-        peer: SocketAddr,
-        local: Option<SocketAddr>,
-    ) -> Request<RequestBody> {
-        let (mut parts, body) = req.into_parts();
-        let headers = &mut parts.headers;
-        if !headers.contains_key(http::header::HOST) {
-            // HTTP/1.0 clients may omit Host; wasi-http needs an authority.
-            let host = local.map_or_else(|| "localhost".to_string(), |a| a.to_string());
-            if let Ok(v) = HeaderValue::from_str(&host) {
-                headers.insert(http::header::HOST, v);
-            }
-        }
-        let host = headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("localhost")
-            .to_string();
-        let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let spin_headers = [
-            ("spin-path-info", path_info.to_string()),
-            ("spin-full-url", format!("http://{host}{path_and_query}")),
-            ("spin-matched-route", self.route.raw.clone()),
-            ("spin-base-path", "/".to_string()),
-            ("spin-raw-component-route", self.route.raw.clone()),
-            ("spin-component-route", self.route.base.clone()),
-            ("spin-client-addr", peer.to_string()),
-        ];
-        for (name, value) in spin_headers {
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.append(HeaderName::from_static(name), value);
-            }
-        }
-        Request::from_parts(parts, body)
-    }
-
-    async fn instantiate(&self) -> wasmtime::Result<Instance> {
-        let mut store = Store::new(self.pre.engine(), State::new(self.shared.clone()));
+    async fn instantiate(&self) -> wasmtime::Result<Instance<T>> {
+        let mut store = Store::new(self.pre.engine(), (self.new_state)());
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         let proxy = self.pre.instantiate_async(&mut store).await?;
@@ -407,14 +362,14 @@ impl Server {
         })
     }
 
-    fn take_idle(&self) -> Option<Instance> {
+    fn take_idle(&self) -> Option<Instance<T>> {
         if self.limits.max_reuse <= 1 {
             return None;
         }
         self.idle.lock().ok()?.pop()
     }
 
-    fn recycle(&self, instance: Instance) {
+    fn recycle(&self, instance: Instance<T>) {
         if instance.served >= self.limits.max_reuse {
             return;
         }
@@ -424,35 +379,4 @@ impl Server {
             }
         }
     }
-}
-
-fn empty(status: StatusCode) -> Response<HyperOutgoingBody> {
-    let mut r = Response::new(body(Bytes::new()));
-    *r.status_mut() = status;
-    r
-}
-
-fn body(bytes: Bytes) -> HyperOutgoingBody {
-    Full::new(bytes).map_err(|e| match e {}).boxed_unsync()
-}
-
-/// The service's own 500 envelope, for a component that failed before
-/// answering.
-pub fn internal_error() -> Response<HyperOutgoingBody> {
-    envelope(&ApiError::internal("the component gave no answer"))
-}
-
-/// The service's envelope for `error`, with the headers every response of
-/// the service carries, for what the host answers itself.
-fn envelope(error: &ApiError) -> Response<HyperOutgoingBody> {
-    let answer = book_catalog::Response::error(error);
-    let mut response = Response::new(body(Bytes::from(answer.body.clone())));
-    *response.status_mut() =
-        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    for (name, value) in answer.headers() {
-        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
-            response.headers_mut().append(name, value);
-        }
-    }
-    response
 }

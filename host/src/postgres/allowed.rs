@@ -1,0 +1,213 @@
+//! `allowed_outbound_hosts`, as far as PostgreSQL is concerned: the entries
+//! as written and expanded against the application variables
+//! ([`OutboundHosts`]), and each one parsed into what it admits
+//! ([`AllowedHost`]). Like Spin, a bad or unresolvable entry does not stop
+//! start-up; it just admits nothing.
+
+pub const DEFAULT_PORT: u16 = 5432;
+
+/// One `allowed_outbound_hosts` entry that can admit PostgreSQL addresses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AllowedHost {
+    /// `insecure:allow-all`, or `*://*:*`.
+    Any,
+    Host {
+        host: HostPattern,
+        port: PortPattern,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostPattern {
+    Any,
+    /// `*.example.com`: any subdomain.
+    Suffix(String),
+    Exact(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PortPattern {
+    Any,
+    Range(u16, u16),
+}
+
+impl AllowedHost {
+    /// Parses an (already template-expanded) entry. `Ok(None)`: an entry for
+    /// another scheme (e.g. `https://...`), irrelevant here.
+    pub fn parse(entry: &str) -> Result<Option<AllowedHost>, String> {
+        if entry == "insecure:allow-all" {
+            return Ok(Some(AllowedHost::Any));
+        }
+        let Some((scheme, rest)) = entry.split_once("://") else {
+            return Err(format!("{entry:?} is not scheme://host[:port]"));
+        };
+        if !matches!(scheme, "postgres" | "postgresql" | "*") {
+            return Ok(None);
+        }
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.is_empty() || rest.contains(['/', '@', '?', '#']) {
+            return Err(format!("{entry:?} must be scheme://host[:port] only"));
+        }
+        let (host, port) = split_host_port(rest);
+        let port = match port {
+            None => PortPattern::Range(DEFAULT_PORT, DEFAULT_PORT),
+            Some("*") => PortPattern::Any,
+            Some(p) => match p.split_once("..") {
+                Some((a, b)) => match (a.parse(), b.parse()) {
+                    (Ok(a), Ok(b)) => PortPattern::Range(a, b),
+                    _ => return Err(format!("{entry:?} has an invalid port range")),
+                },
+                None => match p.parse() {
+                    Ok(p) => PortPattern::Range(p, p),
+                    Err(_) => return Err(format!("{entry:?} has an invalid port")),
+                },
+            },
+        };
+        let host = host.to_ascii_lowercase();
+        let host = if host == "*" {
+            HostPattern::Any
+        } else if let Some(suffix) = host.strip_prefix("*.") {
+            HostPattern::Suffix(format!(".{suffix}"))
+        } else {
+            HostPattern::Exact(host)
+        };
+        if host == HostPattern::Any && port == PortPattern::Any && scheme == "*" {
+            return Ok(Some(AllowedHost::Any));
+        }
+        Ok(Some(AllowedHost::Host { host, port }))
+    }
+
+    /// Whether the entry admits a connection to host:port.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        match self {
+            AllowedHost::Any => true,
+            AllowedHost::Host { host: hp, port: pp } => {
+                let host = host.to_ascii_lowercase();
+                let host_ok = match hp {
+                    HostPattern::Any => true,
+                    HostPattern::Suffix(s) => host.ends_with(s.as_str()),
+                    HostPattern::Exact(h) => *h == host,
+                };
+                let port_ok = match pp {
+                    PortPattern::Any => true,
+                    PortPattern::Range(a, b) => (*a..=*b).contains(&port),
+                };
+                host_ok && port_ok
+            }
+        }
+    }
+}
+
+/// `host:port`, `[v6]:port`, `host`: brackets removed from IPv6 literals.
+fn split_host_port(s: &str) -> (&str, Option<&str>) {
+    if let Some(v6) = s.strip_prefix('[') {
+        if let Some((host, rest)) = v6.split_once(']') {
+            return (host, rest.strip_prefix(':'));
+        }
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => (h, Some(p)),
+        _ => (s, None),
+    }
+}
+
+/// The component's `allowed_outbound_hosts`: each entry as written, and as
+/// expanded against the application variables known at start (`Err` names
+/// the undefined variable).
+pub struct OutboundHosts {
+    component: String,
+    entries: Vec<(String, Result<String, String>)>,
+}
+
+impl OutboundHosts {
+    /// `component` is the manifest's id of the component (for the fixes the
+    /// start-up check names); `expand` expands one entry's templates.
+    pub fn expand(
+        component: &str,
+        entries: &[String],
+        expand: impl Fn(&str) -> Result<String, String>,
+    ) -> OutboundHosts {
+        OutboundHosts {
+            component: component.to_string(),
+            entries: entries.iter().map(|e| (e.clone(), expand(e))).collect(),
+        }
+    }
+
+    pub fn component(&self) -> &str {
+        &self.component
+    }
+
+    /// The entries as written.
+    pub fn written(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(entry, _)| entry.as_str())
+    }
+
+    /// The entries that expanded.
+    pub fn expanded(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .filter_map(|(_, expanded)| expanded.as_deref().ok())
+    }
+
+    /// What the entries admit, for the pool, and a warning (without the
+    /// `warning: ` prefix) for each entry that admits nothing because it
+    /// does not expand or parse. Warnings name the entry as written, never
+    /// its value (which came from variables).
+    pub fn postgres(&self) -> (Vec<AllowedHost>, Vec<String>) {
+        let mut allowed = Vec::new();
+        let mut warnings = Vec::new();
+        for (entry, expanded) in &self.entries {
+            match expanded {
+                Err(var) => warnings.push(format!(
+                    "allowed_outbound_hosts entry {entry:?} uses undefined variable {var:?}; it admits nothing"
+                )),
+                Ok(expanded) => match AllowedHost::parse(expanded) {
+                    Ok(Some(a)) => allowed.push(a),
+                    Ok(None) => {}
+                    Err(_) => warnings.push(format!(
+                        "allowed_outbound_hosts entry {entry:?} is not scheme://host[:port]; it admits nothing"
+                    )),
+                },
+            }
+        }
+        (allowed, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_expand_and_bad_ones_admit_nothing_with_a_warning() {
+        let entries = [
+            "postgres://{{ db_host }}",
+            "postgres://{{ nope }}",
+            "https://example.com",
+            "postgres://u:secret@h:1",
+        ]
+        .map(String::from);
+        let hosts = OutboundHosts::expand("c", &entries, |e| match e {
+            "postgres://{{ db_host }}" => Ok("postgres://127.0.0.1:5433".into()),
+            "postgres://{{ nope }}" => Err("nope".into()),
+            other => Ok(other.to_string()),
+        });
+        assert_eq!(hosts.component(), "c");
+        assert_eq!(hosts.written().count(), 4);
+        assert_eq!(hosts.expanded().count(), 3);
+        let (allowed, warnings) = hosts.postgres();
+        assert_eq!(allowed.len(), 1);
+        assert!(allowed[0].allows("127.0.0.1", 5433));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("undefined variable \"nope\""),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[1].contains("is not scheme://host[:port]"),
+            "{}",
+            warnings[1]
+        );
+    }
+}

@@ -1,0 +1,361 @@
+//! What the integration tests share: the real `book-host` binary started on
+//! a manifest in a folder of its own, a minimal HTTP client, and PostgreSQL
+//! helpers (`BOOK_HOST_TEST_PG_URL`). Each test crate uses part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const SECRET: &str = "test-secret-0123456789abcdef0123456789abcdef";
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn component_path() -> PathBuf {
+    let path = std::env::var_os("BOOK_CATALOG_WASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/wasm32-wasip2/release/book_catalog.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: build the component first \
+         (cargo build --release --locked --target wasm32-wasip2 -p book-catalog), \
+         or point BOOK_CATALOG_WASM at it",
+        path.display()
+    );
+    path.canonicalize().unwrap()
+}
+
+/// A manifest's text with its `source` line pointing at `source`.
+pub fn with_source(manifest: &str, source: &Path) -> String {
+    manifest
+        .lines()
+        .map(|line| {
+            if line.starts_with("source = ") {
+                format!("source = {:?}", source.display().to_string())
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Our spin.toml with `source` pointing at the built component, optionally
+/// edited, written into `dir`.
+pub fn write_manifest(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    write_manifest_for(dir, &component_path(), edit)
+}
+
+/// Our spin.toml with `source` pointing at `source` (which need not be
+/// built: a test component, or none), optionally edited, written into `dir`.
+pub fn write_manifest_for(dir: &Path, source: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(workspace().join("spin.toml")).unwrap();
+    let text = with_source(&text, source);
+    let path = dir.join("spin.toml");
+    std::fs::write(&path, edit(text)).unwrap();
+    path
+}
+
+pub struct Host {
+    child: Child,
+    pub port: u16,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let out = Arc::new(Mutex::new(String::new()));
+    let sink = out.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    out
+}
+
+pub fn command(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_book-host"));
+    // A hermetic environment and working directory (no stray .env).
+    cmd.env_clear().current_dir(dir);
+    cmd
+}
+
+impl Host {
+    pub fn start(dir: &Path, manifest: &Path, args: &[&str], env: &[(&str, &str)]) -> Host {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let state = dir.join("state");
+        let mut cmd = command(dir);
+        cmd.arg("--from")
+            .arg(manifest)
+            .arg("--listen")
+            .arg(&listen)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        let mut host = Host {
+            child,
+            port,
+            stdout,
+            stderr,
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !host.stdout().contains("Serving http://") {
+            if let Ok(Some(status)) = host.child.try_wait() {
+                panic!("book-host exited with {status}: {}", host.stderr());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "book-host did not start: {}",
+                host.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        host
+    }
+
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> (u16, String, String) {
+        request(self.port, method, path, token, body)
+    }
+
+    pub fn token(&self) -> String {
+        let (status, _, body) = self.request(
+            "POST",
+            "/token",
+            None,
+            r#"{"username":"admin","password":"password"}"#,
+        );
+        assert_eq!(status, 200, "{body}");
+        let start = body.find(r#""token":""#).expect("token in body") + 9;
+        let end = body[start..].find('"').unwrap() + start;
+        body[start..end].to_string()
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn terminate(mut self) -> ExitStatus {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "book-host did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 client: one request per connection.
+pub fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{auth}\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = raw.split_once("\r\n\r\n").expect("response head");
+    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    (status, head.to_string(), body)
+}
+
+pub fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    out
+}
+
+pub fn book_id(body: &str) -> String {
+    let start = body.find(r#""id":"#).expect("id in body") + 5;
+    body[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect()
+}
+
+/// `BOOK_HOST_TEST_PG_URL` and its `host:port` (no port: 5432), for the
+/// manifest's `db_host`. Without it a PostgreSQL test fails rather than pass
+/// unrun.
+pub fn test_pg_url() -> (String, String) {
+    let url = std::env::var("BOOK_HOST_TEST_PG_URL").expect(
+        "BOOK_HOST_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
+    );
+    let authority = url.rsplit('@').next().unwrap();
+    let host_port = authority.split(['/', '?']).next().unwrap();
+    let host_port = if host_port.contains(':') {
+        host_port.to_string()
+    } else {
+        format!("{host_port}:5432")
+    };
+    (url, host_port)
+}
+
+/// `url` with its database (the URL path) replaced by `database`.
+pub fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority = base.find("://").expect("a postgres:// URL") + 3;
+    let path = base[authority..]
+        .find('/')
+        .map_or(base.len(), |i| authority + i);
+    let mut out = format!("{}/{database}", &base[..path]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+/// Runs SQL as the test database's user (tokio-postgres, without TLS as
+/// `make test`'s throwaway cluster is).
+pub fn pg_admin(url: &str, sql: &str) {
+    pg_rows(url, sql);
+}
+
+/// Runs SQL (the simple protocol: text values) and returns the rows of its
+/// results, each value as text (`None` for NULL).
+pub fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to BOOK_HOST_TEST_PG_URL: {e}"));
+        let task = tokio::spawn(connection);
+        let messages = client
+            .simple_query(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        drop(client);
+        let _ = task.await;
+        messages
+            .iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                    (0..row.len())
+                        .map(|i| row.get(i).map(str::to_string))
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
+/// A database of its own, dropped at the end (even when the test fails).
+pub struct ScratchDatabase {
+    pub admin_url: String,
+    pub name: String,
+}
+
+impl ScratchDatabase {
+    /// A new, empty database on the `BOOK_HOST_TEST_PG_URL` server, named
+    /// after `prefix`, this process and the time.
+    pub fn create(admin_url: &str, prefix: &str) -> ScratchDatabase {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let scratch = ScratchDatabase {
+            admin_url: admin_url.to_string(),
+            name: format!("{prefix}_{}_{nanos}", std::process::id()),
+        };
+        pg_admin(admin_url, &format!("CREATE DATABASE {}", scratch.name));
+        scratch
+    }
+
+    /// The URL of this database.
+    pub fn url(&self) -> String {
+        with_database(&self.admin_url, &self.name)
+    }
+}
+
+impl Drop for ScratchDatabase {
+    fn drop(&mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let _ = std::panic::catch_unwind(|| pg_admin(&self.admin_url, &sql));
+    }
+}
