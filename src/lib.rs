@@ -12,8 +12,9 @@
 //! - `model`: the book, its id and its rules;
 //! - `query`: catalog queries on `GET /books`;
 //! - `store`: what the handlers ask of a database;
-//! - `sql`, `migrations`: every statement, in one dialect type, the rows
-//!   read back, and the versioned schema;
+//! - `sql`, `sql_store`, `migrations`: every statement, in one dialect
+//!   type, and its rows read back; the stores on any SQL connection; the
+//!   versioned schema;
 //! - `port`: what the core needs from its host (`Context`, bodies, the
 //!   request head);
 //! - `token`, `password`, `client`, `login_limit`: tokens, credentials, who
@@ -39,6 +40,7 @@ pub mod query;
 pub mod router;
 pub mod settings;
 pub mod sql;
+pub mod sql_store;
 pub mod store;
 pub mod token;
 

@@ -22,6 +22,7 @@ use crate::envelope::Response;
 use crate::port::{Body, BodyError, Context, RequestHead};
 use crate::router;
 use crate::settings::{self, Setting, SettingUnavailable};
+use crate::sql_store::SqlStore;
 use crate::store::Database;
 
 /// How much of the body one host call reads.
@@ -188,9 +189,13 @@ impl Context for SpinContext {
     fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>> {
         match target {
             #[cfg(feature = "sqlite")]
-            StoreTarget::Sqlite(label) => Ok(Box::new(sqlite::SqliteStore::new(label))),
+            StoreTarget::Sqlite(label) => {
+                Ok(Box::new(SqlStore(sqlite::SqliteConnection::new(label))))
+            }
             #[cfg(feature = "postgres")]
-            StoreTarget::Postgres(url) => Ok(Box::new(postgres::PostgresStore::new(url))),
+            StoreTarget::Postgres(url) => {
+                Ok(Box::new(SqlStore(postgres::PostgresConnection::new(url))))
+            }
             #[allow(unreachable_patterns)]
             other => Err(anyhow::anyhow!(other.kind().missing_build_message())),
         }

@@ -1,34 +1,35 @@
-//! The store on a Spin SQLite database (`fermyon:spin/sqlite@2.0.0`).
+//! A Spin SQLite database (`fermyon:spin/sqlite@2.0.0`) as the stores'
+//! `SqlConnection`.
 
 use anyhow::{anyhow, bail, Context as _};
 use spin_sdk::sqlite::{Connection, Error, QueryResult, Value};
 
 use crate::migrations::{self, SchemaConnection};
-use crate::model::{Book, BookChanges, BookId, NewBook};
-use crate::query::BookQuery;
-use crate::sql::{self, Column, Dialect, SqlParam, Statement};
-use crate::store::{BookStore, LoginAttemptStore, LoginAttempts};
-
-const DIALECT: Dialect = Dialect::Sqlite;
+use crate::sql::{Column, Dialect, SqlParam, Statement};
+use crate::sql_store::SqlConnection;
 
 /// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.
-pub struct SqliteStore {
+pub struct SqliteConnection {
     label: String,
     connection: Option<Connection>,
 }
 
-impl SqliteStore {
-    pub fn new(label: &str) -> SqliteStore {
-        SqliteStore {
+impl SqliteConnection {
+    pub fn new(label: &str) -> SqliteConnection {
+        SqliteConnection {
             label: label.to_string(),
             connection: None,
         }
     }
+}
 
-    /// Runs one statement and returns its rows. A missing table or column
-    /// means the database is behind this build's schema: migrate it and run
-    /// the statement again. The usual path therefore costs no schema check.
+impl SqlConnection for SqliteConnection {
+    const DIALECT: Dialect = Dialect::Sqlite;
+
+    /// A missing table or column means the database is behind this build's
+    /// schema: migrate it and run the statement again. The usual path
+    /// therefore costs no schema check at all.
     fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
         let label = &self.label;
         let connection = match &mut self.connection {
@@ -43,7 +44,7 @@ impl SqliteStore {
             Err(Error::Io(message))
                 if message.contains("no such table") || message.contains("no such column") =>
             {
-                migrations::migrate(&mut Schema(connection), DIALECT)
+                migrations::migrate(&mut Schema(connection), Self::DIALECT)
                     .with_context(|| format!("migrating SQLite database {label:?}"))?;
                 connection.execute(&statement.sql, &params)
             }
@@ -107,68 +108,5 @@ fn column(value: Value) -> Column {
         Value::Text(text) => Column::Text(text),
         Value::Null => Column::Null,
         Value::Real(_) | Value::Blob(_) => Column::Other,
-    }
-}
-
-impl BookStore for SqliteStore {
-    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        sql::books_from_rows(self.rows(&sql::list(DIALECT))?)
-    }
-
-    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        sql::books_from_rows(self.rows(&sql::page(DIALECT, query))?)
-    }
-
-    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        sql::first_book(self.rows(&sql::get(DIALECT, id))?)
-    }
-
-    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let rows = self.rows(&sql::insert(DIALECT, book))?;
-        let id = sql::id_from_row(rows.first().map_or(&[], Vec::as_slice))?;
-        Ok(book.with_id(id))
-    }
-
-    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        sql::first_book(self.rows(&sql::update(DIALECT, id, changes))?)
-    }
-
-    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        Ok(!self.rows(&sql::delete(DIALECT, id))?.is_empty())
-    }
-
-    /// `GET /health`: opens the database and runs the most trivial query.
-    fn ping(&mut self) -> anyhow::Result<()> {
-        match self.rows(&sql::ping(DIALECT))?.as_slice() {
-            [row] if row.as_slice() == [Column::Integer(1)] => Ok(()),
-            other => bail!("SELECT 1 returned {other:?}"),
-        }
-    }
-}
-
-impl LoginAttemptStore for SqliteStore {
-    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        sql::first_attempts(&self.rows(&sql::login_attempts(DIALECT, client))?)
-    }
-
-    fn count_login_attempt(
-        &mut self,
-        client: &str,
-        now: u64,
-        window_seconds: u64,
-    ) -> anyhow::Result<LoginAttempts> {
-        let statement = sql::count_login_attempt(DIALECT, client, now, window_seconds);
-        sql::first_attempts(&self.rows(&statement)?)?
-            .context("the login-attempt upsert returned no row")
-    }
-
-    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
-        self.rows(&sql::clear_login_attempts(DIALECT, client))
-            .map(drop)
-    }
-
-    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.rows(&sql::prune_login_attempts(DIALECT, now, limit))
-            .map(drop)
     }
 }

@@ -27,11 +27,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context as _};
 use book_catalog::db_url::StoreTarget;
 use book_catalog::migrations::{self, SchemaConnection};
-use book_catalog::model::{Book, BookChanges, BookId, NewBook};
-use book_catalog::query::BookQuery;
 use book_catalog::settings::{Setting, SettingUnavailable};
-use book_catalog::sql::{self, Column, Dialect, SqlParam, Statement};
-use book_catalog::store::{BookStore, Database, LoginAttemptStore, LoginAttempts};
+use book_catalog::sql::{Column, Dialect, SqlParam, Statement};
+use book_catalog::sql_store::{SqlConnection, SqlStore};
+use book_catalog::store::Database;
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -222,7 +221,9 @@ fn sqlite_columns(row: &rusqlite::Row) -> rusqlite::Result<Vec<Column>> {
         .collect()
 }
 
-impl SqliteStore<'_> {
+impl SqlConnection for SqliteStore<'_> {
+    const DIALECT: Dialect = Dialect::Sqlite;
+
     /// Runs a statement, every row stepped through (so a `DELETE ...
     /// RETURNING` completes).
     fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
@@ -233,66 +234,6 @@ impl SqliteStore<'_> {
             .query_map(rusqlite::params_from_iter(values), sqlite_columns)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
-    }
-}
-
-const SQLITE: Dialect = Dialect::Sqlite;
-
-impl BookStore for SqliteStore<'_> {
-    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        sql::books_from_rows(self.rows(&sql::list(SQLITE))?)
-    }
-
-    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        sql::books_from_rows(self.rows(&sql::page(SQLITE, query))?)
-    }
-
-    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        sql::first_book(self.rows(&sql::get(SQLITE, id))?)
-    }
-
-    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let rows = self.rows(&sql::insert(SQLITE, book))?;
-        Ok(book.with_id(sql::id_from_row(rows.first().map_or(&[], Vec::as_slice))?))
-    }
-
-    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        sql::first_book(self.rows(&sql::update(SQLITE, id, changes))?)
-    }
-
-    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        Ok(!self.rows(&sql::delete(SQLITE, id))?.is_empty())
-    }
-
-    fn ping(&mut self) -> anyhow::Result<()> {
-        self.rows(&sql::ping(SQLITE)).map(drop)
-    }
-}
-
-impl LoginAttemptStore for SqliteStore<'_> {
-    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        sql::first_attempts(&self.rows(&sql::login_attempts(SQLITE, client))?)
-    }
-
-    fn count_login_attempt(
-        &mut self,
-        client: &str,
-        now: u64,
-        window_seconds: u64,
-    ) -> anyhow::Result<LoginAttempts> {
-        let statement = sql::count_login_attempt(SQLITE, client, now, window_seconds);
-        sql::first_attempts(&self.rows(&statement)?)?
-            .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
-    }
-
-    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
-        self.rows(&sql::clear_login_attempts(SQLITE, client))
-            .map(drop)
-    }
-
-    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.rows(&sql::prune_login_attempts(SQLITE, now, limit))
-            .map(drop)
     }
 }
 
@@ -357,7 +298,9 @@ fn pg_columns(row: &tokio_postgres::Row) -> anyhow::Result<Vec<Column>> {
         .collect()
 }
 
-impl PgStore<'_> {
+impl SqlConnection for PgStore<'_> {
+    const DIALECT: Dialect = Dialect::Postgres;
+
     fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
         let params: Vec<PgParam> = statement.params.iter().map(pg_param).collect();
         let PgConnection { client, statements } = &mut *self.connection;
@@ -395,66 +338,6 @@ impl SchemaConnection for PgStore<'_> {
             .runtime
             .block_on(client.query(migrations::APPLIED_VERSIONS, &[]))?;
         rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
-    }
-}
-
-const POSTGRES: Dialect = Dialect::Postgres;
-
-impl BookStore for PgStore<'_> {
-    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        sql::books_from_rows(self.rows(&sql::list(POSTGRES))?)
-    }
-
-    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        sql::books_from_rows(self.rows(&sql::page(POSTGRES, query))?)
-    }
-
-    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        sql::first_book(self.rows(&sql::get(POSTGRES, id))?)
-    }
-
-    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        let rows = self.rows(&sql::insert(POSTGRES, book))?;
-        Ok(book.with_id(sql::id_from_row(rows.first().map_or(&[], Vec::as_slice))?))
-    }
-
-    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        sql::first_book(self.rows(&sql::update(POSTGRES, id, changes))?)
-    }
-
-    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        Ok(!self.rows(&sql::delete(POSTGRES, id))?.is_empty())
-    }
-
-    fn ping(&mut self) -> anyhow::Result<()> {
-        self.rows(&sql::ping(POSTGRES)).map(drop)
-    }
-}
-
-impl LoginAttemptStore for PgStore<'_> {
-    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        sql::first_attempts(&self.rows(&sql::login_attempts(POSTGRES, client))?)
-    }
-
-    fn count_login_attempt(
-        &mut self,
-        client: &str,
-        now: u64,
-        window_seconds: u64,
-    ) -> anyhow::Result<LoginAttempts> {
-        let statement = sql::count_login_attempt(POSTGRES, client, now, window_seconds);
-        sql::first_attempts(&self.rows(&statement)?)?
-            .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))
-    }
-
-    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
-        self.rows(&sql::clear_login_attempts(POSTGRES, client))
-            .map(drop)
-    }
-
-    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.rows(&sql::prune_login_attempts(POSTGRES, now, limit))
-            .map(drop)
     }
 }
 
@@ -502,15 +385,15 @@ impl Context for NativeContext {
             Some(Lease::Sqlite(connection))
                 if wanted && matches!(target, StoreTarget::Sqlite(_)) =>
             {
-                Box::new(SqliteStore { connection })
+                Box::new(SqlStore(SqliteStore { connection }))
             }
             Some(Lease::Postgres(connection))
                 if wanted && matches!(target, StoreTarget::Postgres(_)) =>
             {
-                Box::new(PgStore {
+                Box::new(SqlStore(PgStore {
                     connection,
                     runtime,
-                })
+                }))
             }
             _ => bail!(
                 "{} is not the store this server was started with",
