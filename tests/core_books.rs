@@ -1,7 +1,7 @@
 //! The book endpoints through `book_catalog::handle`: create, read, update,
 //! delete and list with their exact envelopes; ids (never reused, only the
 //! canonical decimal form names a book); the book body rules on create and
-//! update (spec, "Per-endpoint rules"; decisions.md, "API details"); what
+//! update (spec, "Per-endpoint rules"; docs/api.md, "Book rules"); what
 //! each request asks of the store; store failures; and which store `DB_URL`
 //! opens. Catalog queries on `GET /books` are in core_catalog.rs.
 

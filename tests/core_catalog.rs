@@ -1,4 +1,4 @@
-//! Catalog queries on `GET /books` (decisions.md, "Catalog queries") through
+//! Catalog queries on `GET /books` (docs/api.md, "Catalog queries") through
 //! `book_catalog::handle`: the unchanged answer without parameters, every
 //! rule of the parameters and every 400, the matching (ASCII letters fold,
 //! nothing else; `%`, `_`, `\` literal), keyset paging with its `Link`

@@ -1,4 +1,4 @@
-//! `GET /health` through `book_catalog::handle` (decisions.md, "Health"): no
+//! `GET /health` through `book_catalog::handle` (docs/api.md, "Health"): no
 //! authentication, 200 "Service healthy" when the configured store answers a
 //! trivial query, 503 "Service unavailable" otherwise with the reason in the
 //! log only, and 405 with `Allow: GET` for every other method.

@@ -1,7 +1,7 @@
 //! `POST /token` as a whole, through `book_catalog::handle`: what a login
 //! payload is; the credentials (configured, the defaults, the
 //! default-password warning, the Argon2id `auth_password_hash`); the
-//! failed-login limit (decisions.md, "Login protection": the count, its
+//! failed-login limit (docs/configuration.md, "Login protection": the count, its
 //! window and `Retry-After`, its settings, what it costs the store) and who
 //! the client is (peer, `X-Forwarded-For` through trusted proxies,
 //! `client_ip_header`); failing closed when a setting or the store cannot be

@@ -1,4 +1,4 @@
-//! Tokens (decisions.md, "Tokens"): what `POST /token` issues, how long it
+//! Tokens (docs/api.md, "Tokens"): what `POST /token` issues, how long it
 //! is accepted on the protected routes, every kind of token they must
 //! refuse, and the signing secrets: missing, empty, shorter than 32 bytes,
 //! rotated, and the previous secret (`secret_token_previous`). Who may log

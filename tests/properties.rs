@@ -13,7 +13,7 @@ use support::{TestContext, NOW, SECRET};
 
 const KEY: &[u8] = SECRET.as_bytes();
 
-/// Independent statement of the field rules (decisions.md).
+/// Independent statement of the field rules (docs/api.md, "Book rules").
 fn valid_text(value: &Value) -> bool {
     value.as_str().is_some_and(|text| {
         !text.trim().is_empty() && !text.contains('\0') && text.chars().count() <= MAX_TEXT_CHARS

@@ -236,7 +236,7 @@ def run(ctx):
              ("POST", lambda i: "/book", {"title": "Storm", "author": "Storm", "year": 1}, {201}),
              ("GET", lambda i: "/book/1", "no-token", {401}),
              # Wrong logins from one client of their own: the first 10 are 401,
-             # then the failed-login limit answers 429 (decisions.md).
+             # then the failed-login limit answers 429 (docs/configuration.md).
              ("POST", lambda i: "/token", "bad-login", {401, 429})]
     deadline = time.monotonic() + (600 if ctx.full else 120)
     counts, unexpected = {}, []

@@ -3,8 +3,8 @@
 One conflict between JSON Schema and our documented contract, handled here
 rather than by dropping a check:
 
-* `year` is "a JSON integer literal (no fraction, no exponent)" (README, Book
-  rules; decisions.md: "`year` a JSON integer"), so `1999.0` is refused with
+* `year` is "a JSON integer literal (no fraction, no exponent)" (docs/api.md,
+  "Book rules"), so `1999.0` is refused with
   400 "Invalid input". JSON Schema (draft 6 and later, hence OpenAPI 3.1)
   counts any number with a zero fraction as an `integer`, and no keyword can
   tell `1999.0` from `1999`. Schemathesis therefore sends `"year": 1999.0` as

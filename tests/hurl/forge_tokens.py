@@ -2,7 +2,7 @@
 """Forge the tokens the end-to-end suite needs, given the signing secret.
 
 The service's own `POST /token` only hands out good tokens; to test that the
-service refuses everything else (decisions.md, "Tokens") we build the bad ones
+service refuses everything else (docs/api.md, "Tokens") we build the bad ones
 here: expired, signed with another key, tampered, other algorithms, no `exp`,
 padded or wrongly split segments. One good token with a fractional `exp` is
 also made, because a NumericDate may carry a fraction (RFC 7519 section 2).
