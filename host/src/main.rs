@@ -327,22 +327,85 @@ async fn run(cli: Cli) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// The flags table of host/README.md, as (flag, environment, default)
+    /// with the backticks taken off.
+    fn documented_flags() -> Vec<(String, String, String)> {
+        let readme = include_str!("../README.md");
+        let table = readme
+            .split("## Flags")
+            .nth(1)
+            .expect("host/README.md has a Flags section");
+        table
+            .lines()
+            .skip_while(|line| !line.starts_with('|'))
+            .take_while(|line| line.starts_with('|'))
+            .skip(2)
+            .map(|row| {
+                let cells: Vec<String> = row
+                    .split('|')
+                    .map(|cell| cell.trim().trim_matches('`').to_string())
+                    .collect();
+                (cells[1].clone(), cells[2].clone(), cells[3].clone())
+            })
+            .collect()
+    }
+
     #[test]
-    fn cli_defaults() {
-        let cli = Cli::try_parse_from(["book-host"]).unwrap();
-        assert_eq!(cli.from, PathBuf::from("spin.toml"));
-        assert_eq!(cli.listen, "0.0.0.0:8080".parse().unwrap());
-        assert_eq!(cli.max_instance_reuse, 1);
-        assert_eq!(cli.max_instances, 32);
-        assert_eq!(cli.request_timeout, Duration::from_secs(30));
-        assert!(!cli.pg_empty_query_error, "off by default");
+    fn the_readme_documents_every_flag_its_environment_name_and_default() {
+        use clap::CommandFactory;
+        let documented = documented_flags();
+        let command = Cli::command();
+        for argument in command.get_arguments() {
+            let Some(long) = argument.get_long() else {
+                continue;
+            };
+            if ["help", "version"].contains(&long) {
+                continue;
+            }
+            let row = documented
+                .iter()
+                .find(|(flag, _, _)| {
+                    flag.split([',', ' '])
+                        .any(|word| word == format!("--{long}"))
+                })
+                .unwrap_or_else(|| panic!("--{long} is not in host/README.md's flags table"));
+            let environment = argument
+                .get_env()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            assert_eq!(row.1, environment, "--{long}: environment name");
+            let default: Vec<String> = argument
+                .get_default_values()
+                .iter()
+                .map(|value| value.to_string_lossy().into_owned())
+                .collect();
+            match default.as_slice() {
+                [value] => assert_eq!(&row.2, value, "--{long}: default"),
+                // No default in clap: the README says what happens instead
+                // (`.spin` beside the manifest, off) or nothing.
+                _ => assert!(
+                    !row.2.chars().any(|c| c.is_ascii_digit()),
+                    "--{long}: {row:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn flags_parse_and_refuse_as_documented() {
         let cli = Cli::try_parse_from(["book-host", "--request-timeout", "1.5"]).unwrap();
         assert_eq!(cli.request_timeout, Duration::from_millis(1500));
-        for bad in ["0", "-1", "x", "100000"] {
+        // "the request deadline (0.1 to 86400)"
+        for bad in ["0", "0.09", "-1", "x", "86401"] {
             assert!(Cli::try_parse_from(["book-host", "--request-timeout", bad]).is_err());
         }
         let cli = Cli::try_parse_from(["book-host", "--pg-empty-query-error"]).unwrap();
         assert!(cli.pg_empty_query_error);
+        assert!(
+            !Cli::try_parse_from(["book-host"])
+                .unwrap()
+                .pg_empty_query_error
+        );
         // The only test that touches this variable (tests share the process).
         for (value, on) in [("1", true), ("true", true), ("0", false), ("false", false)] {
             std::env::set_var("BOOK_HOST_PG_EMPTY_QUERY_ERROR", value);
@@ -351,6 +414,7 @@ mod tests {
             assert_eq!(cli.unwrap().pg_empty_query_error, on, "{value}");
         }
         assert!(Cli::try_parse_from(["book-host", "--max-instance-reuse", "0"]).is_err());
+        assert!(Cli::try_parse_from(["book-host", "--max-instances", "1001"]).is_err());
         assert!(Cli::try_parse_from(["book-host", "--listen", "nope"]).is_err());
     }
 

@@ -5,8 +5,8 @@
 //!
 //! One single-threaded tokio runtime per core, all accepting from the same
 //! listener: a connection, the instances serving its requests and their
-//! SQLite statements stay on one thread (measured: see the README's
-//! performance section).
+//! SQLite statements stay on one thread (measured: docs/performance.md,
+//! "What made it fast").
 //!
 //! What a slow or hostile client can hold: its connection's task, never an
 //! instance slot or a thread. Hyper reads the request head (within
