@@ -526,7 +526,9 @@ def run_guarded(ctx, name, fn):
 def main(name, fn, description=""):
     args = parse_args(description or name)
     install_signal_handlers()
-    ctx = Context(args.store, args.scale, host=args.host)
+    # Run alone, a module's lines carry its own name ("side by side sqlite:
+    # ..."), not run.py's "faults".
+    ctx = Context(args.store, args.scale, label=name.replace("_", " "), host=args.host)
     atexit.register(ctx.cleanup)
     try:
         preconditions(ctx)
