@@ -58,10 +58,10 @@ pub const MAX_LOGIN_WINDOW_SECONDS: u64 = 365 * 24 * 60 * 60;
 /// three (a CDN, a load balancer, an ingress).
 pub const MAX_TRUSTED_PROXY_HOPS: u32 = 32;
 
-/// `login_max_failures`: a decimal integer 0..=4294967295, surrounding
-/// whitespace ignored. `None` for anything else (the caller warns and uses
+/// A decimal integer of type `T`, surrounding whitespace ignored; no sign,
+/// no other characters. `None` for anything else (the caller warns and uses
 /// the default).
-pub fn parse_max_failures(value: &str) -> Option<u32> {
+fn whole_number<T: std::str::FromStr>(value: &str) -> Option<T> {
     let value = value.trim();
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -69,21 +69,19 @@ pub fn parse_max_failures(value: &str) -> Option<u32> {
     value.parse().ok()
 }
 
+/// `login_max_failures`: a decimal integer 0..=4294967295.
+pub fn parse_max_failures(value: &str) -> Option<u32> {
+    whole_number(value)
+}
+
 /// `login_window_seconds`: a decimal integer 1..=`MAX_LOGIN_WINDOW_SECONDS`.
 pub fn parse_window_seconds(value: &str) -> Option<u64> {
-    let value = value.trim();
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value
-        .parse()
-        .ok()
-        .filter(|seconds| (1..=MAX_LOGIN_WINDOW_SECONDS).contains(seconds))
+    whole_number(value).filter(|seconds| (1..=MAX_LOGIN_WINDOW_SECONDS).contains(seconds))
 }
 
 /// `trusted_proxy_hops`: a decimal integer 0..=`MAX_TRUSTED_PROXY_HOPS`.
 pub fn parse_proxy_hops(value: &str) -> Option<u32> {
-    parse_max_failures(value).filter(|hops| *hops <= MAX_TRUSTED_PROXY_HOPS)
+    whole_number(value).filter(|hops| *hops <= MAX_TRUSTED_PROXY_HOPS)
 }
 
 /// `client_ip_header`: an HTTP field name (RFC 9110 token characters),
