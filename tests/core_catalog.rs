@@ -14,10 +14,6 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use support::*;
 
-fn listed(books: Value) -> Outcome {
-    ok(200, "Books retrieved successfully", books)
-}
-
 /// A context holding `books` (title, author, year), ids 1, 2, ...
 fn with_books(books: &[(&str, &str, i64)]) -> TestContext {
     let mut ctx = TestContext::new();

@@ -110,7 +110,7 @@ fn token_verify_names_the_reason() {
 fn token_is_accepted_until_exp_exclusive() {
     let mut ctx = TestContext::new();
     let token = ctx.login();
-    let listed = ok(200, "Books retrieved successfully", json!([]));
+    let listed = listed(json!([]));
     for now in [NOW, NOW + 1, NOW + 899] {
         ctx.now = now;
         assert_eq!(
@@ -134,31 +134,23 @@ fn token_is_accepted_until_exp_exclusive() {
 fn issued_token_works_on_every_protected_route() {
     let mut ctx = TestContext::new();
     let token = ctx.login();
-    let dune = book(1, "Dune", "Frank Herbert", 1965);
     assert_eq!(
         ctx.call("POST", "/book", Some(&token), PROTECTED[0].2),
-        ok(201, "Book created successfully", dune.clone())
+        created(1, "Dune", "Frank Herbert", 1965)
     );
     assert_eq!(
         ctx.call("GET", "/books", Some(&token), ""),
-        ok(200, "Books retrieved successfully", json!([dune.clone()]))
+        listed(json!([book(1, "Dune", "Frank Herbert", 1965)]))
     );
     assert_eq!(
         ctx.call("GET", "/book/1", Some(&token), ""),
-        ok(200, "Book retrieved successfully", dune)
+        retrieved(1, "Dune", "Frank Herbert", 1965)
     );
     assert_eq!(
         ctx.call("PUT", "/book/1", Some(&token), PROTECTED[3].2),
-        ok(
-            200,
-            "Book updated successfully",
-            book(1, "Dune", "Frank Herbert", 1966)
-        )
+        updated(1, "Dune", "Frank Herbert", 1966)
     );
-    assert_eq!(
-        ctx.call("DELETE", "/book/1", Some(&token), ""),
-        ok(200, "Book deleted successfully", Value::Null)
-    );
+    assert_eq!(ctx.call("DELETE", "/book/1", Some(&token), ""), deleted());
 }
 
 /// Every token here must be refused with 401 "Invalid token" on every
@@ -357,7 +349,7 @@ fn claims_without_a_future_numeric_exp_are_refused() {
 #[test]
 fn future_fractional_and_huge_exp_signed_by_us_are_valid() {
     let mut ctx = TestContext::new();
-    let accepted = ok(200, "Books retrieved successfully", json!([]));
+    let accepted = listed(json!([]));
     for exp in [
         format!("{NOW}.5"),
         format!("{}.25", NOW + 10),
@@ -390,7 +382,7 @@ fn future_fractional_and_huge_exp_signed_by_us_are_valid() {
 #[test]
 fn other_header_and_claim_fields_do_not_matter() {
     let mut ctx = TestContext::new();
-    let accepted = ok(200, "Books retrieved successfully", json!([]));
+    let accepted = listed(json!([]));
     for (header, claims) in [
         (r#"{"alg":"HS256"}"#.to_string(), claims_900()),
         (r#"{"typ":"JWT","alg":"HS256"}"#.to_string(), claims_900()),
@@ -500,7 +492,7 @@ fn padding_on_any_segment_is_malformed() {
     let mut ctx = TestContext::new();
     assert_eq!(
         ctx.call("GET", "/books", Some(&sign_segments(&h, &c, key)), ""),
-        ok(200, "Books retrieved successfully", json!([])),
+        listed(json!([])),
         "unpadded control"
     );
     let padded_signature = {
@@ -587,7 +579,7 @@ fn surrounding_whitespace_of_the_header_value_is_not_part_of_the_token() {
     let token = ctx.login();
     assert_eq!(
         ctx.call("GET", "/books", Some(&format!("  {token}\t")), ""),
-        ok(200, "Books retrieved successfully", json!([]))
+        listed(json!([]))
     );
 }
 
