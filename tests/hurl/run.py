@@ -98,6 +98,10 @@ import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(HERE))
+from forge_tokens import forge  # noqa: E402  (the bad tokens auth_forged.hurl needs)
+
 REQUEST_LINE = re.compile(r"^(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS|CONNECT|TRACE) \S")
 NEEDS_LINE = re.compile(r"^#\s*needs:\s*(.+?)\s*$")
 KNOWN_NEEDS = {"secret", "forwarded-for"}
@@ -234,26 +238,12 @@ def secret_forms(value):
     return forms
 
 
-def forged_tokens(secret):
-    """tests/hurl/forge_tokens.py's tokens, by name (the secret in its
-    environment, never on a command line)."""
-    env = dict(os.environ, SECRET_TOKEN=secret)
-    output = subprocess.run([sys.executable, str(HERE / "forge_tokens.py")],
-                            env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
-    tokens = {}
-    for line in output.splitlines():
-        name, sep, value = line.partition("=")
-        if sep:
-            tokens[name.strip()] = value.strip()
-    return tokens
-
-
 def computed_variables(file_root, username, password, run_id, secret):
     """The variables the runner computes: {name: (value, is_secret)}; writes
     the body files of the size limit tests into file_root."""
     values = {}
     if secret:
-        for name, token in forged_tokens(secret).items():
+        for name, token in forge(secret, int(time.time())).items():
             signature = key_material(token)
             values[name] = (token, bool(signature))
             # Each signature on its own too: hurl replaces secrets one after
