@@ -166,6 +166,8 @@ class Tally:
 
 
 class Response:
+    """An answer; `headers` by lower-case name."""
+
     def __init__(self, status, headers, raw, elapsed):
         self.status, self.headers, self.raw, self.elapsed = status, headers, raw, elapsed
         try:
@@ -211,7 +213,8 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30,
         conn.request(method, path, body=data, headers=h)
         resp = conn.getresponse()
         content = resp.read()
-        return Response(resp.status, dict(resp.getheaders()), content, time.monotonic() - started)
+        headers = {name.lower(): value for name, value in resp.getheaders()}
+        return Response(resp.status, headers, content, time.monotonic() - started)
     finally:
         conn.close()
 
@@ -496,8 +499,13 @@ def preconditions(ctx):
                        (WASM, "cargo build --release --locked --target wasm32-wasip2 -p book-catalog")):
         if not path.exists():
             raise RuntimeError(f"{path} not found ({hint})")
-    if ctx.spin and not (SPIN_BIN and os.access(SPIN_BIN, os.X_OK)):
-        raise RuntimeError("--host spin: no Spin binary (set SPIN=path, or put spin on PATH)")
+    if ctx.spin:
+        require_spin()
+
+
+def require_spin():
+    if not (SPIN_BIN and os.access(SPIN_BIN, os.X_OK)):
+        raise RuntimeError("no Spin binary (set SPIN=path, or put spin on PATH)")
 
 
 def install_signal_handlers():

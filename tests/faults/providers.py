@@ -71,7 +71,6 @@ class FakeVault:
                 pass
 
         self.port = port or lib.free_port()
-        ThreadingHTTPServer.allow_reuse_address = True
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -79,6 +78,19 @@ class FakeVault:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class VaultHost(lib.Host):
+    """A host with no credentials or secret of its own: only the Vault has them."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx, secret=None, username="unused", password="unused")
+
+    def env(self):
+        env = super().env()
+        for name in ("AUTH_USERNAME", "AUTH_PASSWORD"):
+            env.pop(name)
+        return env
 
 
 def run(ctx):
@@ -96,17 +108,8 @@ def run(ctx):
         f'token = "{token}"\n'
         f'mount = "{MOUNT}"\n'
         f'prefix = "{PREFIX}"\n', encoding="utf-8")
-    # No credentials or secret of its own: only the Vault has them.
-    host = ctx.host(secret=None, username="unused", password="unused")
+    host = VaultHost(ctx)
     host.args = ["--runtime-config-file", str(config)]
-    original_env = host.env
-
-    def env():
-        e = original_env()
-        for name in ("SECRET_TOKEN", "AUTH_USERNAME", "AUTH_PASSWORD"):
-            e.pop(name, None)
-        return e
-    host.env = env
     host.start()
 
     def login(user, pw):

@@ -17,7 +17,6 @@ temporary directory (host logs).
 
 import argparse
 import atexit
-import os
 import sys
 import time
 from pathlib import Path

@@ -74,7 +74,7 @@ def login(host, client, right, spoofed=None, headers=None):
 
 
 def retry_after(r):
-    value = {k.lower(): v for k, v in r.headers.items()}.get("retry-after", "")
+    value = r.headers.get("retry-after", "")
     return int(value) if value.isdigit() else None
 
 

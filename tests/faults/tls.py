@@ -43,9 +43,6 @@ class TlsHost(lib.Host):
             env.pop(name, None)
         if self.ca_file:
             env["SSL_CERT_FILE"] = str(self.ca_file)
-        # db_host must admit the URL's host exactly (localhost is not 127.0.0.1).
-        u = urlsplit(self.db_url)
-        env["SPIN_VARIABLE_DB_HOST"] = f"{u.hostname}:{u.port}"
         return env
 
 
