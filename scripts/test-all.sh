@@ -119,32 +119,41 @@ if [ -n "$pg_url" ]; then
 fi
 
 spin_faults=throttle,stalls,providers,upgrade,concurrency
+have_spin=
 if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then
+    have_spin=1
     export SPIN
     step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"
-    tests/e2e.sh --store sqlite --host spin || true
-    tests/e2e.sh --store sqlite --host spin --wasm target/variants/book-catalog-sqlite.wasm || true
-    tests/faults/side_by_side.py --store sqlite || true
-    tests/faults/run.py --store sqlite --host spin --only "$spin_faults" || true
-    if [ -n "$pg_url" ]; then
-        E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin || true
-        E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin \
-            --manifest deploy/postgres-only/spin.toml --wasm target/variants/book-catalog-postgres.wasm || true
-        FAULTS_PG_DIR="$pg_dir" tests/faults/side_by_side.py --store postgres || true
-        FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres --host spin \
-            --only "$spin_faults,tls" || true
+fi
+# Runs a leg under real Spin, or lists it as skipped (never counted).
+spin_leg() {
+    local label=$1
+    shift
+    if [ -n "$have_spin" ]; then
+        "$@" || true
+    else
+        skipped+=("$label: no Spin binary (set SPIN=path, or put spin on PATH)")
     fi
-else
-    for leg in "e2e under spin up: default build on SQLite" \
-        "e2e under spin up: SQLite-only build on SQLite" \
-        "e2e under spin up: default build on PostgreSQL" \
-        "e2e under spin up: PostgreSQL-only build on PostgreSQL" \
-        "book-host and spin up side by side, SQLite" \
-        "book-host and spin up side by side, PostgreSQL" \
-        "fault tests under spin up ($spin_faults), SQLite" \
-        "fault tests under spin up ($spin_faults,tls), PostgreSQL"; do
-        skipped+=("$leg: no Spin binary (set SPIN=path, or put spin on PATH)")
-    done
+}
+spin_leg "e2e under spin up: default build on SQLite" \
+    tests/e2e.sh --store sqlite --host spin
+spin_leg "e2e under spin up: SQLite-only build on SQLite" \
+    tests/e2e.sh --store sqlite --host spin --wasm target/variants/book-catalog-sqlite.wasm
+spin_leg "book-host and spin up side by side, SQLite" \
+    tests/faults/side_by_side.py --store sqlite
+spin_leg "fault tests under spin up ($spin_faults), SQLite" \
+    tests/faults/run.py --store sqlite --host spin --only "$spin_faults"
+if [ -n "$pg_url" ]; then
+    spin_leg "e2e under spin up: default build on PostgreSQL" \
+        env E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin
+    spin_leg "e2e under spin up: PostgreSQL-only build on PostgreSQL" \
+        env E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin \
+        --manifest deploy/postgres-only/spin.toml --wasm target/variants/book-catalog-postgres.wasm
+    spin_leg "book-host and spin up side by side, PostgreSQL" \
+        env FAULTS_PG_DIR="$pg_dir" tests/faults/side_by_side.py --store postgres
+    spin_leg "fault tests under spin up ($spin_faults,tls), PostgreSQL" \
+        env FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres --host spin \
+        --only "$spin_faults,tls"
 fi
 
 summary

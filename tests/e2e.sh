@@ -196,13 +196,14 @@ USERNAME="e2e-user-$(random_text 8 | tr 'A-Z' 'a-z')"
 PASSWORD="E2e.pass-$(random_text 16)"
 
 E2E_LOGIN_WINDOW_SECONDS=30
+E2E_TRUSTED_PROXY_HOPS=1
 HOST_ENV=(
     "SECRET_TOKEN=$SECRET"
     "AUTH_USERNAME=$USERNAME"
     "AUTH_PASSWORD=$PASSWORD"
     # hurl files marked `# needs: forwarded-for` vary the client address, as
     # the one proxy in front of a deployment appends it.
-    "TRUSTED_PROXY_HOPS=1"
+    "TRUSTED_PROXY_HOPS=$E2E_TRUSTED_PROXY_HOPS"
     # A short failed-login window (the limit keeps its default, 10): counts
     # left by tests/hurl/throttle.hurl lapse within a minute.
     "LOGIN_WINDOW_SECONDS=$E2E_LOGIN_WINDOW_SECONDS"
@@ -328,16 +329,10 @@ start_host
 # tests/hurl/run.py: the same runner as `make hurl` against any deployment,
 # here with the signing secret (forged-token files run too) and --strict (the
 # host is ours alone: the catalog must be exactly as before the suite).
-HURL_FORWARDED=0
-for assignment in "${HOST_ENV[@]}"; do
-    case "$assignment" in
-        TRUSTED_PROXY_HOPS=1) HURL_FORWARDED=1 ;;
-    esac
-done
 HURL_COUNTS="$TMP/hurl-counts"
 : > "$HURL_COUNTS"
 HURL_BASE_URL="$BASE_URL" HURL_USERNAME="$USERNAME" HURL_PASSWORD="$PASSWORD" \
-    SECRET_TOKEN="$SECRET" TRUSTED_PROXY_HOPS="$HURL_FORWARDED" \
+    SECRET_TOKEN="$SECRET" TRUSTED_PROXY_HOPS="$E2E_TRUSTED_PROXY_HOPS" \
     LOGIN_WINDOW_SECONDS="$E2E_LOGIN_WINDOW_SECONDS" \
     python3 "$ROOT/tests/hurl/run.py" --strict --label "e2e $LABEL" --counts "$HURL_COUNTS" >&2 || true
 read -r hurl_passed hurl_failed < "$HURL_COUNTS" || true
