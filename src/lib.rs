@@ -7,40 +7,43 @@
 //! flowing one way (each module uses only those above it in this list):
 //!
 //! - `error`, `envelope`: the one error type and the response it maps to;
-//! - `settings`, `db_url`: the settings, their names and precedence, and
-//!   the store setting `DB_URL`;
 //! - `model`: the book, its id and its rules;
 //! - `query`: catalog queries on `GET /books`;
-//! - `store`: what the handlers ask of a database;
-//! - `sql`, `sql_store`, `migrations`: every statement, in one dialect
-//!   type, and its rows read back; the stores on any SQL connection; the
-//!   versioned schema;
+//! - `client`, `password`, `login_limit`, `token`: who the client is, the
+//!   configured password and its check, the failed-login limit's rules,
+//!   tokens;
+//! - `settings`: every setting, the only module that names one: where it is
+//!   read, its default, parsing and warnings, and the store `DB_URL` names
+//!   (`StoreKind`, `DbUrl`);
+//! - `sql`, `store`, `migrations`: every statement and its rows read back;
+//!   what the handlers ask of a database, written once over a `Connection`;
+//!   the versioned schema, applied lazily;
+//! - `native` (feature `rusqlite`, native builds only): an in-process SQLite
+//!   `Connection`, for the tests and the native benchmark;
 //! - `port`: what the core needs from its host (`Context`, bodies, the
 //!   request head);
-//! - `token`, `password`, `client`, `login_limit`: tokens, credentials, who
-//!   the client is, the failed-login limit;
 //! - `router`, `handlers`, `app`: routing, one handler module per resource,
 //!   and the dispatch (`handle`).
 //!
 //! And, in the WebAssembly build only, the Spin adapters in `spin`: the HTTP
-//! entry, the SQLite and PostgreSQL stores and the settings reader.
+//! entry, the SQLite and PostgreSQL connections and the settings source.
 
 pub mod app;
 pub mod client;
-pub mod db_url;
 pub mod envelope;
 pub mod error;
 pub mod handlers;
 pub mod login_limit;
 pub mod migrations;
 pub mod model;
+#[cfg(feature = "rusqlite")]
+pub mod native;
 pub mod password;
 pub mod port;
 pub mod query;
 pub mod router;
 pub mod settings;
 pub mod sql;
-pub mod sql_store;
 pub mod store;
 pub mod token;
 

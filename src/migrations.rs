@@ -2,10 +2,10 @@
 //! `migrations/postgres/`, embedded in the component, applied in order and
 //! recorded in a `schema_migrations` table.
 //!
-//! When they run: under Spin there is no start-up, so a store applies them
+//! When they run: under Spin there is no start-up, so `store` applies them
 //! the first time a statement fails for want of a table or a column, then
-//! runs the statement again (no extra statement on any other request);
-//! `book-host` also applies them at start. `migrate` takes a lock first
+//! runs the statement again (no extra statement on any other request).
+//! `migrate` takes a lock first
 //! (SQLite: the write lock of `BEGIN IMMEDIATE`; PostgreSQL: a transaction
 //! advisory lock), reads what is recorded, and applies and records the rest
 //! in the same transaction, so instances and replicas racing to migrate one
@@ -13,9 +13,11 @@
 //! (tables, no `schema_migrations`) is brought under it: the first
 //! migrations only create what is missing.
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 
-use crate::sql::Dialect;
+use crate::settings::StoreKind;
+use crate::sql::{Column, Statement};
+use crate::store::Connection;
 
 /// One migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,40 +39,62 @@ const SCHEMA_MIGRATIONS: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (\
 /// The versions recorded, one row per version.
 pub const APPLIED_VERSIONS: &str = "SELECT version FROM schema_migrations ORDER BY version";
 
-/// Every migration of a dialect, in order.
-pub fn all(dialect: Dialect) -> &'static [Migration] {
-    match dialect {
-        Dialect::Sqlite => &SQLITE,
-        Dialect::Postgres => &POSTGRES,
+/// Every migration of a store kind, in order.
+pub fn all(kind: StoreKind) -> &'static [Migration] {
+    match kind {
+        StoreKind::Sqlite => &SQLITE,
+        StoreKind::Postgres => &POSTGRES,
     }
 }
 
-/// A connection `migrate` can work through: statements without parameters.
-pub trait SchemaConnection {
-    fn execute(&mut self, statement: &str) -> anyhow::Result<()>;
-    /// The versions in `schema_migrations` (run `APPLIED_VERSIONS`).
-    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>>;
+/// Whether a failed statement failed because the database is behind this
+/// build's schema: a missing table or column. SQLite says so in words;
+/// PostgreSQL by SQLSTATE (undefined table, undefined column), which the
+/// 2.0 interface reports only as text: Spin puts tokio-postgres' description
+/// of the error there, which names it (`SqlState(E42P01)`).
+pub fn schema_is_behind(kind: StoreKind, error: &anyhow::Error) -> bool {
+    let text = format!("{error:#}");
+    let signs: &[&str] = match kind {
+        StoreKind::Sqlite => &["no such table", "no such column"],
+        StoreKind::Postgres => &["42P01", "42703"],
+    };
+    signs.iter().any(|sign| text.contains(sign))
+}
+
+/// The versions recorded in `schema_migrations`.
+fn applied_versions(connection: &mut dyn Connection) -> anyhow::Result<Vec<i64>> {
+    let statement = Statement {
+        sql: APPLIED_VERSIONS.to_string(),
+        params: Vec::new(),
+    };
+    let rows = connection
+        .query(&statement)
+        .context("reading schema_migrations")?;
+    rows.iter()
+        .map(|row| match row.as_slice() {
+            [Column::Integer(version)] => Ok(*version),
+            other => bail!("unexpected schema_migrations row: {other:?}"),
+        })
+        .collect()
 }
 
 /// Applies the migrations `connection` has not recorded, in one transaction
 /// under a lock; returns the versions it applied (none when up to date).
-pub fn migrate(
-    connection: &mut dyn SchemaConnection,
-    dialect: Dialect,
-) -> anyhow::Result<Vec<i64>> {
-    if dialect == Dialect::Sqlite {
+pub fn migrate(connection: &mut dyn Connection) -> anyhow::Result<Vec<i64>> {
+    let kind = connection.kind();
+    if kind == StoreKind::Sqlite {
         // WAL lets readers and a writer work at once and makes commits
         // cheaper; the setting is kept in the file. It cannot be changed
         // inside a transaction, nor while another connection holds the file,
         // so it is tried first and may fail: the next migration tries again.
         let _ = connection.execute("PRAGMA journal_mode = WAL");
     }
-    let begin = match dialect {
-        Dialect::Sqlite => "BEGIN IMMEDIATE",
-        Dialect::Postgres => "BEGIN",
+    let begin = match kind {
+        StoreKind::Sqlite => "BEGIN IMMEDIATE",
+        StoreKind::Postgres => "BEGIN",
     };
     connection.execute(begin)?;
-    match apply_pending(connection, dialect) {
+    match apply_pending(connection, kind) {
         Ok(applied) => {
             connection.execute("COMMIT")?;
             Ok(applied)
@@ -82,18 +106,15 @@ pub fn migrate(
     }
 }
 
-fn apply_pending(
-    connection: &mut dyn SchemaConnection,
-    dialect: Dialect,
-) -> anyhow::Result<Vec<i64>> {
-    if dialect == Dialect::Postgres {
+fn apply_pending(connection: &mut dyn Connection, kind: StoreKind) -> anyhow::Result<Vec<i64>> {
+    if kind == StoreKind::Postgres {
         // Held to the end of the transaction: one migrator at a time.
         connection.execute(&format!("SELECT pg_advisory_xact_lock({LOCK_KEY})"))?;
     }
     connection.execute(SCHEMA_MIGRATIONS)?;
-    let recorded = connection.applied_versions()?;
+    let recorded = applied_versions(connection)?;
     let mut applied = Vec::new();
-    for migration in all(dialect) {
+    for migration in all(kind) {
         if recorded.contains(&migration.version) {
             continue;
         }
@@ -136,8 +157,8 @@ mod tests {
 
     #[test]
     fn versions_are_numbered_in_order_and_named_by_their_file() {
-        for dialect in [Dialect::Sqlite, Dialect::Postgres] {
-            for (index, migration) in all(dialect).iter().enumerate() {
+        for kind in [StoreKind::Sqlite, StoreKind::Postgres] {
+            for (index, migration) in all(kind).iter().enumerate() {
                 let version = i64::try_from(index).unwrap() + 1;
                 assert_eq!(migration.version, version, "{}", migration.name);
                 assert!(
@@ -149,19 +170,22 @@ mod tests {
             }
         }
         let names = |d| all(d).iter().map(|m| m.name).collect::<Vec<_>>();
-        assert_eq!(names(Dialect::Sqlite), names(Dialect::Postgres));
+        assert_eq!(names(StoreKind::Sqlite), names(StoreKind::Postgres));
     }
 
     #[test]
     fn every_file_in_the_folders_is_embedded() {
-        for (dir, dialect) in [("sqlite", Dialect::Sqlite), ("postgres", Dialect::Postgres)] {
+        for (dir, kind) in [
+            ("sqlite", StoreKind::Sqlite),
+            ("postgres", StoreKind::Postgres),
+        ] {
             let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/").to_string() + dir;
             let mut files: Vec<String> = std::fs::read_dir(&folder)
                 .unwrap()
                 .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
                 .collect();
             files.sort();
-            let embedded: Vec<String> = all(dialect)
+            let embedded: Vec<String> = all(kind)
                 .iter()
                 .map(|m| format!("{}.sql", m.name))
                 .collect();
@@ -179,12 +203,21 @@ mod tests {
 
     /// Records what it is asked to run; `recorded` plays schema_migrations.
     struct Script {
+        kind: StoreKind,
         ran: Vec<String>,
         recorded: Vec<i64>,
         fail_on: Option<&'static str>,
     }
 
-    impl SchemaConnection for Script {
+    impl Connection for Script {
+        fn kind(&self) -> StoreKind {
+            self.kind
+        }
+        fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+            assert_eq!(statement.sql, APPLIED_VERSIONS);
+            let row = |version: &i64| vec![Column::Integer(*version)];
+            Ok(self.recorded.iter().map(row).collect())
+        }
         fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
             if self.fail_on.is_some_and(|bad| statement.contains(bad)) {
                 anyhow::bail!("refused: {statement}");
@@ -192,19 +225,17 @@ mod tests {
             self.ran.push(statement.to_string());
             Ok(())
         }
-        fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
-            Ok(self.recorded.clone())
-        }
     }
 
     #[test]
     fn only_what_is_not_recorded_is_applied_under_a_lock() {
         let mut script = Script {
+            kind: StoreKind::Postgres,
             ran: Vec::new(),
             recorded: vec![1, 2],
             fail_on: None,
         };
-        assert_eq!(migrate(&mut script, Dialect::Postgres).unwrap(), [3]);
+        assert_eq!(migrate(&mut script).unwrap(), [3]);
         assert_eq!(script.ran[0], "BEGIN");
         assert!(script.ran[1].starts_with("SELECT pg_advisory_xact_lock("));
         assert!(script.ran[2].starts_with("CREATE TABLE IF NOT EXISTS schema_migrations"));
@@ -220,11 +251,12 @@ mod tests {
         assert_eq!(script.ran.last().unwrap(), "COMMIT");
         // Up to date: nothing applied, nothing recorded.
         let mut current = Script {
+            kind: StoreKind::Sqlite,
             ran: Vec::new(),
             recorded: vec![1, 2, 3],
             fail_on: None,
         };
-        assert!(migrate(&mut current, Dialect::Sqlite).unwrap().is_empty());
+        assert!(migrate(&mut current).unwrap().is_empty());
         assert_eq!(
             current.ran,
             [
@@ -239,11 +271,12 @@ mod tests {
     #[test]
     fn a_failing_migration_is_rolled_back_and_recorded_nowhere() {
         let mut script = Script {
+            kind: StoreKind::Sqlite,
             ran: Vec::new(),
             recorded: Vec::new(),
             fail_on: Some("login_attempts"),
         };
-        let error = migrate(&mut script, Dialect::Sqlite).unwrap_err();
+        let error = migrate(&mut script).unwrap_err();
         assert!(
             format!("{error:#}").contains("0003_login_attempts"),
             "{error:#}"

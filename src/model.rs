@@ -21,7 +21,7 @@ pub const MAX_TEXT_CHARS: usize = 1000;
 /// A stored book, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Book {
-    pub id: i64,
+    pub id: BookId,
     pub title: String,
     pub author: String,
     pub year: i32,
@@ -43,8 +43,8 @@ pub struct BookChanges {
     pub year: Option<i32>,
 }
 
-/// A book id: 1 ..= 2^63-1, assigned by the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A book id: 1 ..= 2^63-1, assigned by the store. Shown as a JSON number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct BookId(i64);
 
 impl BookId {
@@ -110,23 +110,11 @@ impl BookChanges {
     pub fn is_empty(&self) -> bool {
         self.title.is_none() && self.author.is_none() && self.year.is_none()
     }
-
-    pub fn apply_to(self, book: &mut Book) {
-        if let Some(title) = self.title {
-            book.title = title;
-        }
-        if let Some(author) = self.author {
-            book.author = author;
-        }
-        if let Some(year) = self.year {
-            book.year = year;
-        }
-    }
 }
 
 impl NewBook {
     /// The stored book, once the store has assigned its id.
-    pub fn with_id(&self, id: i64) -> Book {
+    pub fn with_id(&self, id: BookId) -> Book {
         Book {
             id,
             title: self.title.clone(),

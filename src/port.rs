@@ -3,33 +3,31 @@
 //! request as the core sees it. Handlers import this module; it imports
 //! nothing of theirs.
 
-use crate::db_url::StoreTarget;
 use crate::error::ApiError;
-use crate::settings::{Setting, SettingUnavailable};
-use crate::store::Database;
+use crate::settings::{DbUrl, Setting, SettingSource};
+use crate::store::Connection;
 
 /// Request bodies are refused past 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// What the core needs from its host. Settings and the store are asked for
-/// only when a request needs them, as each may be a host call.
-pub trait Context {
-    /// The resolved, non-empty value of a setting (see `settings::resolve`),
-    /// or why its source could not give one.
-    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable>;
+/// What the core needs from its host: its settings and log
+/// (`SettingSource`), the clock and the database. Settings and the store are
+/// asked for only when a request needs them, as each may be a host call.
+pub trait Context: SettingSource {
     /// Unix time in seconds.
     fn now(&self) -> u64;
-    /// The store `target` names. Connecting may be deferred to its first use.
-    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>>;
-    /// A line for the operator's log. Never given a secret.
-    fn log(&mut self, line: &str);
+    /// The database `db_url` names. Connecting may be deferred to its first
+    /// statement.
+    fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>>;
 }
 
 /// The store the `DB_URL` setting names, opened.
-pub fn open_configured_store<C: Context>(ctx: &mut C) -> Result<Box<dyn Database + '_>, ApiError> {
+pub fn open_configured_store<C: Context>(
+    ctx: &mut C,
+) -> Result<Box<dyn Connection + '_>, ApiError> {
     let db_url = ctx.setting(Setting::DbUrl)?;
-    let target = StoreTarget::from_db_url(db_url.as_deref()).map_err(ApiError::internal)?;
-    Ok(ctx.open_store(&target)?)
+    let db_url = DbUrl::parse(db_url.as_deref()).map_err(ApiError::internal)?;
+    Ok(ctx.open_store(&db_url)?)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,10 @@
 //! Catalog queries on `GET /books` (docs/api.md, "Catalog queries"): the
 //! query string read into a `BookQuery` (percent-decoding, `+` as a space,
-//! repeated parameters refused, every value checked), the rule a book must
-//! meet to match (the in-memory definition the SQL of `sql::page` must
-//! agree with), and the `Link` header of a page that has a next one.
+//! repeated parameters refused, every value checked), and the `Link` header
+//! of a page that has a next one. The SQL of a query is `sql::page`.
 //!
 //! Without any known parameter, `GET /books` keeps its original path
-//! (`BookStore::list`), so its answer stays byte for byte what it was.
+//! (`store::list`), so its answer stays byte for byte what it was.
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
@@ -37,12 +36,6 @@ impl TextFilter {
     /// The text with only ASCII letters lowered; every other character as is.
     pub fn folded(&self) -> &str {
         &self.folded
-    }
-
-    /// ASCII letters compared case-insensitively, every other character
-    /// exactly; `%`, `_` and `\` are plain characters.
-    pub fn matches(&self, field: &str) -> bool {
-        field.to_ascii_lowercase().contains(&self.folded)
     }
 }
 
@@ -113,13 +106,6 @@ impl BookQuery {
         *self == BookQuery::default()
     }
 
-    /// Whether `book` passes the filters (not `after` or `limit`).
-    pub fn matches(&self, book: &Book) -> bool {
-        self.title.as_ref().is_none_or(|t| t.matches(&book.title))
-            && self.author.as_ref().is_none_or(|a| a.matches(&book.author))
-            && self.year.is_none_or(|year| book.year == year)
-    }
-
     /// A text filter holding NUL matches no book: no stored title or author
     /// can hold one (and PostgreSQL could not even bind it). Such a query is
     /// answered without asking the store.
@@ -135,18 +121,6 @@ impl BookQuery {
     /// second query. `None`: all of them.
     pub fn fetch_limit(&self) -> Option<u32> {
         self.limit.map(|limit| limit + 1)
-    }
-
-    /// The query applied to books in ascending id order (the in-memory
-    /// definition the SQL stores must agree with): at most `fetch_limit`.
-    pub fn select(&self, books: impl IntoIterator<Item = Book>) -> Vec<Book> {
-        let after = self.after.map_or(0, BookId::get);
-        let fetch = self.fetch_limit().map_or(usize::MAX, |n| n as usize);
-        books
-            .into_iter()
-            .filter(|book| book.id > after && self.matches(book))
-            .take(fetch)
-            .collect()
     }
 
     /// Cuts what a store returned (up to `fetch_limit` books) to the page,
@@ -165,7 +139,7 @@ impl BookQuery {
 
     /// `</books?...&after=LAST_ID>; rel="next"`: the same filters and limit,
     /// every value percent-encoded.
-    fn next_link(&self, last_id: i64, limit: u32) -> String {
+    fn next_link(&self, last_id: BookId, limit: u32) -> String {
         let mut target = String::from("/books?");
         if let Some(title) = &self.title {
             target.push_str(&format!("title={}&", percent_encode(title.text())));
@@ -176,7 +150,7 @@ impl BookQuery {
         if let Some(year) = self.year {
             target.push_str(&format!("year={year}&"));
         }
-        target.push_str(&format!("limit={limit}&after={last_id}"));
+        target.push_str(&format!("limit={limit}&after={}", last_id.get()));
         format!("<{target}>; rel=\"next\"")
     }
 }

@@ -1,23 +1,18 @@
-//! Every SQL statement the stores run, for both databases: one `Dialect`
+//! Every SQL statement the stores run, for both databases: the store kind
 //! decides placeholders and the one function that differs; every value is a
 //! bound parameter. The tables are those of `migrations/` (`books`,
-//! `login_attempts`).
+//! `login_attempts`). And the rows these statements return, read back once
+//! for both databases.
 
 use anyhow::bail;
 
+use crate::login_limit::LoginAttempts;
 use crate::model::{Book, BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
-use crate::store::LoginAttempts;
+use crate::settings::StoreKind;
 
 /// The columns every book statement returns, in `Book` field order.
 pub const BOOK_COLUMNS: &str = "id, title, author, year";
-
-/// The SQL dialect of a store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Postgres,
-}
 
 /// A value bound to a placeholder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,43 +29,40 @@ pub struct Statement<'a> {
     pub params: Vec<SqlParam<'a>>,
 }
 
-impl Dialect {
-    /// The `n`-th placeholder (1-based): `?1` or `$1`.
-    pub fn placeholder(self, n: usize) -> String {
-        match self {
-            Dialect::Sqlite => format!("?{n}"),
-            Dialect::Postgres => format!("${n}"),
-        }
-    }
-
-    /// `column` contains the placeholder's text (already ASCII-lowered),
-    /// ASCII letters folded, nothing else. SQLite's built-in `lower()` folds
-    /// ASCII letters only; PostgreSQL's `lower()` would fold others too
-    /// (depending on the collation), so there `translate` folds exactly
-    /// A-Z. `instr`/`strpos` compare literally: no wildcard characters.
-    fn contains(self, column: &str, placeholder: &str) -> String {
-        match self {
-            Dialect::Sqlite => format!("instr(lower({column}), {placeholder}) > 0"),
-            Dialect::Postgres => format!(
-                "strpos(translate({column}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', \
-                 'abcdefghijklmnopqrstuvwxyz'), {placeholder}) > 0"
-            ),
-        }
-    }
-
-    /// `text` with `{1}`, `{2}`, ... replaced by this dialect's placeholders.
-    fn statement<'a>(self, text: &str, params: Vec<SqlParam<'a>>) -> Statement<'a> {
-        let mut sql = text.to_string();
-        for n in (1..=params.len()).rev() {
-            sql = sql.replace(&format!("{{{n}}}"), &self.placeholder(n));
-        }
-        Statement { sql, params }
+/// The `n`-th placeholder (1-based): `?1` or `$1`.
+fn placeholder(kind: StoreKind, n: usize) -> String {
+    match kind {
+        StoreKind::Sqlite => format!("?{n}"),
+        StoreKind::Postgres => format!("${n}"),
     }
 }
 
-/// A column of a result row, as each store's adapter hands it over: the
-/// rows the statements below return are read back here, once for both
-/// databases (SQLite INTEGER and PostgreSQL INTEGER/BIGINT are all
+/// `column` contains the placeholder's text (already ASCII-lowered), ASCII
+/// letters folded, nothing else. SQLite's built-in `lower()` folds ASCII
+/// letters only; PostgreSQL's `lower()` would fold others too (depending on
+/// the collation), so there `translate` folds exactly A-Z. `instr`/`strpos`
+/// compare literally: no wildcard characters.
+fn contains(kind: StoreKind, column: &str, placeholder: &str) -> String {
+    match kind {
+        StoreKind::Sqlite => format!("instr(lower({column}), {placeholder}) > 0"),
+        StoreKind::Postgres => format!(
+            "strpos(translate({column}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', \
+             'abcdefghijklmnopqrstuvwxyz'), {placeholder}) > 0"
+        ),
+    }
+}
+
+/// `text` with `{1}`, `{2}`, ... replaced by the store's placeholders.
+fn statement<'a>(kind: StoreKind, text: &str, params: Vec<SqlParam<'a>>) -> Statement<'a> {
+    let mut sql = text.to_string();
+    for n in (1..=params.len()).rev() {
+        sql = sql.replace(&format!("{{{n}}}"), &placeholder(kind, n));
+    }
+    Statement { sql, params }
+}
+
+/// A column of a result row, as each connection hands it over: the rows
+/// the statements below return are read back here, once for both databases (SQLite INTEGER and PostgreSQL INTEGER/BIGINT are all
 /// `Integer`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Column {
@@ -87,14 +79,14 @@ pub fn book_from_row(row: Vec<Column>) -> anyhow::Result<Book> {
     match <[Column; 4]>::try_from(row) {
         Ok(
             [Column::Integer(id), Column::Text(title), Column::Text(author), Column::Integer(year)],
-        ) => match i32::try_from(year) {
-            Ok(year) => Ok(Book {
+        ) => match (BookId::new(id), i32::try_from(year)) {
+            (Some(id), Ok(year)) => Ok(Book {
                 id,
                 title,
                 author,
                 year,
             }),
-            Err(_) => bail!("stored year {year} out of range"),
+            _ => bail!("stored id {id} or year {year} out of range"),
         },
         other => bail!("unexpected book row: {other:?}"),
     }
@@ -116,9 +108,11 @@ pub fn first_attempts(rows: &[Vec<Column>]) -> anyhow::Result<Option<LoginAttemp
 }
 
 /// The id an `insert` returned.
-pub fn id_from_row(row: &[Column]) -> anyhow::Result<i64> {
+pub fn id_from_row(row: &[Column]) -> anyhow::Result<BookId> {
     match row {
-        [Column::Integer(id)] => Ok(*id),
+        [Column::Integer(id)] => {
+            BookId::new(*id).ok_or_else(|| anyhow::anyhow!("INSERT returned id {id}"))
+        }
         other => bail!("INSERT returned {other:?}"),
     }
 }
@@ -139,24 +133,27 @@ pub fn seconds(value: u64) -> i64 {
 }
 
 /// Every book, ascending id.
-pub fn list(dialect: Dialect) -> Statement<'static> {
-    dialect.statement(
+pub fn list(kind: StoreKind) -> Statement<'static> {
+    statement(
+        kind,
         &format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id"),
         Vec::new(),
     )
 }
 
 /// One book (zero or one row).
-pub fn get(dialect: Dialect, id: BookId) -> Statement<'static> {
-    dialect.statement(
+pub fn get(kind: StoreKind, id: BookId) -> Statement<'static> {
+    statement(
+        kind,
         &format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = {{1}}"),
         vec![SqlParam::Int64(id.get())],
     )
 }
 
 /// A new book, returning its id.
-pub fn insert(dialect: Dialect, book: &NewBook) -> Statement<'_> {
-    dialect.statement(
+pub fn insert(kind: StoreKind, book: &NewBook) -> Statement<'_> {
+    statement(
+        kind,
         "INSERT INTO books (title, author, year) VALUES ({1}, {2}, {3}) RETURNING id",
         vec![
             SqlParam::Text(&book.title),
@@ -169,7 +166,7 @@ pub fn insert(dialect: Dialect, book: &NewBook) -> Statement<'_> {
 /// An `UPDATE ... RETURNING` of only the fields `changes` holds (non-empty),
 /// the id last. Only present fields are bound: no NULL parameter whose type a
 /// driver would have to guess.
-pub fn update(dialect: Dialect, id: BookId, changes: &BookChanges) -> Statement<'_> {
+pub fn update(kind: StoreKind, id: BookId, changes: &BookChanges) -> Statement<'_> {
     let mut assignments = Vec::with_capacity(3);
     let mut params = Vec::with_capacity(4);
     let fields = [
@@ -189,12 +186,13 @@ pub fn update(dialect: Dialect, id: BookId, changes: &BookChanges) -> Statement<
         assignments.join(", "),
         params.len()
     );
-    dialect.statement(&text, params)
+    statement(kind, &text, params)
 }
 
 /// Deletes a book, returning its id (no row: there was none).
-pub fn delete(dialect: Dialect, id: BookId) -> Statement<'static> {
-    dialect.statement(
+pub fn delete(kind: StoreKind, id: BookId) -> Statement<'static> {
+    statement(
+        kind,
         "DELETE FROM books WHERE id = {1} RETURNING id",
         vec![SqlParam::Int64(id.get())],
     )
@@ -202,7 +200,7 @@ pub fn delete(dialect: Dialect, id: BookId) -> Statement<'static> {
 
 /// The one `SELECT` of a catalog query: filters, `id > after`, ascending id,
 /// `LIMIT fetch_limit`.
-pub fn page(dialect: Dialect, query: &BookQuery) -> Statement<'_> {
+pub fn page(kind: StoreKind, query: &BookQuery) -> Statement<'_> {
     let mut conditions = Vec::new();
     let mut params = Vec::new();
     if let Some(after) = query.after {
@@ -212,7 +210,7 @@ pub fn page(dialect: Dialect, query: &BookQuery) -> Statement<'_> {
     for (column, filter) in [("title", &query.title), ("author", &query.author)] {
         if let Some(filter) = filter {
             params.push(SqlParam::Text(filter.folded()));
-            conditions.push(dialect.contains(column, &format!("{{{}}}", params.len())));
+            conditions.push(contains(kind, column, &format!("{{{}}}", params.len())));
         }
     }
     if let Some(year) = query.year {
@@ -229,17 +227,18 @@ pub fn page(dialect: Dialect, query: &BookQuery) -> Statement<'_> {
         params.push(SqlParam::Int64(fetch.into()));
         text.push_str(&format!(" LIMIT {{{}}}", params.len()));
     }
-    dialect.statement(&text, params)
+    statement(kind, &text, params)
 }
 
 /// The most trivial query, for `GET /health`: one row, `1`.
-pub fn ping(dialect: Dialect) -> Statement<'static> {
-    dialect.statement("SELECT 1 AS ok", Vec::new())
+pub fn ping(kind: StoreKind) -> Statement<'static> {
+    statement(kind, "SELECT 1 AS ok", Vec::new())
 }
 
 /// `client`'s `attempts, window_end` (zero or one row).
-pub fn login_attempts(dialect: Dialect, client: &str) -> Statement<'_> {
-    dialect.statement(
+pub fn login_attempts(kind: StoreKind, client: &str) -> Statement<'_> {
+    statement(
+        kind,
         "SELECT attempts, window_end FROM login_attempts WHERE client = {1}",
         vec![SqlParam::Text(client)],
     )
@@ -252,12 +251,13 @@ pub fn login_attempts(dialect: Dialect, client: &str) -> Statement<'_> {
 /// row never needs a cleanup first. No arithmetic on parameters: PostgreSQL
 /// infers each one's type from the column it meets.
 pub fn count_login_attempt(
-    dialect: Dialect,
+    kind: StoreKind,
     client: &str,
     now: u64,
     window_seconds: u64,
 ) -> Statement<'_> {
-    dialect.statement(
+    statement(
+        kind,
         "INSERT INTO login_attempts AS a (client, attempts, window_end) VALUES ({1}, 1, {3}) \
          ON CONFLICT (client) DO UPDATE SET \
          attempts = CASE WHEN a.window_end > {2} THEN a.attempts + 1 ELSE 1 END, \
@@ -273,8 +273,9 @@ pub fn count_login_attempt(
 
 /// Forgets `client`'s count. (`RETURNING` so that PostgreSQL can run it
 /// through `query` like every other statement.)
-pub fn clear_login_attempts(dialect: Dialect, client: &str) -> Statement<'_> {
-    dialect.statement(
+pub fn clear_login_attempts(kind: StoreKind, client: &str) -> Statement<'_> {
+    statement(
+        kind,
         "DELETE FROM login_attempts WHERE client = {1} RETURNING client",
         vec![SqlParam::Text(client)],
     )
@@ -282,8 +283,9 @@ pub fn clear_login_attempts(dialect: Dialect, client: &str) -> Statement<'_> {
 
 /// Deletes up to `limit` windows that ended at or before `now`, found
 /// through the `window_end` index (no scan of the table).
-pub fn prune_login_attempts(dialect: Dialect, now: u64, limit: u32) -> Statement<'static> {
-    dialect.statement(
+pub fn prune_login_attempts(kind: StoreKind, now: u64, limit: u32) -> Statement<'static> {
+    statement(
+        kind,
         "DELETE FROM login_attempts WHERE client IN \
          (SELECT client FROM login_attempts WHERE window_end <= {1} \
          ORDER BY window_end LIMIT {2}) RETURNING client",
@@ -302,13 +304,13 @@ mod tests {
 
     #[test]
     fn placeholders_follow_the_dialect() {
-        let get = get(Dialect::Sqlite, id(7));
+        let get = get(StoreKind::Sqlite, id(7));
         assert_eq!(
             get.sql,
             "SELECT id, title, author, year FROM books WHERE id = ?1"
         );
         assert_eq!(get.params, [SqlParam::Int64(7)]);
-        let delete = delete(Dialect::Postgres, id(7));
+        let delete = delete(StoreKind::Postgres, id(7));
         assert_eq!(delete.sql, "DELETE FROM books WHERE id = $1 RETURNING id");
     }
 
@@ -319,7 +321,7 @@ mod tests {
             author: "A".into(),
             year: 7,
         };
-        let insert = insert(Dialect::Sqlite, &book);
+        let insert = insert(StoreKind::Sqlite, &book);
         assert_eq!(
             insert.sql,
             "INSERT INTO books (title, author, year) VALUES (?1, ?2, ?3) RETURNING id"
@@ -337,7 +339,7 @@ mod tests {
             author: None,
             year: Some(1999),
         };
-        let update = update(Dialect::Postgres, id(3), &changes);
+        let update = update(StoreKind::Postgres, id(3), &changes);
         assert_eq!(
             update.sql,
             "UPDATE books SET title = $1, year = $2 WHERE id = $3 RETURNING id, title, author, year"
@@ -356,7 +358,7 @@ mod tests {
     fn a_catalog_page_binds_every_value() {
         let query =
             BookQuery::parse(Some("title=A%25_&author=x&year=-3&limit=10&after=7")).unwrap();
-        let page_sql = page(Dialect::Sqlite, &query);
+        let page_sql = page(StoreKind::Sqlite, &query);
         assert_eq!(
             page_sql.sql,
             "SELECT id, title, author, year FROM books WHERE id > ?1 AND \
@@ -374,7 +376,7 @@ mod tests {
             ]
         );
         let query = BookQuery::parse(Some("author=B")).unwrap();
-        let page_sql = page(Dialect::Postgres, &query);
+        let page_sql = page(StoreKind::Postgres, &query);
         assert_eq!(
             page_sql.sql,
             "SELECT id, title, author, year FROM books WHERE strpos(translate(author, \
@@ -389,7 +391,7 @@ mod tests {
         let texts: Vec<String> = (1..=11).map(|n| n.to_string()).collect();
         let params: Vec<SqlParam> = texts.iter().map(|t| SqlParam::Text(t)).collect();
         let text: Vec<String> = (1..=11).map(|n| format!("{{{n}}}")).collect();
-        let statement = Dialect::Postgres.statement(&text.join(","), params);
+        let statement = statement(StoreKind::Postgres, &text.join(","), params);
         assert_eq!(statement.sql, "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11");
     }
 
@@ -404,10 +406,14 @@ mod tests {
             ]
         };
         let book = book_from_row(row(1965)).unwrap();
-        assert_eq!((book.id, book.title.as_str(), book.year), (7, "T", 1965));
+        assert_eq!(
+            (book.id.get(), book.title.as_str(), book.year),
+            (7, "T", 1965)
+        );
         assert!(book_from_row(row(i64::from(i32::MAX) + 1)).is_err());
         assert!(book_from_row(vec![Column::Integer(7), Column::Null]).is_err());
-        assert_eq!(id_from_row(&[Column::Integer(3)]).unwrap(), 3);
+        assert_eq!(id_from_row(&[Column::Integer(3)]).unwrap().get(), 3);
+        assert!(id_from_row(&[Column::Integer(0)]).is_err());
         assert!(id_from_row(&[Column::Text("3".into())]).is_err());
         let attempts = attempts_from_row(&[Column::Integer(2), Column::Integer(900)]).unwrap();
         assert_eq!((attempts.count, attempts.window_end), (2, 900));
@@ -416,7 +422,7 @@ mod tests {
 
     #[test]
     fn login_attempts_are_counted_in_one_upsert() {
-        let count = count_login_attempt(Dialect::Sqlite, "192.0.2.1", 1_000, 900);
+        let count = count_login_attempt(StoreKind::Sqlite, "192.0.2.1", 1_000, 900);
         assert!(count.sql.starts_with("INSERT INTO login_attempts AS a"));
         assert!(count.sql.contains("ON CONFLICT (client) DO UPDATE"));
         assert!(count.sql.ends_with("RETURNING attempts, window_end"));
@@ -428,7 +434,7 @@ mod tests {
                 SqlParam::Int64(1_900)
             ]
         );
-        let far = count_login_attempt(Dialect::Postgres, "c", u64::MAX, 900);
+        let far = count_login_attempt(StoreKind::Postgres, "c", u64::MAX, 900);
         assert_eq!(far.params[2], SqlParam::Int64(i64::MAX));
     }
 }

@@ -7,7 +7,6 @@
 
 mod support;
 
-use book_catalog::db_url::StoreTarget;
 use serde_json::json;
 use support::*;
 
@@ -944,20 +943,14 @@ fn a_store_that_cannot_be_opened_is_500() {
 fn db_url_names_the_store_to_open() {
     let pg = "postgres://user:pw@db.internal:5432/books";
     for (db_url, target) in [
-        (None, StoreTarget::Sqlite("default".into())),
-        (Some("sqlite:"), StoreTarget::Sqlite("default".into())),
-        (
-            Some("sqlite://default"),
-            StoreTarget::Sqlite("default".into()),
-        ),
-        (
-            Some("sqlite://books_2"),
-            StoreTarget::Sqlite("books_2".into()),
-        ),
-        (Some(pg), StoreTarget::Postgres(pg.into())),
+        (None, sqlite("default")),
+        (Some("sqlite:"), sqlite("default")),
+        (Some("sqlite://default"), sqlite("default")),
+        (Some("sqlite://books_2"), sqlite("books_2")),
+        (Some(pg), postgres(pg)),
         (
             Some("postgresql://db/books"),
-            StoreTarget::Postgres("postgresql://db/books".into()),
+            postgres("postgresql://db/books"),
         ),
     ] {
         let mut ctx = TestContext::new();

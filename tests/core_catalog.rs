@@ -8,7 +8,6 @@
 mod support;
 
 use book_catalog::query::{percent_decode, BookQuery, MAX_LIMIT};
-use book_catalog::store::BookStore;
 use book_catalog::ApiError;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -512,22 +511,5 @@ proptest! {
             prop_assert!(link.is_ascii());
             prop_assert!(BookQuery::parse(Some(next_query(&link))).is_ok());
         }
-    }
-
-    #[test]
-    fn the_memory_store_pages_as_the_query_defines(
-        books in proptest::collection::vec((text(5), text(3), 0..3i32), 0..30),
-        query in "(title=(a|A|%25|_){1,2}&)?(author=[bB]&)?(year=[0-2]&)?(after=[1-9]&)?(limit=[1-5])?",
-    ) {
-        // The test double seeks `after` in its index; `BookQuery::select`
-        // over every book is the definition.
-        let mut memory = MemoryStore::default();
-        for (title, author, year) in &books {
-            let book = book_catalog::model::NewBook { title: title.clone(), author: author.clone(), year: *year };
-            memory.create(&book).unwrap();
-        }
-        let query = BookQuery::parse(Some(&query)).unwrap();
-        let all = memory.list().unwrap();
-        prop_assert_eq!(memory.list_page(&query).unwrap(), query.select(all));
     }
 }

@@ -5,7 +5,6 @@
 
 mod support;
 
-use book_catalog::db_url::StoreTarget;
 use serde_json::Value;
 use support::*;
 
@@ -22,7 +21,7 @@ fn healthy_store_answers_200_without_authentication() {
     let mut ctx = TestContext::new();
     assert_eq!(ctx.call("GET", "/health", None, ""), healthy());
     assert_eq!(ctx.calls.opens, 1, "the store is asked");
-    assert_eq!(ctx.opened, [StoreTarget::Sqlite("default".into())]);
+    assert_eq!(ctx.opened, [sqlite("default")]);
     assert!(ctx.logs.is_empty(), "{:?}", ctx.logs);
 }
 
@@ -114,7 +113,7 @@ fn the_configured_store_is_the_one_checked() {
     ctx.fail_store = Some("timed out connecting".into());
     ctx.never_logged.push("pw-not-logged".into());
     assert_eq!(ctx.call("GET", "/health", None, ""), unavailable());
-    assert_eq!(ctx.opened, [StoreTarget::Postgres(url.into())]);
+    assert_eq!(ctx.opened, [postgres(url)]);
     assert!(
         ctx.logs
             .iter()

@@ -14,7 +14,6 @@ use book_catalog::settings::{
     Setting, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS, DEFAULT_PASSWORD,
     DEFAULT_USERNAME,
 };
-use book_catalog::store::LoginAttemptStore;
 use book_catalog::token;
 use serde_json::{json, Value};
 use support::*;
@@ -29,7 +28,7 @@ fn status(ctx: &mut TestContext, body: &str) -> u16 {
 
 /// The count stored under `key`.
 fn count_of(ctx: &mut TestContext, key: &str) -> Option<u64> {
-    ctx.store.login_attempts(key).unwrap().map(|f| f.count)
+    ctx.login_attempts(key).map(|f| f.count)
 }
 
 /// An Argon2id PHC string of `password` with small parameters (fast tests);
@@ -527,7 +526,7 @@ fn a_success_clears_the_count() {
         // the third failure of the second round would block the address).
         assert_eq!(status(&mut ctx, RIGHT), 200);
     }
-    assert_eq!(ctx.store.login_attempt_rows(), 0);
+    assert_eq!(ctx.login_attempt_rows(), 0);
 }
 
 #[test]
@@ -537,18 +536,14 @@ fn attempts_are_counted_before_any_password_is_checked() {
     // even with the right password, and is counted too.
     let mut ctx = TestContext::new();
     for _ in 0..10 {
-        ctx.store
-            .count_login_attempt("192.0.2.10", NOW, 900)
-            .unwrap();
+        ctx.count_login_attempt("192.0.2.10", NOW, 900);
     }
     assert_eq!(ctx.post_token(RIGHT), (too_many_attempts(), Some(900)));
     assert_eq!(count_of(&mut ctx, "192.0.2.10"), Some(11));
     // Nine in flight: the tenth attempt is checked, and a right one clears.
     let mut ctx = TestContext::new();
     for _ in 0..9 {
-        ctx.store
-            .count_login_attempt("192.0.2.10", NOW, 900)
-            .unwrap();
+        ctx.count_login_attempt("192.0.2.10", NOW, 900);
     }
     assert_eq!(status(&mut ctx, RIGHT), 200);
     assert_eq!(count_of(&mut ctx, "192.0.2.10"), None);
@@ -672,21 +667,21 @@ fn ended_windows_start_over_and_are_cleaned_up_in_batches() {
         ctx.client_addr = Some(format!("198.51.100.{i}:1"));
         assert_eq!(status(&mut ctx, WRONG), 401);
     }
-    assert_eq!(ctx.store.login_attempt_rows(), 150);
+    assert_eq!(ctx.login_attempt_rows(), 150);
     // After the window, the next new window's failure removes at most 100
     // ended rows (and its own row is new).
     ctx.now += 61;
     ctx.client_addr = Some("192.0.2.200:1".into());
     assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(ctx.store.login_attempt_rows(), 150 - 100 + 1);
+    assert_eq!(ctx.login_attempt_rows(), 150 - 100 + 1);
     ctx.client_addr = Some("192.0.2.201:1".into());
     assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(ctx.store.login_attempt_rows(), 2);
+    assert_eq!(ctx.login_attempt_rows(), 2);
     // An address whose window ended starts over at one.
     ctx.now += 61;
     ctx.client_addr = Some("192.0.2.200:1".into());
     assert_eq!(status(&mut ctx, WRONG), 401);
-    let row = ctx.store.login_attempts("192.0.2.200").unwrap().unwrap();
+    let row = ctx.login_attempts("192.0.2.200").unwrap();
     assert_eq!((row.count, row.window_end), (1, ctx.now + 60));
 }
 

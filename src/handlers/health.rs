@@ -1,11 +1,11 @@
 //! `GET /health`: whether the configured store answers, for load balancers
 //! and Kubernetes probes.
 
-use crate::db_url::StoreTarget;
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::port::Context;
-use crate::settings::Setting;
+use crate::settings::{DbUrl, Setting};
+use crate::store;
 
 /// 200 "Service healthy" when the configured store answers a trivial query;
 /// otherwise 503 "Service unavailable", the reason in the log only (a
@@ -14,12 +14,12 @@ pub fn health<C: Context>(ctx: &mut C) -> Result<Response, ApiError> {
     let db_url = ctx
         .setting(Setting::DbUrl)
         .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
-    let target = StoreTarget::from_db_url(db_url.as_deref())
+    let target = DbUrl::parse(db_url.as_deref())
         .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
     let unavailable = |error: anyhow::Error| {
         ApiError::ServiceUnavailable(format!("{}: {error:#}", target.describe()))
     };
-    let mut store = ctx.open_store(&target).map_err(unavailable)?;
-    store.ping().map_err(unavailable)?;
+    let mut db = ctx.open_store(&target).map_err(unavailable)?;
+    store::ping(&mut *db).map_err(unavailable)?;
     Ok(Response::ok::<()>(200, "Service healthy", None))
 }

@@ -9,10 +9,11 @@ use super::auth::signing_secret;
 use crate::client::{ClientHeaders, ClientIdentity, FORWARDED_FOR_HEADER, PEER_ADDRESS_HEADER};
 use crate::envelope::Response;
 use crate::error::ApiError;
-use crate::login_limit::{self, LoginLimit, PRUNE_BATCH};
+use crate::login_limit::PRUNE_BATCH;
 use crate::password::{same_text, HashedPassword};
 use crate::port::{open_configured_store, Context, RequestHead};
-use crate::settings::{Setting, DEFAULT_PASSWORD, DEFAULT_USERNAME};
+use crate::settings::{self, Setting, DEFAULT_PASSWORD, DEFAULT_USERNAME};
+use crate::store;
 use crate::token;
 
 #[derive(Serialize)]
@@ -78,7 +79,7 @@ pub fn issue_token(
     body: Result<Vec<u8>, ApiError>,
 ) -> Result<Response, ApiError> {
     let credentials = Credentials::read(ctx)?;
-    let limit = LoginLimit::read(ctx)?;
+    let limit = settings::login_limit(ctx)?;
     let login = body.and_then(|body| read_login(&body));
     if !limit.enabled() {
         // No limit: no store call either.
@@ -88,37 +89,37 @@ pub fn issue_token(
         }
         return sign(ctx);
     }
-    let identity = login_limit::client_identity(ctx)?;
+    let identity = settings::client_identity(ctx)?;
     let client = identity.key(&client_headers(head, &identity));
     let now = ctx.now();
 
     // The store borrows the context until it is dropped: everything the
     // login needs from the context was read above.
-    let mut store = open_configured_store(ctx)?;
+    let mut db = open_configured_store(ctx)?;
     let (username, password) = match login {
         Ok(login) => login,
         // No password to check, so nothing to count: a read tells whether
         // the client is blocked (429) or only sent a bad body (400).
         Err(unreadable) => {
-            return match limit.blocks(store.login_attempts(&client)?, now) {
+            return match limit.blocks(store::login_attempts(&mut *db, &client)?, now) {
                 Some(retry_after) => Err(ApiError::TooManyLoginAttempts { retry_after }),
                 None => Err(unreadable),
             };
         }
     };
-    let attempt = store.count_login_attempt(&client, now, limit.window_seconds)?;
+    let attempt = store::count_login_attempt(&mut *db, &client, now, limit.window_seconds)?;
     if let Some(retry_after) = limit.refuses(attempt, now) {
         return Err(ApiError::TooManyLoginAttempts { retry_after });
     }
     if credentials.accept(&username, &password)? {
-        store.clear_login_attempts(&client)?;
-        drop(store);
+        store::clear_login_attempts(&mut *db, &client)?;
+        drop(db);
         return sign(ctx);
     }
     if attempt.count == 1 {
         // A new window began: the moment to clear away a bounded batch of
         // ended ones, so rows of old windows never pile up.
-        store.prune_login_attempts(now, PRUNE_BATCH)?;
+        store::prune_login_attempts(&mut *db, now, PRUNE_BATCH)?;
     }
     Err(ApiError::InvalidCredentials)
 }

@@ -17,13 +17,11 @@ use spin_sdk::wit::wasi::http0_2_0::types::IncomingBody;
 use wasi::io::streams::StreamError;
 
 use crate::app;
-use crate::db_url::StoreTarget;
 use crate::envelope::Response;
 use crate::port::{Body, BodyError, Context, RequestHead};
 use crate::router;
-use crate::settings::{self, Setting, SettingUnavailable};
-use crate::sql_store::SqlStore;
-use crate::store::Database;
+use crate::settings::{self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
+use crate::store::Connection;
 
 /// How much of the body one host call reads.
 const READ_CHUNK_BYTES: u64 = 64 * 1024;
@@ -169,7 +167,7 @@ fn variable(name: &str) -> Result<Option<String>, String> {
     }
 }
 
-impl Context for SpinContext {
+impl SettingSource for SpinContext {
     fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
         SETTINGS[setting as usize]
             .get_or_init(|| {
@@ -180,28 +178,26 @@ impl Context for SpinContext {
             .clone()
     }
 
+    fn log(&mut self, line: &str) {
+        log(line);
+    }
+}
+
+impl Context for SpinContext {
     fn now(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs())
     }
 
-    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>> {
-        match target {
+    fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
+        match db_url.kind {
             #[cfg(feature = "sqlite")]
-            StoreTarget::Sqlite(label) => {
-                Ok(Box::new(SqlStore(sqlite::SqliteConnection::new(label))))
-            }
+            StoreKind::Sqlite => Ok(Box::new(sqlite::SqliteConnection::new(&db_url.address))),
             #[cfg(feature = "postgres")]
-            StoreTarget::Postgres(url) => {
-                Ok(Box::new(SqlStore(postgres::PostgresConnection::new(url))))
-            }
+            StoreKind::Postgres => Ok(Box::new(postgres::PostgresConnection::new(&db_url.address))),
             #[allow(unreachable_patterns)]
-            other => Err(anyhow::anyhow!(other.kind().missing_build_message())),
+            kind => Err(anyhow::anyhow!(kind.missing_build_message())),
         }
-    }
-
-    fn log(&mut self, line: &str) {
-        log(line);
     }
 }

@@ -1,19 +1,12 @@
 //! PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`, in every Spin
-//! since 2.0) as the stores' `SqlConnection`.
+//! since 2.0) as a `store::Connection`.
 
-use anyhow::{anyhow, bail, Context as _};
+use anyhow::anyhow;
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
-use crate::db_url::redact_password;
-use crate::migrations::{self, SchemaConnection};
-use crate::sql::{Column, Dialect, SqlParam, Statement};
-use crate::sql_store::SqlConnection;
-
-/// The SQLSTATEs of a database behind this build's schema: undefined table,
-/// undefined column. The 2.0 interface reports a failed query as text only;
-/// Spin (and our host) put tokio-postgres' description of the error there,
-/// which names the SQLSTATE (`SqlState(E42P01)`).
-const SCHEMA_BEHIND: [&str; 2] = ["42P01", "42703"];
+use crate::settings::{redact_password, StoreKind};
+use crate::sql::{Column, SqlParam, Statement};
+use crate::store;
 
 /// Wraps `statement` so that it yields at least one row, whatever the data.
 ///
@@ -60,67 +53,43 @@ impl PostgresConnection {
     }
 }
 
-impl SqlConnection for PostgresConnection {
-    const DIALECT: Dialect = Dialect::Postgres;
-
-    /// Runs `statement` through `query`, wrapped by `at_least_one_row`. A
-    /// missing table or column means the database is behind this build's
-    /// schema: migrate it and run the statement again.
-    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        let sql = at_least_one_row(&statement.sql);
-        let params = bind(&statement.params);
-        let connection = match &mut self.connection {
-            Some(connection) => connection,
-            slot => slot.insert(
+impl PostgresConnection {
+    fn connection(&mut self) -> anyhow::Result<&Connection> {
+        match &mut self.connection {
+            Some(connection) => Ok(connection),
+            slot => Ok(slot.insert(
                 Connection::open(&self.url)
                     .map_err(|error| anyhow!("connecting to PostgreSQL: {}", describe(&error)))?,
-            ),
-        };
-        let result = match connection.query(&sql, &params) {
-            Err(error) if SCHEMA_BEHIND.iter().any(|code| has_sqlstate(&error, code)) => {
-                migrations::migrate(&mut Schema(connection), Self::DIALECT)
-                    .context("migrating the PostgreSQL database")?;
-                connection.query(&sql, &params)
-            }
-            result => result,
-        };
-        let rows = result.map_err(|error| anyhow!("PostgreSQL: {}", describe(&error)))?;
+            )),
+        }
+    }
+}
+
+impl store::Connection for PostgresConnection {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Postgres
+    }
+
+    /// Runs `statement` through `query`, wrapped by `at_least_one_row`.
+    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+        let sql = at_least_one_row(&statement.sql);
+        let params = bind(&statement.params);
+        let rows = self
+            .connection()?
+            .query(&sql, &params)
+            .map_err(|error| anyhow!("PostgreSQL: {}", describe(&error)))?;
         Ok(rows_of(rows)
             .map(|row| row.into_iter().map(column).collect())
             .collect())
     }
-}
 
-/// The connection, as `migrations::migrate` works through it: statements
-/// through `execute` (never affected by the zero-row hang), the recorded
-/// versions through the always-a-row `query`.
-struct Schema<'a>(&'a Connection);
-
-impl SchemaConnection for Schema<'_> {
-    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
-        self.0
-            .execute(statement, &[])
+    /// Through `execute`, which the zero-row hang never affects.
+    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
+        self.connection()?
+            .execute(sql, &[])
             .map(drop)
-            .map_err(|error| anyhow!("{statement}: {}", describe(&error)))
+            .map_err(|error| anyhow!("PostgreSQL: {sql}: {}", describe(&error)))
     }
-
-    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
-        let sql = at_least_one_row(migrations::APPLIED_VERSIONS);
-        let rows = self
-            .0
-            .query(&sql, &[])
-            .map_err(|error| anyhow!("reading schema_migrations: {}", describe(&error)))?;
-        rows_of(rows)
-            .map(|row| match row.as_slice() {
-                [DbValue::Int64(version)] => Ok(*version),
-                other => bail!("unexpected schema_migrations row: {other:?}"),
-            })
-            .collect()
-    }
-}
-
-fn has_sqlstate(error: &Error, code: &str) -> bool {
-    matches!(error, Error::QueryFailed(text) if text.contains(code))
 }
 
 /// An error for the log; host messages may quote the address, so any

@@ -1,12 +1,12 @@
-//! A Spin SQLite database (`fermyon:spin/sqlite@2.0.0`) as the stores'
-//! `SqlConnection`.
+//! A Spin SQLite database (`fermyon:spin/sqlite@2.0.0`) as a
+//! `store::Connection`.
 
-use anyhow::{anyhow, bail, Context as _};
-use spin_sdk::sqlite::{Connection, Error, QueryResult, Value};
+use anyhow::anyhow;
+use spin_sdk::sqlite::{Connection, QueryResult, Value};
 
-use crate::migrations::{self, SchemaConnection};
-use crate::sql::{Column, Dialect, SqlParam, Statement};
-use crate::sql_store::SqlConnection;
+use crate::settings::StoreKind;
+use crate::sql::{Column, SqlParam, Statement};
+use crate::store;
 
 /// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.
@@ -22,63 +22,39 @@ impl SqliteConnection {
             connection: None,
         }
     }
-}
 
-impl SqlConnection for SqliteConnection {
-    const DIALECT: Dialect = Dialect::Sqlite;
-
-    /// A missing table or column means the database is behind this build's
-    /// schema: migrate it and run the statement again. The usual path
-    /// therefore costs no schema check at all.
-    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+    fn connection(&mut self) -> anyhow::Result<&Connection> {
         let label = &self.label;
-        let connection = match &mut self.connection {
-            Some(connection) => connection,
-            slot => slot.insert(
-                Connection::open(label)
-                    .map_err(|error| anyhow!("opening SQLite database {label:?}: {error:?}"))?,
-            ),
-        };
-        let params = bind(&statement.params);
-        match connection.execute(&statement.sql, &params) {
-            Err(Error::Io(message))
-                if message.contains("no such table") || message.contains("no such column") =>
-            {
-                migrations::migrate(&mut Schema(connection), Self::DIALECT)
-                    .with_context(|| format!("migrating SQLite database {label:?}"))?;
-                connection.execute(&statement.sql, &params)
+        match &mut self.connection {
+            Some(connection) => Ok(connection),
+            slot => {
+                Ok(slot
+                    .insert(Connection::open(label).map_err(|error| {
+                        anyhow!("opening SQLite database {label:?}: {error:?}")
+                    })?))
             }
-            result => result,
         }
-        .map(rows)
-        .map_err(|error| anyhow!("SQLite database {label:?}: {error:?}"))
     }
 }
 
-/// The connection, as `migrations::migrate` works through it.
-struct Schema<'a>(&'a Connection);
-
-impl SchemaConnection for Schema<'_> {
-    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
-        self.0
-            .execute(statement, &[])
-            .map(drop)
-            .map_err(|error| anyhow!("{statement}: {error:?}"))
+impl store::Connection for SqliteConnection {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Sqlite
     }
 
-    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
-        let result = self
-            .0
-            .execute(migrations::APPLIED_VERSIONS, &[])
-            .map_err(|error| anyhow!("reading schema_migrations: {error:?}"))?;
+    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+        let params = bind(&statement.params);
+        let result = self.connection()?.execute(&statement.sql, &params);
         result
-            .rows
-            .iter()
-            .map(|row| match row.values.as_slice() {
-                [Value::Integer(version)] => Ok(*version),
-                other => bail!("unexpected schema_migrations row: {other:?}"),
-            })
-            .collect()
+            .map(rows)
+            .map_err(|error| anyhow!("SQLite database {:?}: {error:?}", self.label))
+    }
+
+    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
+        let result = self.connection()?.execute(sql, &[]);
+        result
+            .map(drop)
+            .map_err(|error| anyhow!("SQLite database {:?}: {sql}: {error:?}", self.label))
     }
 }
 

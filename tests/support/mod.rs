@@ -1,15 +1,12 @@
 //! Shared harness for the native tests of the host-independent core (the
 //! one fake host of `tests/core_*.rs` and `tests/properties.rs`): a
-//! `Context` with fixed settings and clock, an in-memory store behind a
-//! counting (and optionally failing) wrapper, captured log lines checked for
+//! `Context` with fixed settings and clock, the real statements and
+//! migrations on an in-memory SQLite behind a connection that counts (and
+//! optionally fails) every statement, captured log lines checked for
 //! secrets, the one path to `book_catalog::handle` (`respond`), the expected
 //! envelopes, and the Rust tests' one HS256 forger.
 
 #![allow(dead_code)]
-
-mod memory_store;
-
-pub use memory_store::MemoryStore;
 
 use std::cell::Cell;
 
@@ -19,11 +16,12 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use book_catalog::db_url::StoreTarget;
-use book_catalog::model::{Book, BookChanges, BookId, NewBook};
-use book_catalog::query::BookQuery;
-use book_catalog::settings::{Setting, SettingUnavailable};
-use book_catalog::store::{BookStore, Database, LoginAttemptStore, LoginAttempts};
+use book_catalog::login_limit::LoginAttempts;
+use book_catalog::migrations;
+use book_catalog::native::rusqlite;
+use book_catalog::settings::{DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
+use book_catalog::sql::{Column, Statement};
+use book_catalog::store::{self, Connection};
 use book_catalog::{handle, Body, BodyError, Context, RequestHead, Response};
 
 /// The fixed clock of every test context (Unix seconds).
@@ -38,7 +36,7 @@ pub const HS256_HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
 /// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
 pub type Outcome = (u16, Value, Option<String>);
 
-/// Store calls seen through the counting wrapper.
+/// Statements run, by what they do (read from their SQL, see `count`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct StoreCalls {
     pub opens: usize,
@@ -54,10 +52,12 @@ pub struct StoreCalls {
     pub login_record: usize,
     pub login_clear: usize,
     pub login_prune: usize,
+    /// `SELECT 1`, for `GET /health`.
+    pub ping: usize,
 }
 
 impl StoreCalls {
-    /// Calls to the store's methods (opening not included).
+    /// Statements run (opening not included).
     pub fn total(&self) -> usize {
         self.list
             + self.list_page
@@ -65,94 +65,84 @@ impl StoreCalls {
             + self.create
             + self.update
             + self.delete
+            + self.ping
             + self.login_calls()
     }
 
-    /// Calls for the failed-login limit.
+    /// Statements for the failed-login limit.
     pub fn login_calls(&self) -> usize {
         self.login_read + self.login_record + self.login_clear + self.login_prune
     }
+
+    /// Counts one statement of `src/sql.rs` by its text.
+    fn count(&mut self, sql: &str) {
+        let books = "SELECT id, title, author, year FROM books";
+        let counter = match sql {
+            _ if sql == format!("{books} ORDER BY id") => &mut self.list,
+            _ if sql == format!("{books} WHERE id = ?1") => &mut self.get,
+            _ if sql.starts_with(books) => &mut self.list_page,
+            _ if sql.starts_with("INSERT INTO books") => &mut self.create,
+            _ if sql.starts_with("UPDATE books") => &mut self.update,
+            _ if sql.starts_with("DELETE FROM books") => &mut self.delete,
+            _ if sql.starts_with("SELECT attempts") => &mut self.login_read,
+            _ if sql.starts_with("INSERT INTO login_attempts") => &mut self.login_record,
+            _ if sql.starts_with("DELETE FROM login_attempts WHERE client =") => {
+                &mut self.login_clear
+            }
+            _ if sql.starts_with("DELETE FROM login_attempts WHERE client IN") => {
+                &mut self.login_prune
+            }
+            _ if sql.starts_with("SELECT 1") => &mut self.ping,
+            other => panic!("a statement the harness does not know: {other}"),
+        };
+        *counter += 1;
+    }
 }
 
-/// Wraps the memory store, counting each call, and failing every call with
-/// `fail` when it is set.
-pub struct CountingStore<'a> {
-    pub inner: &'a mut MemoryStore,
-    pub calls: &'a mut StoreCalls,
-    pub fail: Option<String>,
+/// The SQLite database `label`, as `DB_URL` names it.
+pub fn sqlite(label: &str) -> DbUrl {
+    DbUrl {
+        kind: StoreKind::Sqlite,
+        address: label.to_string(),
+    }
 }
 
-impl CountingStore<'_> {
-    fn check(&self) -> anyhow::Result<()> {
+/// The PostgreSQL database at `url`, as `DB_URL` names it.
+pub fn postgres(url: &str) -> DbUrl {
+    DbUrl {
+        kind: StoreKind::Postgres,
+        address: url.to_string(),
+    }
+}
+
+/// A fresh in-memory SQLite database at this build's schema.
+pub fn database() -> rusqlite::Connection {
+    let mut db = rusqlite::Connection::open_in_memory().expect("an in-memory SQLite database");
+    migrations::migrate(&mut db).expect("the migrations apply");
+    db
+}
+
+/// The test database as the handlers get it: each statement counted, and
+/// failing with `fail` when it is set.
+struct CountingConnection<'a> {
+    db: &'a mut rusqlite::Connection,
+    calls: &'a mut StoreCalls,
+    fail: Option<String>,
+}
+
+impl Connection for CountingConnection<'_> {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Sqlite
+    }
+    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+        self.calls.count(&statement.sql);
         match &self.fail {
             Some(detail) => Err(anyhow::anyhow!("{detail}")),
-            None => Ok(()),
+            None => self.db.query(statement),
         }
     }
-}
-
-impl BookStore for CountingStore<'_> {
-    fn list(&mut self) -> anyhow::Result<Vec<Book>> {
-        self.calls.list += 1;
-        self.check()?;
-        self.inner.list()
-    }
-    fn list_page(&mut self, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
-        self.calls.list_page += 1;
-        self.check()?;
-        self.inner.list_page(query)
-    }
-    fn get(&mut self, id: BookId) -> anyhow::Result<Option<Book>> {
-        self.calls.get += 1;
-        self.check()?;
-        self.inner.get(id)
-    }
-    fn create(&mut self, book: &NewBook) -> anyhow::Result<Book> {
-        self.calls.create += 1;
-        self.check()?;
-        self.inner.create(book)
-    }
-    fn update(&mut self, id: BookId, changes: &BookChanges) -> anyhow::Result<Option<Book>> {
-        self.calls.update += 1;
-        self.check()?;
-        self.inner.update(id, changes)
-    }
-    fn delete(&mut self, id: BookId) -> anyhow::Result<bool> {
-        self.calls.delete += 1;
-        self.check()?;
-        self.inner.delete(id)
-    }
-    fn ping(&mut self) -> anyhow::Result<()> {
-        self.check()?;
-        self.inner.ping()
-    }
-}
-
-impl LoginAttemptStore for CountingStore<'_> {
-    fn login_attempts(&mut self, client: &str) -> anyhow::Result<Option<LoginAttempts>> {
-        self.calls.login_read += 1;
-        self.check()?;
-        self.inner.login_attempts(client)
-    }
-    fn count_login_attempt(
-        &mut self,
-        client: &str,
-        now: u64,
-        window_seconds: u64,
-    ) -> anyhow::Result<LoginAttempts> {
-        self.calls.login_record += 1;
-        self.check()?;
-        self.inner.count_login_attempt(client, now, window_seconds)
-    }
-    fn clear_login_attempts(&mut self, client: &str) -> anyhow::Result<()> {
-        self.calls.login_clear += 1;
-        self.check()?;
-        self.inner.clear_login_attempts(client)
-    }
-    fn prune_login_attempts(&mut self, now: u64, limit: u32) -> anyhow::Result<()> {
-        self.calls.login_prune += 1;
-        self.check()?;
-        self.inner.prune_login_attempts(now, limit)
+    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
+        panic!("the test database is migrated when made, yet ran {sql}")
     }
 }
 
@@ -184,15 +174,16 @@ pub struct TestContext {
     pub forwarded_for: Option<String>,
     pub request_headers: Vec<(String, String)>,
     pub now: u64,
-    pub store: MemoryStore,
+    /// The database, at this build's schema.
+    pub db: rusqlite::Connection,
     pub calls: StoreCalls,
     pub logs: Vec<String>,
-    /// Every store call fails with this detail.
+    /// Every statement fails with this detail.
     pub fail_store: Option<String>,
     /// Opening the store fails with this detail.
     pub fail_open: Option<String>,
-    /// The targets `open_store` was asked for.
-    pub opened: Vec<StoreTarget>,
+    /// The databases `open_store` was asked for.
+    pub opened: Vec<DbUrl>,
     /// Strings that must never appear in a log line (tokens sent or issued,
     /// passwords submitted, ...).
     pub never_logged: Vec<String>,
@@ -224,7 +215,7 @@ impl TestContext {
             forwarded_for: None,
             request_headers: Vec::new(),
             now: NOW,
-            store: MemoryStore::default(),
+            db: database(),
             calls: StoreCalls::default(),
             logs: Vec::new(),
             fail_store: None,
@@ -426,6 +417,24 @@ impl TestContext {
         self.calls = StoreCalls::default();
     }
 
+    /// The login attempts stored for the client `key`.
+    pub fn login_attempts(&mut self, key: &str) -> Option<LoginAttempts> {
+        store::login_attempts(&mut self.db, key).expect("reading login attempts")
+    }
+
+    /// Counts an attempt of `key` as another instance would.
+    pub fn count_login_attempt(&mut self, key: &str, now: u64, window_seconds: u64) {
+        store::count_login_attempt(&mut self.db, key, now, window_seconds)
+            .expect("counting a login attempt");
+    }
+
+    /// How many login-attempt rows are kept (ended windows included).
+    pub fn login_attempt_rows(&self) -> i64 {
+        self.db
+            .query_row("SELECT count(*) FROM login_attempts", [], |row| row.get(0))
+            .expect("counting login-attempt rows")
+    }
+
     /// Every log line that holds a secret, a password or a token, with what
     /// it holds: the secret (`SECRET` too), the configured password, the
     /// password hash and its salt and digest, the previous secret, and every
@@ -472,7 +481,7 @@ impl Drop for TestContext {
     }
 }
 
-impl Context for TestContext {
+impl SettingSource for TestContext {
     fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
         if self.failing_setting == Some(setting) {
             return Err(SettingUnavailable {
@@ -495,25 +504,28 @@ impl Context for TestContext {
         })
     }
 
+    fn log(&mut self, line: &str) {
+        self.logs.push(line.to_string());
+    }
+}
+
+impl Context for TestContext {
     fn now(&self) -> u64 {
         self.now
     }
 
-    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>> {
+    /// Whichever database `db_url` names, the test database.
+    fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
         self.calls.opens += 1;
-        self.opened.push(target.clone());
+        self.opened.push(db_url.clone());
         if let Some(detail) = &self.fail_open {
             return Err(anyhow::anyhow!("{detail}"));
         }
-        Ok(Box::new(CountingStore {
-            inner: &mut self.store,
+        Ok(Box::new(CountingConnection {
+            db: &mut self.db,
             calls: &mut self.calls,
             fail: self.fail_store.clone(),
         }))
-    }
-
-    fn log(&mut self, line: &str) {
-        self.logs.push(line.to_string());
     }
 }
 

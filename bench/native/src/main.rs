@@ -2,35 +2,36 @@
 //! component (`book_catalog::handle`: router, handlers, tokens), served by a
 //! small hyper server with native stores and no WebAssembly:
 //!
-//! - SQLite (an empty `DB_URL`): `<state dir>/sqlite_db.db` through rusqlite,
-//!   WAL, `synchronous=NORMAL`, a busy timeout, a pool of reading connections
-//!   and one writing connection;
+//! - SQLite (an empty `DB_URL`): `<state dir>/sqlite_db.db` through the
+//!   core's own rusqlite connection (`book_catalog::native`), a pool of
+//!   reading connections and one writing connection;
 //! - PostgreSQL (`DB_URL=postgres://...`): tokio-postgres, a pool of
 //!   connections with their prepared statements.
 //!
 //! The store work is blocking (the core is synchronous), so each request that
 //! needs the store takes a pooled connection on the async side and then runs
-//! on tokio's blocking threads. The stores issue the component's SQL.
+//! on tokio's blocking threads. Both run the core's store functions, SQL and
+//! migrations (`book_catalog::store`); only connecting is here.
 //!
-//! Configuration: the component's names, from the environment (SECRET_TOKEN,
-//! DB_URL, AUTH_USERNAME, AUTH_PASSWORD).
+//! Configuration: the component's settings, from the environment.
 //!
 //! Usage: book-native [--listen 127.0.0.1:8080] [--state-dir .spin] [--pool 16]
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context as _};
-use book_catalog::db_url::StoreTarget;
-use book_catalog::migrations::{self, SchemaConnection};
-use book_catalog::settings::{Setting, SettingUnavailable};
-use book_catalog::sql::{Column, Dialect, SqlParam, Statement};
-use book_catalog::sql_store::{SqlConnection, SqlStore};
-use book_catalog::store::Database;
+use book_catalog::migrations;
+use book_catalog::native::{self, rusqlite};
+use book_catalog::settings::{
+    self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind, DEFAULT_SQLITE_LABEL,
+};
+use book_catalog::sql::{Column, SqlParam, Statement};
+use book_catalog::store::Connection;
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -75,28 +76,6 @@ fn parse_options() -> anyhow::Result<Options> {
         bail!("--pool must be at least 1");
     }
     Ok(options)
-}
-
-/// The settings, read once from the environment.
-struct Settings {
-    values: HashMap<&'static str, String>,
-}
-
-impl Settings {
-    fn from_env() -> Settings {
-        let values = Setting::ALL
-            .iter()
-            .filter_map(|setting| {
-                let value = std::env::var(setting.env_name()).ok()?;
-                (!value.is_empty()).then_some((setting.env_name(), value))
-            })
-            .collect();
-        Settings { values }
-    }
-
-    fn get(&self, setting: Setting) -> Option<String> {
-        self.values.get(setting.env_name()).cloned()
-    }
 }
 
 // ---------------------------------------------------------------- pool
@@ -164,79 +143,6 @@ impl<T: Send + 'static> std::ops::DerefMut for Pooled<T> {
     }
 }
 
-// ---------------------------------------------------------------- SQLite
-
-fn open_sqlite(path: &Path) -> anyhow::Result<rusqlite::Connection> {
-    let connection =
-        rusqlite::Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
-    connection.busy_timeout(std::time::Duration::from_secs(5))?;
-    connection.pragma_update(None, "synchronous", "NORMAL")?;
-    connection.set_prepared_statement_cache_capacity(32);
-    Ok(connection)
-}
-
-struct SqliteStore<'a> {
-    connection: &'a mut rusqlite::Connection,
-}
-
-/// The schema as the component makes it: `migrations::migrate`.
-impl SchemaConnection for SqliteStore<'_> {
-    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
-        // `PRAGMA journal_mode` answers with a row: step through any.
-        let mut prepared = self.connection.prepare(statement)?;
-        let mut rows = prepared.query([])?;
-        while rows.next()?.is_some() {}
-        Ok(())
-    }
-
-    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
-        let mut statement = self.connection.prepare(migrations::APPLIED_VERSIONS)?;
-        let versions = statement
-            .query_map([], |row| row.get(0))?
-            .collect::<rusqlite::Result<Vec<i64>>>()?;
-        Ok(versions)
-    }
-}
-
-fn sqlite_value(param: &SqlParam) -> rusqlite::types::Value {
-    match *param {
-        SqlParam::Text(text) => rusqlite::types::Value::Text(text.to_string()),
-        SqlParam::Int32(value) => rusqlite::types::Value::Integer(value.into()),
-        SqlParam::Int64(value) => rusqlite::types::Value::Integer(value),
-    }
-}
-
-/// A row as the shared readers of `sql` take it.
-fn sqlite_columns(row: &rusqlite::Row) -> rusqlite::Result<Vec<Column>> {
-    use rusqlite::types::ValueRef;
-    (0..row.as_ref().column_count())
-        .map(|i| {
-            Ok(match row.get_ref(i)? {
-                ValueRef::Integer(value) => Column::Integer(value),
-                ValueRef::Text(text) => Column::Text(String::from_utf8_lossy(text).into_owned()),
-                ValueRef::Null => Column::Null,
-                ValueRef::Real(_) | ValueRef::Blob(_) => Column::Other,
-            })
-        })
-        .collect()
-}
-
-impl SqlConnection for SqliteStore<'_> {
-    const DIALECT: Dialect = Dialect::Sqlite;
-
-    /// Runs a statement, every row stepped through (so a `DELETE ...
-    /// RETURNING` completes).
-    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        let values: Vec<rusqlite::types::Value> =
-            statement.params.iter().map(sqlite_value).collect();
-        let mut prepared = self.connection.prepare_cached(&statement.sql)?;
-        let rows = prepared
-            .query_map(rusqlite::params_from_iter(values), sqlite_columns)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
-    }
-}
-
 // ---------------------------------------------------------------- PostgreSQL
 
 /// One PostgreSQL connection and the statements prepared on it.
@@ -260,8 +166,8 @@ async fn connect_postgres(url: &str) -> anyhow::Result<PgConnection> {
     })
 }
 
-/// The store on a pooled connection, used from a blocking thread: each query
-/// is driven to completion on the runtime with `Handle::block_on`.
+/// A pooled connection, used from a blocking thread: each query is driven
+/// to completion on the runtime with `Handle::block_on`.
 struct PgStore<'a> {
     connection: &'a mut PgConnection,
     runtime: Handle,
@@ -298,10 +204,12 @@ fn pg_columns(row: &tokio_postgres::Row) -> anyhow::Result<Vec<Column>> {
         .collect()
 }
 
-impl SqlConnection for PgStore<'_> {
-    const DIALECT: Dialect = Dialect::Postgres;
+impl Connection for PgStore<'_> {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Postgres
+    }
 
-    fn rows(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
         let params: Vec<PgParam> = statement.params.iter().map(pg_param).collect();
         let PgConnection { client, statements } = &mut *self.connection;
         let sql = &statement.sql;
@@ -318,26 +226,16 @@ impl SqlConnection for PgStore<'_> {
                 };
                 client.query(&prepared, &params).await
             })
-            .map_err(|error| anyhow!("PostgreSQL: {error}"))?;
+            // `{:?}` names the SQLSTATE, as Spin's text does.
+            .map_err(|error| anyhow!("PostgreSQL: {error:?}"))?;
         rows.iter().map(pg_columns).collect()
     }
-}
 
-/// The schema as the component makes it: `migrations::migrate`.
-impl SchemaConnection for PgStore<'_> {
-    fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
+    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
         let client = &self.connection.client;
         self.runtime
-            .block_on(client.batch_execute(statement))
-            .with_context(|| format!("PostgreSQL: {statement}"))
-    }
-
-    fn applied_versions(&mut self) -> anyhow::Result<Vec<i64>> {
-        let client = &self.connection.client;
-        let rows = self
-            .runtime
-            .block_on(client.query(migrations::APPLIED_VERSIONS, &[]))?;
-        rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
+            .block_on(client.batch_execute(sql))
+            .with_context(|| format!("PostgreSQL: {sql}"))
     }
 }
 
@@ -359,52 +257,47 @@ enum Lease {
 }
 
 struct NativeContext {
-    settings: Arc<Settings>,
     lease: Option<Lease>,
     runtime: Handle,
 }
 
-impl Context for NativeContext {
+impl SettingSource for NativeContext {
+    /// The environment only (no Spin variables here).
     fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
-        Ok(self.settings.get(setting))
+        settings::resolve(setting, Ok(None), || std::env::var(setting.env_name()).ok())
     }
 
+    fn log(&mut self, line: &str) {
+        eprintln!("{line}");
+    }
+}
+
+impl Context for NativeContext {
     fn now(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs())
     }
 
-    fn open_store(&mut self, target: &StoreTarget) -> anyhow::Result<Box<dyn Database + '_>> {
+    fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
         let runtime = self.runtime.clone();
-        let wanted = match target {
-            StoreTarget::Sqlite(label) => label == book_catalog::db_url::DEFAULT_SQLITE_LABEL,
-            StoreTarget::Postgres(_) => true,
-        };
-        let store: Box<dyn Database + '_> = match &mut self.lease {
-            Some(Lease::Sqlite(connection))
-                if wanted && matches!(target, StoreTarget::Sqlite(_)) =>
-            {
-                Box::new(SqlStore(SqliteStore { connection }))
+        let default = db_url.kind == StoreKind::Postgres || db_url.address == DEFAULT_SQLITE_LABEL;
+        let connection: Box<dyn Connection + '_> = match &mut self.lease {
+            Some(Lease::Sqlite(connection)) if default && db_url.kind == StoreKind::Sqlite => {
+                Box::new(&mut **connection)
             }
-            Some(Lease::Postgres(connection))
-                if wanted && matches!(target, StoreTarget::Postgres(_)) =>
-            {
-                Box::new(SqlStore(PgStore {
+            Some(Lease::Postgres(connection)) if default && db_url.kind == StoreKind::Postgres => {
+                Box::new(PgStore {
                     connection,
                     runtime,
-                }))
+                })
             }
             _ => bail!(
                 "{} is not the store this server was started with",
-                target.describe()
+                db_url.describe()
             ),
         };
-        Ok(store)
-    }
-
-    fn log(&mut self, line: &str) {
-        eprintln!("{line}");
+        Ok(connection)
     }
 }
 
@@ -426,7 +319,6 @@ impl Body for ReadBody {
 }
 
 struct Server {
-    settings: Arc<Settings>,
     stores: Stores,
 }
 
@@ -489,7 +381,6 @@ async fn serve(
     };
     let blocking = lease.is_some();
     let mut context = NativeContext {
-        settings: server.settings.clone(),
         lease,
         runtime: Handle::current(),
     };
@@ -525,32 +416,32 @@ async fn serve(
 }
 
 async fn start(options: Options) -> anyhow::Result<()> {
-    let settings = Arc::new(Settings::from_env());
-    let target = StoreTarget::from_db_url(settings.get(Setting::DbUrl).as_deref())
-        .map_err(|error| anyhow!("{error}"))?;
-    let stores = match &target {
-        StoreTarget::Sqlite(label) => {
-            if label != book_catalog::db_url::DEFAULT_SQLITE_LABEL {
-                bail!("only the default SQLite database is served natively, not {label:?}");
+    let db_url = std::env::var(Setting::DbUrl.env_name()).ok();
+    let db_url = DbUrl::parse(db_url.as_deref()).map_err(|error| anyhow!("{error}"))?;
+    let stores = match db_url.kind {
+        StoreKind::Sqlite => {
+            if db_url.address != DEFAULT_SQLITE_LABEL {
+                bail!(
+                    "only the default SQLite database is served natively, not {:?}",
+                    db_url.address
+                );
             }
             std::fs::create_dir_all(&options.state_dir)
                 .with_context(|| format!("creating {}", options.state_dir.display()))?;
             let path = options.state_dir.join("sqlite_db.db");
-            let mut first = open_sqlite(&path)?;
-            let mut store = SqliteStore {
-                connection: &mut first,
-            };
-            migrations::migrate(&mut store, Dialect::Sqlite).context("migrating SQLite")?;
+            let mut first = native::open(&path)?;
+            migrations::migrate(&mut first).context("migrating SQLite")?;
             let mut readers = Vec::with_capacity(options.pool);
             for _ in 0..options.pool {
-                readers.push(open_sqlite(&path)?);
+                readers.push(native::open(&path)?);
             }
             Stores::Sqlite {
                 readers: Pool::new(readers),
                 writer: Pool::new(vec![first]),
             }
         }
-        StoreTarget::Postgres(url) => {
+        StoreKind::Postgres => {
+            let url = &db_url.address;
             let mut first = connect_postgres(url).await?;
             let runtime = Handle::current();
             first = tokio::task::spawn_blocking(move || {
@@ -558,8 +449,7 @@ async fn start(options: Options) -> anyhow::Result<()> {
                     connection: &mut first,
                     runtime,
                 };
-                migrations::migrate(&mut store, Dialect::Postgres)
-                    .context("migrating PostgreSQL")?;
+                migrations::migrate(&mut store).context("migrating PostgreSQL")?;
                 anyhow::Ok(first)
             })
             .await??;
@@ -570,14 +460,14 @@ async fn start(options: Options) -> anyhow::Result<()> {
             Stores::Postgres(Pool::new(connections))
         }
     };
-    let server = Arc::new(Server { settings, stores });
+    let server = Arc::new(Server { stores });
 
     let listener = TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
     eprintln!(
         "book-native: {} on http://{} (pool of {} connections)",
-        target.describe(),
+        db_url.describe(),
         listener.local_addr()?,
         options.pool
     );
@@ -613,7 +503,7 @@ fn main() {
     if let Err(error) = result {
         eprintln!(
             "book-native: {}",
-            book_catalog::db_url::redact_password(&format!("{error:#}"))
+            settings::redact_password(&format!("{error:#}"))
         );
         std::process::exit(1);
     }

@@ -8,13 +8,13 @@
 
 use std::fmt;
 
-/// The store `DB_URL` names.
+/// The store `DB_URL` names: its kind and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreTarget {
-    /// A Spin SQLite database, by label.
-    Sqlite(String),
-    /// A PostgreSQL connection URL, passed to `spin:postgres` as is.
-    Postgres(String),
+pub struct DbUrl {
+    pub kind: StoreKind,
+    /// A Spin SQLite database's label, or a PostgreSQL connection URL
+    /// (passed to `spin:postgres` as is).
+    pub address: String,
 }
 
 pub const DEFAULT_SQLITE_LABEL: &str = "default";
@@ -54,7 +54,8 @@ impl fmt::Display for UnsupportedDbUrl {
     }
 }
 
-/// The kinds of store, each a Cargo feature of the component.
+/// The kinds of store, each a Cargo feature of the component, and each its
+/// own SQL dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
     Sqlite,
@@ -90,18 +91,17 @@ impl StoreKind {
     }
 }
 
-impl StoreTarget {
-    pub fn kind(&self) -> StoreKind {
-        match self {
-            StoreTarget::Sqlite(_) => StoreKind::Sqlite,
-            StoreTarget::Postgres(_) => StoreKind::Postgres,
-        }
-    }
-
-    pub fn from_db_url(db_url: Option<&str>) -> Result<StoreTarget, UnsupportedDbUrl> {
+impl DbUrl {
+    pub fn parse(db_url: Option<&str>) -> Result<DbUrl, UnsupportedDbUrl> {
         let db_url = db_url.unwrap_or("").trim();
+        let store = |kind, address: &str| {
+            Ok(DbUrl {
+                kind,
+                address: address.to_string(),
+            })
+        };
         if db_url.is_empty() || db_url == "sqlite:" {
-            return Ok(StoreTarget::Sqlite(DEFAULT_SQLITE_LABEL.to_string()));
+            return store(StoreKind::Sqlite, DEFAULT_SQLITE_LABEL);
         }
         if let Some(label) = db_url.strip_prefix("sqlite://") {
             let valid = !label.is_empty()
@@ -109,20 +109,20 @@ impl StoreTarget {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if valid {
-                return Ok(StoreTarget::Sqlite(label.to_string()));
+                return store(StoreKind::Sqlite, label);
             }
         }
         if db_url.starts_with("postgres://") || db_url.starts_with("postgresql://") {
-            return Ok(StoreTarget::Postgres(db_url.to_string()));
+            return store(StoreKind::Postgres, db_url);
         }
         Err(UnsupportedDbUrl::of(db_url))
     }
 
     /// How the store is named in logs: never with a password.
     pub fn describe(&self) -> String {
-        match self {
-            StoreTarget::Sqlite(label) => format!("SQLite database {label:?}"),
-            StoreTarget::Postgres(url) => format!("PostgreSQL {}", redact_password(url)),
+        match self.kind {
+            StoreKind::Sqlite => format!("SQLite database {:?}", self.address),
+            StoreKind::Postgres => format!("PostgreSQL {}", redact_password(&self.address)),
         }
     }
 }
@@ -156,14 +156,28 @@ pub fn redact_password(url: &str) -> String {
 mod tests {
     use super::*;
 
-    fn target(url: &str) -> Result<StoreTarget, UnsupportedDbUrl> {
-        StoreTarget::from_db_url(Some(url))
+    fn target(url: &str) -> Result<DbUrl, UnsupportedDbUrl> {
+        DbUrl::parse(Some(url))
+    }
+
+    fn sqlite(label: &str) -> Result<DbUrl, UnsupportedDbUrl> {
+        Ok(DbUrl {
+            kind: StoreKind::Sqlite,
+            address: label.into(),
+        })
+    }
+
+    fn postgres(url: &str) -> Result<DbUrl, UnsupportedDbUrl> {
+        Ok(DbUrl {
+            kind: StoreKind::Postgres,
+            address: url.into(),
+        })
     }
 
     #[test]
     fn empty_or_sqlite_means_the_default_database() {
-        let default = Ok(StoreTarget::Sqlite("default".into()));
-        assert_eq!(StoreTarget::from_db_url(None), default);
+        let default = sqlite("default");
+        assert_eq!(DbUrl::parse(None), default);
         assert_eq!(target(""), default);
         assert_eq!(target("sqlite:"), default);
         assert_eq!(target("sqlite://default"), default);
@@ -171,14 +185,11 @@ mod tests {
 
     #[test]
     fn sqlite_labels_and_postgres_urls() {
-        assert_eq!(
-            target("sqlite://books_2"),
-            Ok(StoreTarget::Sqlite("books_2".into()))
-        );
+        assert_eq!(target("sqlite://books_2"), sqlite("books_2"));
         let pg = "postgres://u:p@127.0.0.1:5432/books";
-        assert_eq!(target(pg), Ok(StoreTarget::Postgres(pg.into())));
+        assert_eq!(target(pg), postgres(pg));
         let pg = "postgresql://127.0.0.1/books?sslmode=disable";
-        assert_eq!(target(pg), Ok(StoreTarget::Postgres(pg.into())));
+        assert_eq!(target(pg), postgres(pg));
     }
 
     #[test]
@@ -232,14 +243,14 @@ mod tests {
             let redacted = redact_password(&format!("postgres://u:{password}@db:5432/x"));
             assert_eq!(redacted, "postgres://u:***@db:5432/x");
         }
-        let described = StoreTarget::Postgres("postgres://a:b@h/d".into()).describe();
+        let described = postgres("postgres://a:b@h/d").unwrap().describe();
         assert_eq!(described, "PostgreSQL postgres://a:***@h/d");
     }
 
     #[test]
     fn a_store_missing_from_the_build_names_the_build_that_has_it() {
-        let sqlite = target("sqlite://default").unwrap().kind();
-        let postgres = target("postgres://h/d").unwrap().kind();
+        let sqlite = target("sqlite://default").unwrap().kind;
+        let postgres = target("postgres://h/d").unwrap().kind;
         assert_eq!((sqlite, postgres), (StoreKind::Sqlite, StoreKind::Postgres));
         assert!(postgres
             .missing_build_message()

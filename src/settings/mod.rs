@@ -1,6 +1,27 @@
-//! Configuration: which settings exist, where each is read, and their
-//! defaults (docs/configuration.md). Reading is left to the adapter
-//! (Spin variables and the component environment); the precedence is here.
+//! Every setting of the service (docs/configuration.md), and the only place
+//! that names one: its Spin variable and environment names, where it is read
+//! from and in which order, its default, parsing, validation and warnings.
+//! The handlers get typed values from the readers here (`login`, `db_url`).
+//!
+//! Reading a value is left to the host (`SettingSource`: Spin variables and
+//! the component environment); a reader asks for a setting only when the
+//! request needs it, since under Spin each read is a host call.
+
+mod db_url;
+mod login;
+
+pub use db_url::{redact_password, DbUrl, StoreKind, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL};
+pub use login::{client_identity, login_limit};
+
+/// Where settings come from: the host (`port::Context` is one).
+pub trait SettingSource {
+    /// The resolved, non-empty value of a setting (see `resolve`), or why
+    /// its source could not give one.
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable>;
+    /// A line for the operator's log (a setting's warning). Never given a
+    /// secret.
+    fn log(&mut self, line: &str);
+}
 
 /// A setting of the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
