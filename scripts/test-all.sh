@@ -10,8 +10,9 @@
 #      concurrency, crashes, outages, limits), sized for CI (`make soak` runs
 #      them at full size)
 #   5. the same on a throwaway PostgreSQL cluster
-#   6. with real Spin (SPIN=path, else `spin` on PATH): the hurl suite under
-#      `spin up` for each build and store, book-host and Spin side by side,
+#   6. with real Spin (SPIN=path, else build/spin/spin, else `spin` on PATH):
+#      the hurl suite under `spin up` for each build and store, spin-lite and
+#      Spin side by side,
 #      and the fault tests of what Spin itself decides (login protection,
 #      stalled clients, failing variables providers, PostgreSQL TLS).
 #      Without Spin these legs are listed as skipped, never counted.
@@ -30,7 +31,7 @@ trap cleanup EXIT
 
 record() { echo "$1 $2" >> "$tally"; }
 
-SPIN=${SPIN:-$(command -v spin || true)}
+SPIN=${SPIN:-$( [ -x build/spin/spin ] && echo "$PWD/build/spin/spin" || command -v spin || true)}
 skipped=()
 
 summary() {
@@ -78,7 +79,7 @@ cargo_log="$build_dir/cargo-test.log"
 # --include-ignored: the host's tests that need the built component or
 # PostgreSQL (here both are provided) are marked so that `cargo test` on a
 # fresh clone passes without them.
-BOOK_HOST_TEST_PG_URL="$pg_url" cargo test --release --locked --workspace -- --include-ignored 2>&1 |
+SPIN_LITE_TEST_PG_URL="$pg_url" cargo test --release --locked --workspace -- --include-ignored 2>&1 |
     tee "$cargo_log"
 cargo_status=${PIPESTATUS[0]}
 read -r cargo_passed cargo_failed < <(
@@ -93,12 +94,12 @@ record "$cargo_passed" "$cargo_failed"
 
 export E2E_TALLY="$tally"
 step "end to end on SQLite"
-tests/e2e.sh --store sqlite || true
-# Hosts may serve several requests with one instance (book-host
+tests/e2e.py --store sqlite || true
+# Hosts may serve several requests with one instance (spin-lite
 # --max-instance-reuse, Spin for WASI 0.3): the component must be right there too.
-tests/e2e.sh --store sqlite --reuse 50 || true
+tests/e2e.py --store sqlite --reuse 50 || true
 # The SQLite-only build (no PostgreSQL interface), from `make variants`.
-tests/e2e.sh --store sqlite --wasm target/variants/book-catalog-sqlite.wasm || true
+tests/e2e.py --store sqlite --wasm target/variants/book-catalog-sqlite.wasm || true
 
 step "fuzzing and fault tests on SQLite"
 scripts/fuzz.sh --store sqlite || true
@@ -106,16 +107,17 @@ tests/faults/run.py --store sqlite || true
 
 step "end to end on PostgreSQL"
 if [ -n "$pg_url" ]; then
-    E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres || true
-    E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --reuse 50 || true
+    export FAULTS_PG_DIR="$pg_dir"
+    tests/e2e.py --store postgres || true
+    tests/e2e.py --store postgres --reuse 50 || true
     # The PostgreSQL-only build (no SQLite interface) with its manifest (no
     # sqlite_databases), from `make variants`.
-    E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --manifest deploy/postgres-only/spin.toml \
+    tests/e2e.py --store postgres --manifest deploy/postgres-only/spin.toml \
         --wasm target/variants/book-catalog-postgres.wasm || true
 
     step "fuzzing and fault tests on PostgreSQL"
-    FAULTS_PG_DIR="$pg_dir" scripts/fuzz.sh --store postgres || true
-    FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres || true
+    scripts/fuzz.sh --store postgres || true
+    tests/faults/run.py --store postgres || true
 fi
 
 spin_faults=throttle,stalls,providers,upgrade,concurrency
@@ -136,23 +138,23 @@ spin_leg() {
     fi
 }
 spin_leg "e2e under spin up: default build on SQLite" \
-    tests/e2e.sh --store sqlite --host spin
+    tests/e2e.py --store sqlite --host spin
 spin_leg "e2e under spin up: SQLite-only build on SQLite" \
-    tests/e2e.sh --store sqlite --host spin --wasm target/variants/book-catalog-sqlite.wasm
-spin_leg "book-host and spin up side by side, SQLite" \
+    tests/e2e.py --store sqlite --host spin --wasm target/variants/book-catalog-sqlite.wasm
+spin_leg "spin-lite and spin up side by side, SQLite" \
     tests/faults/side_by_side.py --store sqlite
 spin_leg "fault tests under spin up ($spin_faults), SQLite" \
     tests/faults/run.py --store sqlite --host spin --only "$spin_faults"
 if [ -n "$pg_url" ]; then
     spin_leg "e2e under spin up: default build on PostgreSQL" \
-        env E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin
+        tests/e2e.py --store postgres --host spin
     spin_leg "e2e under spin up: PostgreSQL-only build on PostgreSQL" \
-        env E2E_PG_URL="$pg_url" tests/e2e.sh --store postgres --host spin \
+        tests/e2e.py --store postgres --host spin \
         --manifest deploy/postgres-only/spin.toml --wasm target/variants/book-catalog-postgres.wasm
-    spin_leg "book-host and spin up side by side, PostgreSQL" \
-        env FAULTS_PG_DIR="$pg_dir" tests/faults/side_by_side.py --store postgres
+    spin_leg "spin-lite and spin up side by side, PostgreSQL" \
+        tests/faults/side_by_side.py --store postgres
     spin_leg "fault tests under spin up ($spin_faults,tls), PostgreSQL" \
-        env FAULTS_PG_DIR="$pg_dir" tests/faults/run.py --store postgres --host spin \
+        tests/faults/run.py --store postgres --host spin \
         --only "$spin_faults,tls"
 fi
 

@@ -48,10 +48,8 @@ MIN_CASES = 1000  # a sanity floor: a run that did not really fuzz fails
 
 
 class FuzzHost(lib.Host):
-    def env(self):
-        env = super().env()
-        env["LOGIN_WINDOW_SECONDS"] = "2"
-        return env
+    def settings(self):
+        return dict(super().settings(), LOGIN_WINDOW_SECONDS="2")
 
 
 def run(ctx):
@@ -137,7 +135,7 @@ def run(ctx):
     traps = [l for l in host.tail(100000).splitlines() if "component failed" in l or "panicked" in l]
     t.check(not traps, "no trapped component or panic in the host log", "; ".join(traps[:3]))
     if ctx.store == "postgres":
-        # The host runs with BOOK_HOST_PG_EMPTY_QUERY_ERROR=1 (lib.Host.env):
+        # spin-lite runs with SPIN_LITE_PG_EMPTY_QUERY_ERROR=1 (tests/launch.py):
         # a statement that returned zero rows (a hang on Spin 4.0.0-4.0.2).
         empty = [l for l in host.tail(100000).splitlines() if "pg-empty-query-error:" in l]
         t.check(not empty, "no PostgreSQL query returned zero rows", "; ".join(empty[:3]))
@@ -145,18 +143,4 @@ def run(ctx):
 
 
 if __name__ == "__main__":
-    args = lib.parse_args("fuzz")
-    lib.install_signal_handlers()
-    ctx = lib.Context(args.store, args.scale, label="fuzz")
-    import atexit
-    atexit.register(ctx.cleanup)
-    try:
-        lib.preconditions(ctx)
-        ctx.setup_pg()
-    except Exception as e:  # noqa: BLE001
-        ctx.tally.check(False, "fuzz: setup", repr(e))
-        sys.exit(ctx.tally.finish())
-    lib.run_guarded(ctx, "fuzz", run)
-    code = ctx.tally.finish()
-    ctx.cleanup(failed=code != 0)
-    sys.exit(code)
+    lib.main("fuzz", run)

@@ -1,5 +1,7 @@
-"""Shared plumbing for the fault tests (tests/faults/*.py), scripts/fuzz.sh
-and tests/hurl/forge_tokens.py (the one HS256 token forger in Python).
+"""Shared plumbing for the fault tests (tests/faults/*.py), scripts/fuzz.sh,
+tests/e2e.py and tests/hurl/run.py: the one HS256 token forger in Python
+(`jwt`, and `forge` for auth_forged.hurl), the tally, requests, and the host
+of a test (tests/launch.py's, with credentials of its own).
 
 Standard library only. Everything talks to 127.0.0.1 only, every loop is
 bounded, and everything a test starts (hosts, a PostgreSQL cluster) is
@@ -20,48 +22,21 @@ import os
 import secrets
 import shutil
 import signal
-import socket
-import string
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[2]
-HOST_BIN = Path(os.environ.get("FAULTS_HOST_BIN", ROOT / "target/release/book-host"))
-# Real Spin, for `--host spin`: $SPIN, else `spin` on PATH.
-SPIN_BIN = os.environ.get("SPIN") or shutil.which("spin")
-MANIFEST = ROOT / "spin.toml"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import launch  # noqa: E402  (the one host launcher)
+from launch import ROOT, Pg, free_port, psql, random_text  # noqa: E402, F401
 
-
-def component_settings(manifest=MANIFEST, component="book-catalog"):
-    """The component's settings by their plain environment names: the
-    variables the manifest passes to it, upper-cased (tests/deploy.rs checks
-    them against the settings of src/settings.rs, and tests/core_login.rs
-    that each environment name is its variable's name upper-cased)."""
-    with open(manifest, "rb") as f:
-        variables = tomllib.load(f)["component"][component]["variables"]
-    return tuple(name.upper() for name in variables)
-
-
-# Under Spin they are set as a Spin user sets them, SPIN_VARIABLE_<NAME>.
-SETTINGS = component_settings()
 WASM = ROOT / "target/wasm32-wasip2/release/book_catalog.wasm"
-PG_CLUSTER = ROOT / "scripts/pg-cluster.sh"
-
 ENVELOPE_KEYS = {"status", "message", "data"}
 
-# The settings every Host sets itself (Host.env); all the others are the
-# login protection settings: a host gets their defaults unless a test says
-# otherwise (the caller's environment is not passed on).
-HOST_SETTINGS = ("SECRET_TOKEN", "DB_URL", "AUTH_USERNAME", "AUTH_PASSWORD")
-assert set(HOST_SETTINGS) <= set(SETTINGS), f"{MANIFEST}: {SETTINGS}"
-LOGIN_SETTINGS = tuple(name for name in SETTINGS if name not in HOST_SETTINGS)
 # Client addresses for tests that make wrong logins: this run's own /48 in
 # the IPv6 documentation range; `client(n)` is an address in the n-th /64 of
 # it (the service counts an IPv6 client by its /64).
@@ -73,16 +48,6 @@ def client(n, host=1):
     return "%s%x::%x" % (CLIENT_PREFIX, n, host)
 
 
-def random_text(n):
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(n))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def log(*parts):
     print(*parts, file=sys.stderr, flush=True)
@@ -90,7 +55,7 @@ def log(*parts):
 
 # --- Tokens ------------------------------------------------------------------
 # HS256 tokens made by hand, good and bad (attacks.py, side_by_side.py,
-# tests/hurl/forge_tokens.py); the Rust tests have their own in
+# `forge` for tests/hurl/run.py); the Rust tests have their own in
 # tests/support/mod.rs.
 
 HS256_HEADER = {"alg": "HS256", "typ": "JWT"}
@@ -123,6 +88,68 @@ def jwt(key, claims, header=None, digest=hashlib.sha256, raw_claims=None):
     claims_segment = segment_raw(raw_claims) if raw_claims is not None else segment(claims)
     signing_input = segment(HS256_HEADER if header is None else header) + "." + claims_segment
     return signing_input + "." + sign(key, signing_input, digest)
+
+
+def std_alphabet_token(key, exp):
+    """A correctly signed token whose claims segment uses the standard base64
+    alphabet (`+` or `/`), which base64url forbids: malformed."""
+    # "???" in some alignment encodes to a 6-bit group of all ones: `_`.
+    for pad in range(1, 7):
+        claims_b64 = segment({"exp": exp, "n": "?" * pad})
+        if "-" in claims_b64 or "_" in claims_b64:
+            claims_std = claims_b64.replace("-", "+").replace("_", "/")
+            signing_input = segment(HS256_HEADER) + "." + claims_std
+            return signing_input + "." + sign(key, signing_input)
+    raise RuntimeError("no padding gave a '-' or '_'")  # unreachable
+
+
+def forge(secret, now):
+    """The tokens tests/hurl/auth_forged.hurl needs, by hurl variable name:
+    one good token with a fractional `exp` (a NumericDate may carry one, RFC
+    7519 section 2), and every one the service must refuse (docs/api.md,
+    "Tokens")."""
+    key = secret.encode("utf-8")
+    future = now + 600
+    good = jwt(key, {"exp": future})
+    header, claims, signature = good.split(".")
+    tokens = {}
+
+    # A valid token made here, with a fractional exp: the service must accept it.
+    tokens["future_fraction_token"] = jwt(key, {"exp": future + 0.5})
+    # Everything below must be refused with 401 "Invalid token".
+    tokens["expired_token"] = jwt(key, {"exp": now - 120})
+    tokens["expired_fraction_token"] = jwt(key, {"exp": now - 120.5})
+    tokens["wrong_key_token"] = jwt(b"not-the-secret-" + key[::-1], {"exp": future})
+    # Claims changed after signing (a later exp), signature kept.
+    tokens["tampered_token"] = header + "." + segment({"exp": future + 3600}) + "." + signature
+    # Signature segment changed: one character flipped.
+    flipped = ("A" if signature[0] != "A" else "B") + signature[1:]
+    tokens["bad_signature_token"] = header + "." + claims + "." + flipped
+    tokens["none_alg_token"] = (
+        segment({"alg": "none", "typ": "JWT"}) + "." + segment({"exp": future}) + "."
+    )
+    # alg none, yet carrying a correct HS256 signature: still refused.
+    tokens["none_alg_signed_token"] = jwt(key, {"exp": future}, {"alg": "none", "typ": "JWT"})
+    tokens["hs512_token"] = jwt(key, {"exp": future}, {"alg": "HS512", "typ": "JWT"}, hashlib.sha512)
+    tokens["hs384_token"] = jwt(key, {"exp": future}, {"alg": "HS384", "typ": "JWT"}, hashlib.sha384)
+    # Algorithm confusion: an RS256 header over an HMAC-SHA256 signature made
+    # with the secret as key.
+    tokens["rs256_token"] = jwt(key, {"exp": future}, {"alg": "RS256", "typ": "JWT"})
+    tokens["lowercase_alg_token"] = jwt(key, {"exp": future}, {"alg": "hs256", "typ": "JWT"})
+    tokens["no_alg_token"] = jwt(key, {"exp": future}, {"typ": "JWT"})
+    tokens["no_exp_token"] = jwt(key, {"sub": "e2e"})
+    tokens["string_exp_token"] = jwt(key, {"exp": str(future)})
+    tokens["null_exp_token"] = jwt(key, {"exp": None})
+    tokens["array_claims_token"] = jwt(key, [future])
+    # `=` padding on the signature segment (43 characters -> 44).
+    tokens["padded_token"] = good + "="
+    tokens["std_alphabet_token"] = std_alphabet_token(key, future)
+    tokens["two_segment_token"] = header + "." + claims
+    tokens["four_segment_token"] = good + "." + signature
+    tokens["empty_segments_token"] = ".."
+    # A valid token plus a trailing dot: four segments, the last one empty.
+    tokens["trailing_dot_token"] = good + "."
+    return tokens
 
 
 # --- Results -----------------------------------------------------------------
@@ -242,177 +269,41 @@ def try_request(*args, **kwargs):
         return Response(0, {}, repr(e).encode(), time.monotonic() - started)
 
 
-# --- PostgreSQL --------------------------------------------------------------
-
-
-def psql(url, sql):
-    """Runs `sql` against the database at `url` (the newest psql installed);
-    its output, one row a line, fields separated by `|`."""
-    bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: [
-        int(x) if x.isdigit() else x for x in p.parent.name.split(".")])[-1]
-    out = subprocess.run([str(bindir / "psql"), url, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                          "-c", sql], check=True, timeout=60, capture_output=True, text=True)
-    return out.stdout.strip()
-
-
-class Pg:
-    """A pg-cluster.sh cluster: the one named by FAULTS_PG_DIR (left running),
-    or our own (removed on exit)."""
-
-    def __init__(self, directory=None, tls=False):
-        self.own = directory is None
-        if self.own:
-            directory = tempfile.mkdtemp(prefix="book-faults-pg.")
-            out = subprocess.run([str(PG_CLUSTER), "start", directory] + (["--tls"] if tls else []),
-                                 check=True, capture_output=True, text=True, timeout=120)
-            self.url = out.stdout.strip().splitlines()[-1]
-        else:
-            d = Path(directory)
-            password = (d / "pwfile").read_text().strip()
-            port = (d / "port").read_text().strip()
-            self.url = f"postgres://postgres:{password}@127.0.0.1:{port}/books?sslmode=disable"
-        self.dir = directory
-        u = urlsplit(self.url)
-        self.host_port = f"{u.hostname}:{u.port or 5432}"
-
-    def fresh_database(self):
-        """Creates an empty database in the cluster; returns its URL."""
-        name = "faults_" + random_text(10).lower()
-        psql(self.url, f"CREATE DATABASE {name}")
-        u = urlsplit(self.url)
-        return u._replace(path="/" + name).geturl()
-
-    def pause(self):
-        subprocess.run([str(PG_CLUSTER), "pause", self.dir], check=True, timeout=60)
-
-    def resume(self):
-        subprocess.run([str(PG_CLUSTER), "resume", self.dir], check=True, timeout=60)
-
-    def close(self):
-        if self.own and self.dir:
-            subprocess.run([str(PG_CLUSTER), "stop", self.dir], timeout=60,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.dir = None
-
-
 # --- The host ----------------------------------------------------------------
 
 
-class Host:
-    """The component served on a free loopback port, with its own state
-    directory: by `book-host`, or by real Spin (`spin up`) when the context
-    says so (`--host spin`)."""
+class Host(launch.Host):
+    """The component served for a test (tests/launch.py's Host) on the
+    context's host and store, with a random secret and credentials of its own.
+    Logins from the tests themselves come from 127.0.0.1 and always succeed;
+    a test that makes wrong logins names its own client in X-Forwarded-For
+    (`client(n)`), as the one proxy in front would (TRUSTED_PROXY_HOPS=1), so
+    it never blocks the others' logins, also on a PostgreSQL database shared
+    by several hosts."""
 
     def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None,
-                 spin=None):
+                 kind=None):
+        pg_url = (db_url or ctx.pg.url) if ctx.store == "postgres" else None
+        super().__init__(kind or ctx.host_kind, ctx.store, pg_url=pg_url, wasm=ctx.wasm,
+                         manifest=ctx.manifest, reuse=ctx.reuse if (kind or ctx.host_kind) != "spin" else 1,
+                         state_dir=state_dir, workdir=ctx.tmp)
         self.ctx = ctx
-        # Served by real Spin (or book-host): the context's choice unless given.
-        self.spin = ctx.spin if spin is None else spin
-        self.db_url = db_url  # PostgreSQL: another database of the cluster
-        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="state.", dir=ctx.tmp))
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         self.secret = random_text(48) if secret is True else (secret or None)
         self.username = username or "faults-" + random_text(8).lower()
         self.password = password or "Faults." + random_text(16)
-        self.proc = None
-        self.port = None
-        self.log_path = None
-        # More command-line arguments for book-host or `spin up`.
-        self.args = []
 
-    def env(self):
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("SPIN_VARIABLE_")
-               and k not in HOST_SETTINGS
-               and k not in LOGIN_SETTINGS}
-        # Logins from the tests themselves come from 127.0.0.1 and always
-        # succeed; a test that makes wrong logins names its own client in
-        # X-Forwarded-For (`client(n)`), as the one proxy in front would, so
-        # it never blocks the others' logins, also on a PostgreSQL database
-        # shared by several hosts.
-        env["TRUSTED_PROXY_HOPS"] = "1"
+    def settings(self):
+        settings = super().settings()
+        settings.update(TRUSTED_PROXY_HOPS="1", AUTH_USERNAME=self.username,
+                        AUTH_PASSWORD=self.password)
         if self.secret:
-            env["SECRET_TOKEN"] = self.secret
-        env["AUTH_USERNAME"] = self.username
-        env["AUTH_PASSWORD"] = self.password
-        if self.ctx.store == "postgres":
-            url = self.db_url or self.ctx.pg.url
-            u = urlsplit(url)
-            env["DB_URL"] = url
-            env["SPIN_VARIABLE_DB_HOST"] = f"{u.hostname}:{u.port or 5432}"
-            # A query without rows hangs real Spin 4.0.0-4.0.2: the host fails
-            # it instead, so a statement that can return zero rows fails here.
-            env["BOOK_HOST_PG_EMPTY_QUERY_ERROR"] = "1"
-        return env
+            settings["SECRET_TOKEN"] = self.secret
+        return settings
 
-    def command(self):
-        listen = ["--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir)]
-        if self.spin:
-            return [SPIN_BIN, "up", "--from", str(MANIFEST), *listen, *self.args]
-        return [str(HOST_BIN), "--from", str(MANIFEST), *listen, *self.args]
-
-    def process_env(self):
-        env = self.env()
-        if self.spin:
-            # Settings as a Spin user sets them; the zero-row check is ours.
-            for name in SETTINGS:
-                if name in env:
-                    env["SPIN_VARIABLE_" + name] = env.pop(name)
-            env.pop("BOOK_HOST_PG_EMPTY_QUERY_ERROR", None)
-        return env
-
-    def start(self, timeout=60):
-        self.port = free_port()
-        self.ctx.host_count += 1
-        self.log_path = Path(self.ctx.tmp) / f"host-{self.ctx.host_count}.log"
-        logfile = open(self.log_path, "ab")
-        # Its own process group: `spin up` serves from a child process.
-        self.proc = subprocess.Popen(
-            self.command(), cwd=self.ctx.tmp, env=self.process_env(), stdout=logfile,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        logfile.close()
-        self.ctx.hosts.append(self)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"host exited with {self.proc.returncode} before listening; "
-                                   f"log: {self.tail()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"host did not listen within {timeout}s; log: {self.tail()}")
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, timeout=20):
-        """SIGTERM, then SIGKILL after `timeout`; returns the exit status."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.kill_group()
-        return self.proc.returncode
-
-    def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.kill_group()
-
-    def kill_group(self):
-        """Whatever the host started (Spin's trigger process) goes too."""
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    def start(self, timeout=90, healthy=True):
+        if self not in self.ctx.hosts:
+            self.ctx.hosts.append(self)
+        return super().start(timeout, healthy)
 
     def rss_kib(self):
         try:
@@ -422,12 +313,6 @@ class Host:
         except OSError:
             pass
         return None
-
-    def tail(self, lines=30):
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
 
     def token(self):
         r = request(self.port, "POST", "/token", {"username": self.username, "password": self.password})
@@ -443,14 +328,16 @@ class Host:
 
 
 class Context:
-    def __init__(self, store, scale, label="faults", pg=None, host="book-host"):
-        self.store, self.scale, self.full = store, scale, scale == "full"
-        self.spin = host == "spin"
-        self.tally = Tally(label if not self.spin else label + " (spin up)", store)
-        self.tmp = tempfile.mkdtemp(prefix=f"book-faults-{store}.")
+    """One run: the host and store under test, the tally, and what to stop."""
+
+    def __init__(self, args, label="faults"):
+        self.store, self.scale, self.full = args.store, args.scale, args.scale == "full"
+        self.host_kind, self.wasm, self.manifest, self.reuse = args.host, args.wasm, args.manifest, args.reuse
+        self.spin = self.host_kind == "spin"
+        self.tally = Tally(label if not self.spin else label + " (spin up)", self.store)
+        self.tmp = tempfile.mkdtemp(prefix=f"book-faults-{self.store}.")
         self.hosts = []
-        self.host_count = 0
-        self.pg = pg
+        self.pg = None
         self._own_pg = False
         self.extra_clusters = []  # clusters a test started for itself
 
@@ -480,32 +367,36 @@ class Context:
             self.tmp = None
 
 
-def parse_args(description, argv=None):
+def parse_args(description, argv=None, more=None):
+    """The options every runner takes (fault modules, run.py, fuzz.py,
+    tests/e2e.py); `more(parser)` adds a runner's own."""
     p = argparse.ArgumentParser(description=description)
-    add_arguments(p)
-    return p.parse_args(argv)
-
-
-def add_arguments(p):
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--scale", choices=["quick", "full"],
                    default=os.environ.get("FAULTS_SCALE", "quick") or "quick")
-    p.add_argument("--host", choices=["book-host", "spin"], default="book-host",
-                   help="serve with book-host, or with real Spin ($SPIN, else spin on PATH)")
+    p.add_argument("--host", choices=launch.HOSTS, default="spin-lite",
+                   help="serve with spin-lite, or with real Spin ($SPIN, build/spin/spin, PATH)")
+    p.add_argument("--wasm", help="serve this component instead of the manifest's")
+    p.add_argument("--manifest", help="serve this manifest instead of spin.toml")
+    p.add_argument("--reuse", type=int, default=1, help="spin-lite --max-instance-reuse N")
+    if more:
+        more(p)
+    return p.parse_args(argv)
 
 
 def preconditions(ctx):
-    for path, hint in ((HOST_BIN, "cargo build --release --locked -p book-host"),
-                       (WASM, "cargo build --release --locked --target wasm32-wasip2 -p book-catalog")):
-        if not path.exists():
-            raise RuntimeError(f"{path} not found ({hint})")
+    if not ctx.spin and not launch.SPIN_LITE.exists():
+        raise RuntimeError(f"{launch.SPIN_LITE} not found (cargo build --release --locked -p spin-lite)")
+    if not (ctx.wasm or ctx.manifest or WASM.exists()):
+        raise RuntimeError(f"{WASM} not found "
+                           "(cargo build --release --locked --target wasm32-wasip2 -p book-catalog)")
     if ctx.spin:
         require_spin()
 
 
 def require_spin():
-    if not (SPIN_BIN and os.access(SPIN_BIN, os.X_OK)):
-        raise RuntimeError("no Spin binary (set SPIN=path, or put spin on PATH)")
+    if not launch.spin_binary():
+        raise RuntimeError("no Spin binary (set SPIN=path, put spin on PATH, or unpack it to build/spin/spin)")
 
 
 def install_signal_handlers():
@@ -531,20 +422,34 @@ def run_guarded(ctx, name, fn):
         ctx.hosts = []
 
 
-def main(name, fn, description=""):
-    args = parse_args(description or name)
+def run_modules(args, modules, label):
+    """Runs each (name, run) of `modules` with one context, every check one
+    test; prints `LABEL STORE: N passed, M failed` and exits with 0 only when
+    nothing failed."""
     install_signal_handlers()
-    # Run alone, a module's lines carry its own name ("side by side sqlite:
-    # ..."), not run.py's "faults".
-    ctx = Context(args.store, args.scale, label=name.replace("_", " "), host=args.host)
+    ctx = Context(args, label=label)
     atexit.register(ctx.cleanup)
     try:
         preconditions(ctx)
         ctx.setup_pg()
     except Exception as e:  # noqa: BLE001
-        ctx.tally.check(False, f"{name}: setup", repr(e))
+        ctx.tally.check(False, "setup", repr(e))
         sys.exit(ctx.tally.finish())
-    run_guarded(ctx, name, fn)
+    for name, fn in modules:
+        before = (ctx.tally.passed, ctx.tally.failed)
+        started = time.monotonic()
+        ctx.tally.prefix = f"{name}: " if len(modules) > 1 else ""
+        run_guarded(ctx, name, fn)
+        ctx.tally.prefix = ""
+        if len(modules) > 1:
+            log(f"{ctx.tally.label} {ctx.store}: {name}: {ctx.tally.passed - before[0]} passed, "
+                f"{ctx.tally.failed - before[1]} failed in {time.monotonic() - started:.0f}s")
     code = ctx.tally.finish()
     ctx.cleanup(failed=code != 0)
     sys.exit(code)
+
+
+def main(name, fn):
+    """A module run alone: its lines carry its own name ("side by side
+    sqlite: ..."), not run.py's "faults"."""
+    run_modules(parse_args(name), [(name, fn)], name.replace("_", " "))

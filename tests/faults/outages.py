@@ -327,7 +327,7 @@ def sqlite_bad_file(ctx):
             db.write_bytes(os.urandom(64 * 1024))
         else:
             db.mkdir()
-        host.start()
+        host.start(healthy=False)
         # The earlier token stays valid (same secret). A login needs the
         # database too (the failed-login check), so it fails closed.
         answers = [host.call("POST", "/token", {"username": host.username, "password": host.password}),

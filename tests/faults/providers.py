@@ -86,11 +86,11 @@ class VaultHost(lib.Host):
     def __init__(self, ctx):
         super().__init__(ctx, secret=None, username="unused", password="unused")
 
-    def env(self):
-        env = super().env()
+    def settings(self):
+        settings = super().settings()
         for name in ("AUTH_USERNAME", "AUTH_PASSWORD"):
-            env.pop(name)
-        return env
+            settings.pop(name)
+        return settings
 
 
 def run(ctx):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replicas: three book-host processes on one PostgreSQL database.
+"""Replicas: three spin-lite processes on one PostgreSQL database.
 
     tests/faults/replicas.py --store postgres [--scale quick|full]
 

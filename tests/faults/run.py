@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Every fault test, one after another, with one closing line.
 
-    tests/faults/run.py --store sqlite|postgres [--scale quick|full] [--host book-host|spin]
+    tests/faults/run.py --store sqlite|postgres [--scale quick|full] [--host spin-lite|spin]
+                        [--wasm F] [--manifest F] [--reuse N]
                         [--only NAME,...]
 
 Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits,
@@ -15,10 +16,7 @@ when set. Exit status 0 only when nothing failed. FAULTS_KEEP=1 keeps the
 temporary directory (host logs).
 """
 
-import argparse
-import atexit
 import sys
-import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -43,35 +41,9 @@ MODULES = [("concurrency", concurrency), ("crash", crash), ("attacks", attacks),
            ("upgrade", upgrade)]
 
 
-def main():
-    p = argparse.ArgumentParser(description="all fault tests")
-    lib.add_arguments(p)
-    p.add_argument("--only", default="", help="comma-separated module names")
-    args = p.parse_args()
-    only = {x for x in args.only.split(",") if x}
-    lib.install_signal_handlers()
-    ctx = lib.Context(args.store, args.scale, host=args.host)
-    atexit.register(ctx.cleanup)
-    try:
-        lib.preconditions(ctx)
-        ctx.setup_pg()
-    except Exception as e:  # noqa: BLE001
-        ctx.tally.check(False, "setup", repr(e))
-        sys.exit(ctx.tally.finish())
-    for name, module in MODULES:
-        if only and name not in only:
-            continue
-        before = (ctx.tally.passed, ctx.tally.failed)
-        started = time.monotonic()
-        ctx.tally.prefix = f"{name}: "
-        lib.run_guarded(ctx, name, module.run)
-        ctx.tally.prefix = ""
-        lib.log(f"faults {args.store}: {name}: {ctx.tally.passed - before[0]} passed, "
-                f"{ctx.tally.failed - before[1]} failed in {time.monotonic() - started:.0f}s")
-    code = ctx.tally.finish()
-    ctx.cleanup(failed=code != 0)
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    main()
+    chosen = lib.parse_args("all fault tests", more=lambda p: p.add_argument(
+        "--only", default="", help="comma-separated module names"))
+    only = {x for x in chosen.only.split(",") if x}
+    lib.run_modules(chosen, [(name, module.run) for name, module in MODULES
+                             if not only or name in only], "faults")

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""book-host and real Spin, side by side: the same requests, the same answers.
+"""spin-lite and real Spin, side by side: the same requests, the same answers.
 
     tests/faults/side_by_side.py --store sqlite|postgres [--scale quick|full]
 
-Starts `book-host` and `spin up` ($SPIN, else spin on PATH) on the same
+Starts `spin-lite` and `spin up` ($SPIN, else spin on PATH) on the same
 component, with the same secret, credentials and settings, each on an empty
 store of its own (SQLite: its own state folder; PostgreSQL: a fresh database
 each). Then sends both the same seeded sequence of requests, one pair at a
@@ -211,30 +211,30 @@ def run(ctx, seed=SEED):
     def fresh_database():
         return ctx.pg.fresh_database() if ctx.store == "postgres" else None
 
-    book_host = lib.Host(ctx, spin=False, db_url=fresh_database()).start()
-    spin_up = lib.Host(ctx, spin=True, db_url=fresh_database(), secret=book_host.secret,
-                       username=book_host.username, password=book_host.password).start()
-    tokens = [book_host.token(), spin_up.token()]
+    spin_lite = lib.Host(ctx, kind="spin-lite", db_url=fresh_database()).start()
+    spin_up = lib.Host(ctx, kind="spin", db_url=fresh_database(), secret=spin_lite.secret,
+                       username=spin_lite.username, password=spin_lite.password).start()
+    tokens = [spin_lite.token(), spin_up.token()]
     rng = random.Random(seed)
-    sequence = Sequence(rng, book_host.secret, book_host.username, book_host.password)
+    sequence = Sequence(rng, spin_lite.secret, spin_lite.username, spin_lite.password)
     count = 3000 if ctx.full else 600
     differences, statuses = [], {}
     for i in range(count):
         request = sequence.next()
-        a = answer(book_host, tokens[0], request)
+        a = answer(spin_lite, tokens[0], request)
         b = answer(spin_up, tokens[1], request)
         statuses[a["status"]] = statuses.get(a["status"], 0) + 1
         if not same(a, b):
             differences.append((i, request[:2], a, b))
         sequence.learn(request, b["status"])
-    t.note(f"seed {seed}: {count} requests, book-host's statuses {dict(sorted(statuses.items()))}")
-    detail = "\n".join(f"#{i} {req}: book-host {a} / spin {b}" for i, req, a, b in differences[:5])
+    t.note(f"seed {seed}: {count} requests, spin-lite's statuses {dict(sorted(statuses.items()))}")
+    detail = "\n".join(f"#{i} {req}: spin-lite {a} / spin {b}" for i, req, a, b in differences[:5])
     t.check(not differences,
-            f"{count} seeded requests (valid, invalid, hostile; every endpoint): book-host and "
+            f"{count} seeded requests (valid, invalid, hostile; every endpoint): spin-lite and "
             f"spin up answer alike", f"{len(differences)} differ:\n{detail}")
     t.check(len(statuses) >= 8, "the sequence reached at least 8 kinds of answer",
             f"{statuses}")
-    for host in (book_host, spin_up):
+    for host in (spin_lite, spin_up):
         host.stop()
 
 

@@ -49,11 +49,9 @@ TOO_MANY = "Too many login attempts"
 class ThrottledHost(lib.Host):
     hops = "1"
 
-    def env(self):
-        env = super().env()
-        env.update(LOGIN_MAX_FAILURES=str(MAX_FAILURES), LOGIN_WINDOW_SECONDS=str(WINDOW),
-                   TRUSTED_PROXY_HOPS=self.hops)
-        return env
+    def settings(self):
+        return dict(super().settings(), LOGIN_MAX_FAILURES=str(MAX_FAILURES),
+                    LOGIN_WINDOW_SECONDS=str(WINDOW), TRUSTED_PROXY_HOPS=self.hops)
 
 
 class DirectHost(ThrottledHost):

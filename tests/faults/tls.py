@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """PostgreSQL over TLS as real Spin 4.0.2 does it.
 
-    tests/faults/tls.py --store postgres [--host book-host|spin]
+    tests/faults/tls.py --store postgres [--host spin-lite|spin]
 
 A cluster of its own that serves TLS with a certificate for IP 127.0.0.1
 signed by a CA of its own, which no system trusts (the usual self-signed or
 private-CA cluster certificate). Spin verifies the server's certificate and
 host name under every sslmode but `disable`, against the system's roots;
-`book-host` must do the same, so each check runs against the host under test
+spin-lite must do the same, so each check runs against the host under test
 (`--host spin` runs them under real Spin):
 
 * `sslmode=require`, `prefer` and no sslmode: refused (GET /health 503), no
@@ -37,13 +37,13 @@ class TlsHost(lib.Host):
         super().__init__(ctx, db_url=db_url)
         self.ca_file = ca_file
 
-    def env(self):
-        env = super().env()
+    def command_and_env(self):
+        command, env = super().command_and_env()
         for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
             env.pop(name, None)
         if self.ca_file:
             env["SSL_CERT_FILE"] = str(self.ca_file)
-        return env
+        return command, env
 
 
 def with_sslmode(url, mode, host=None):
@@ -71,7 +71,8 @@ def run(ctx):
         ("sslmode=verify-full (a mode Spin 4.0.2 does not know)", "verify-full", ca, None, 503),
     ]
     for name, mode, ca_file, host_name, expected in cases:
-        host = TlsHost(ctx, with_sslmode(cluster.url, mode, host_name), ca_file).start()
+        host = TlsHost(ctx, with_sslmode(cluster.url, mode, host_name), ca_file)
+        host.start(healthy=expected == 200)
         r = lib.try_request(host.port, "GET", "/health", timeout=30)
         ok = r.is_envelope(expected, "Service healthy" if expected == 200 else
                            "Service unavailable")

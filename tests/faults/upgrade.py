@@ -2,12 +2,12 @@
 """A database made by the schema before versioned migrations, upgraded in
 place, rows kept.
 
-    tests/faults/upgrade.py --store sqlite|postgres [--host book-host|spin]
+    tests/faults/upgrade.py --store sqlite|postgres [--host spin-lite|spin]
 
 The database holds what the component created before migrations were
 versioned (`books` and `login_failures`, no `schema_migrations`), with books
 and a failed-login count whose window still runs. Then the host serves it:
-`book-host` migrates at start, real Spin (`--host spin`) lazily, on the
+The component migrates it lazily, under either host, on the
 first statement that finds `login_attempts` missing. Checks: every book is
 there with its id and fields; a new book gets an id after them; the running
 count was carried into `login_attempts` (the client has only its remaining

@@ -42,7 +42,7 @@ A file declares what it needs in its first comment lines:
   # needs: forwarded-for        (or both: `# needs: secret, forwarded-for`)
 
 Secrets. The password, the signing secret, every token forged with it
-(tests/hurl/forge_tokens.py; all but the unsigned ones, and their signature
+(tests/faults/lib.py's forge; all but the unsigned ones, and their signature
 segments on their own) and every secret given reach hurl as secrets
 (HURL_SECRET_NAME in its environment, never on a command line), the password
 also as hurl writes it escaped in a JSON body and a curl command; and every
@@ -68,7 +68,7 @@ The suite leaves no books behind: every file deletes the books it creates.
 The runner checks it: the catalog is listed before and after the suite, and
 a book that appeared during the run and carries this run's id (`run_id`, in
 every title the suite writes) is reported as a failure and then deleted.
---strict (for a deployment nobody else uses, like the hosts of tests/e2e.sh)
+--strict (for a deployment nobody else uses, like the hosts of tests/e2e.py)
 also fails on any other change to the catalog.
 
 One test per request: a request passes when all its asserts pass; requests
@@ -99,8 +99,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(HERE))
-from forge_tokens import forge  # noqa: E402  (the bad tokens auth_forged.hurl needs)
+sys.path.insert(0, str(HERE.parent / "faults"))
+from lib import forge  # noqa: E402  (the bad tokens auth_forged.hurl needs)
 
 REQUEST_LINE = re.compile(r"^(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS|CONNECT|TRACE) \S")
 NEEDS_LINE = re.compile(r"^#\s*needs:\s*(.+?)\s*$")

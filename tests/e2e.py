@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""End to end: the real host serving the real component over HTTP.
+
+    tests/e2e.py [--store sqlite|postgres] [--host spin-lite|spin] [--reuse N]
+                 [--wasm F] [--manifest F]
+
+Serves the component (tests/launch.py, through tests/faults/lib.py's Host:
+a fresh state directory, a random signing secret, credentials of its own,
+one trusted proxy, a 30-second failed-login window so that throttle.hurl's
+counts lapse soon), then:
+  * runs the whole hurl suite with tests/hurl/run.py --strict (the runner of
+    `make hurl`; the host is ours alone, so the catalog must be exactly as
+    before the suite), one test per request;
+  * a book created before a restart is there after it, with the same fields,
+    and a token issued before it is still valid;
+  * the host exits 0 on SIGTERM, after the suite and after the restart;
+  * SQLite: the database is <state-dir>/sqlite_db.db.
+PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR (its database may
+already hold books), else one of its own, removed at the end.
+
+Output: `e2e STORE: N passed, M failed` (the label names --reuse, --wasm and
+Spin); `N M` is appended to $E2E_TALLY when set. Exit status 0 only when
+nothing failed.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "faults"))
+import lib  # noqa: E402
+
+LOGIN_WINDOW_SECONDS = "30"
+
+
+class E2eHost(lib.Host):
+    def settings(self):
+        return dict(super().settings(), LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS)
+
+
+def hurl_suite(ctx, host):
+    """tests/hurl/run.py against the host; its tally joins ours."""
+    with tempfile.NamedTemporaryFile("r", dir=ctx.tmp, suffix=".counts") as counts:
+        env = dict(os.environ, HURL_BASE_URL=host.base_url, HURL_USERNAME=host.username,
+                   HURL_PASSWORD=host.password, SECRET_TOKEN=host.secret,
+                   TRUSTED_PROXY_HOPS="1", LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS)
+        subprocess.run([sys.executable, str(HERE / "hurl/run.py"), "--strict", "--counts",
+                        counts.name, "--label", f"{ctx.tally.label} {ctx.store}"],
+                       env=env, stdout=sys.stderr, timeout=3600)
+        passed, failed = (int(n) for n in (counts.read().split() or ["0", "1"]))
+    ctx.tally.passed += passed
+    ctx.tally.failed += failed
+    if failed:
+        ctx.tally.failures.append(f"hurl: {failed} failed")
+    lib.log(f"{ctx.tally.label} {ctx.store}: hurl: {passed} passed, {failed} failed")
+
+
+def run(ctx):
+    t = ctx.tally
+    host = E2eHost(ctx).start()
+    hurl_suite(ctx, host)
+
+    book = {"title": "Restart \u2713 " + lib.random_text(8), "author": "Persistence \u00e9",
+            "year": 1851}
+    old_token = host.token()
+    created = host.call("POST", "/book", book, old_token)
+    t.check(created.is_envelope(201, "Book created successfully"),
+            "restart: a book created before it", f"{created!r}")
+    t.check(host.stop() == 0, "the host exits 0 on SIGTERM (after the suite)")
+    if ctx.store == "sqlite":
+        db = host.state_dir / "sqlite_db.db"
+        t.check(db.is_file() and db.stat().st_size > 0,
+                "the default SQLite database is <state-dir>/sqlite_db.db",
+                f"files: {sorted(p.name for p in host.state_dir.iterdir())}")
+
+    host.start()
+    if created.status == 201:
+        book_id = created.data["id"]
+        expected = dict(book, id=book_id)
+        answers = [host.call("GET", f"/book/{book_id}", token=token)
+                   for token in (old_token, host.token())]
+        listed = host.call("GET", "/books", token=old_token)
+        t.check(all(r.is_envelope(200, "Book retrieved successfully") and r.data == expected
+                    for r in answers)
+                and listed.is_envelope(200) and expected in listed.data,
+                f"a book survives a restart (id {book_id}, same fields; the old token still valid)",
+                f"{answers} {listed!r}")
+        deleted = host.call("DELETE", f"/book/{book_id}", token=old_token)
+        t.check(deleted.is_envelope(200, "Book deleted successfully"),
+                "restart: the book is deleted afterwards", f"{deleted!r}")
+    t.check(host.stop() == 0, "the host exits 0 on SIGTERM (after the restart)")
+
+
+if __name__ == "__main__":
+    args = lib.parse_args("end to end")
+    details = ([f"reuse {args.reuse}"] if args.reuse != 1 else []) \
+        + [Path(f).name for f in (args.manifest, args.wasm) if f]
+    lib.run_modules(args, [("e2e", run)], "e2e" + (f" ({', '.join(details)})" if details else ""))

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""The one way the tests and the benchmark serve the component.
+
+    tests/launch.py --host spin-lite|spin [--store sqlite|postgres] [--pg-url URL]
+                    [--wasm FILE] [--manifest FILE] [--reuse N] [--port N]
+                    [--state-dir DIR] [--env NAME=VALUE]... -- COMMAND...
+
+Starts the host on 127.0.0.1 (a free port unless --port) with a fresh state
+directory (unless --state-dir), waits until `GET /health` answers 200, runs
+COMMAND with BASE_URL, SECRET_TOKEN (the signing secret the host got:
+--env SECRET_TOKEN=..., else a random one), HOST_PID and STATE_DIR in its
+environment, then stops the host with SIGTERM and exits with COMMAND's
+status. The host's output goes to STATE_DIR/../host-N.log (shown when it
+fails to start).
+
+The hosts: `spin-lite` (target/release/spin-lite, or $SPIN_LITE) or real Spin
+(`spin up`: $SPIN, else build/spin/spin, else spin on PATH). Both get the
+settings as a Spin user sets them: the secret and the store (SECRET_TOKEN,
+DB_URL and the db_host it implies) as SPIN_VARIABLE_*, every other --env
+NAME=VALUE as the component's environment (`-e NAME=VALUE`). No setting of
+the caller's shell reaches the host (SPIN_VARIABLE_* are dropped), and it
+runs from its own directory (no stray .env).
+
+--store postgres serves DB_URL=--pg-url, else a throwaway cluster of
+scripts/pg-cluster.sh (removed afterwards). On spin-lite, a PostgreSQL query
+that returns no rows fails (SPIN_LITE_PG_EMPTY_QUERY_ERROR=1), because it
+hangs real Spin 4.0.2. --reuse N: spin-lite --max-instance-reuse N.
+--wasm points the manifest's one `source` at FILE (in a copy).
+
+As a module: `Host` (what the CLI starts), `Pg` (a pg-cluster.sh cluster),
+`psql`, `free_port`, `random_text`.
+"""
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import string
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = ROOT / "spin.toml"
+SPIN_LITE = Path(os.environ.get("SPIN_LITE") or ROOT / "target/release/spin-lite")
+PG_CLUSTER = ROOT / "scripts/pg-cluster.sh"
+# Set as Spin variables (SPIN_VARIABLE_<NAME>); every other setting is the
+# component's environment (`-e`).
+SPIN_VARIABLES = ("SECRET_TOKEN", "DB_URL", "DB_HOST")
+HOSTS = ("spin-lite", "spin")
+
+
+def spin_binary():
+    """Real Spin: $SPIN, else build/spin/spin (.ci/run unpacks it there),
+    else spin on PATH; None without one."""
+    for candidate in (os.environ.get("SPIN"), ROOT / "build/spin/spin", shutil.which("spin")):
+        if candidate and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def random_text(n):
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def psql(url, sql):
+    """Runs `sql` against the database at `url` (the newest psql installed);
+    its output, one row a line, fields separated by `|`."""
+    bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: [
+        int(x) if x.isdigit() else x for x in p.parent.name.split(".")])[-1]
+    out = subprocess.run([str(bindir / "psql"), url, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                          "-c", sql], check=True, timeout=60, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+class Pg:
+    """A pg-cluster.sh cluster: the one in `directory` (left running), or our
+    own (removed by close)."""
+
+    def __init__(self, directory=None, tls=False):
+        self.own = directory is None
+        if self.own:
+            directory = tempfile.mkdtemp(prefix="book-pg.")
+            out = subprocess.run([str(PG_CLUSTER), "start", directory] + (["--tls"] if tls else []),
+                                 check=True, capture_output=True, text=True, timeout=120)
+            self.url = out.stdout.strip().splitlines()[-1]
+        else:
+            d = Path(directory)
+            password = (d / "pwfile").read_text().strip()
+            port = (d / "port").read_text().strip()
+            self.url = f"postgres://postgres:{password}@127.0.0.1:{port}/books?sslmode=disable"
+        self.dir = directory
+
+    def fresh_database(self):
+        """Creates an empty database in the cluster; returns its URL."""
+        name = "faults_" + random_text(10).lower()
+        psql(self.url, f"CREATE DATABASE {name}")
+        return urlsplit(self.url)._replace(path="/" + name).geturl()
+
+    def pause(self):
+        subprocess.run([str(PG_CLUSTER), "pause", self.dir], check=True, timeout=60)
+
+    def resume(self):
+        subprocess.run([str(PG_CLUSTER), "resume", self.dir], check=True, timeout=60)
+
+    def close(self):
+        if self.own and self.dir:
+            subprocess.run([str(PG_CLUSTER), "stop", self.dir], timeout=60,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.dir = None
+
+
+def db_host(url):
+    """spin.toml's db_host for a postgres:// URL: host:port, as Spin matches it."""
+    u = urlsplit(url)
+    host = u.hostname if ":" not in (u.hostname or "") else f"[{u.hostname}]"
+    return f"{host}:{u.port or 5432}"
+
+
+def manifest_for(wasm, manifest, directory):
+    """A copy of `manifest` in `directory` whose one `source` is `wasm`."""
+    text = Path(manifest).read_text(encoding="utf-8")
+    text, count = re.subn(r'(?m)^source\s*=\s*".*"\s*$',
+                          lambda _: "source = " + json.dumps(str(Path(wasm).resolve())), text)
+    if count != 1:
+        raise ValueError(f"{manifest}: expected one `source = ...` line, found {count}")
+    copy = Path(directory) / "spin.toml"
+    copy.write_text(text, encoding="utf-8")
+    return copy
+
+
+class Host:
+    """The component served on a loopback port by spin-lite or real Spin.
+
+    `settings`: the component's settings by environment name (SECRET_TOKEN,
+    AUTH_USERNAME, ...); `settings()` may be overridden. `args`: more
+    command-line options for the host; `extra_env`: more of its process
+    environment. start() and stop() may alternate (a restart keeps the state
+    directory and picks a new port unless `port` was given)."""
+
+    def __init__(self, kind="spin-lite", store="sqlite", settings=None, pg_url=None, wasm=None,
+                 manifest=None, reuse=1, port=None, state_dir=None, workdir=None):
+        if kind not in HOSTS:
+            raise ValueError(f"host must be one of {HOSTS}, not {kind!r}")
+        if kind == "spin" and reuse != 1:
+            raise ValueError("--reuse is spin-lite's (--max-instance-reuse); Spin has no such option")
+        if store == "postgres" and not pg_url:
+            raise ValueError("the PostgreSQL store needs a database URL")
+        self.kind, self.store, self.pg_url, self.reuse = kind, store, pg_url, reuse
+        self.own_settings = dict(settings or {})
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="book-launch."))
+        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="state.", dir=self.workdir))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.manifest = Path(manifest or MANIFEST).resolve()
+        if wasm:
+            self.manifest = manifest_for(wasm, self.manifest, tempfile.mkdtemp(dir=self.workdir))
+        self.fixed_port = port
+        self.port = None
+        self.proc = None
+        self.log_path = None
+        self.args = []
+        self.extra_env = {}
+
+    @property
+    def spin(self):
+        return self.kind == "spin"
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def settings(self):
+        settings = dict(self.own_settings)
+        if self.store == "postgres":
+            settings.setdefault("DB_URL", self.pg_url)
+            settings.setdefault("DB_HOST", db_host(settings["DB_URL"]))
+        return settings
+
+    def binary(self):
+        if self.spin:
+            found = spin_binary()
+            if not found:
+                raise RuntimeError("no Spin binary (set SPIN=path, put spin on PATH, "
+                                   "or unpack it to build/spin/spin)")
+            return [found, "up"]
+        if not SPIN_LITE.exists():
+            raise RuntimeError(f"{SPIN_LITE} not found (cargo build --release --locked -p spin-lite)")
+        return [str(SPIN_LITE)]
+
+    def command_and_env(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPIN_VARIABLE_")}
+        command = self.binary() + ["--from", str(self.manifest)]
+        for name, value in self.settings().items():
+            if name in SPIN_VARIABLES:
+                env["SPIN_VARIABLE_" + name] = value
+            else:
+                command += ["-e", f"{name}={value}"]
+        if not self.spin:
+            if self.reuse != 1:
+                command += ["--max-instance-reuse", str(self.reuse)]
+            if self.store == "postgres":
+                env["SPIN_LITE_PG_EMPTY_QUERY_ERROR"] = "1"
+        # `spin up` passes the options it does not know to its trigger: last.
+        command += ["--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir)]
+        env.update(self.extra_env)
+        return command + self.args, env
+
+    def start(self, timeout=90, healthy=True):
+        """Starts the host and waits until GET /health answers 200 (any HTTP
+        answer when not `healthy`)."""
+        self.port = self.fixed_port or free_port()
+        command, env = self.command_and_env()
+        index = len(list(self.workdir.glob("host-*.log"))) + 1
+        self.log_path = self.workdir / f"host-{index}.log"
+        with open(self.log_path, "ab") as log:
+            # Its own process group: `spin up` serves from a child process.
+            self.proc = subprocess.Popen(command, cwd=self.workdir, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.kind} exited with {self.proc.returncode} before serving; "
+                                   f"its log:\n{self.tail()}")
+            status = self.health()
+            if status == 200 or (status and not healthy):
+                return self
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"{self.kind}: GET /health did not answer 200 within {timeout}s; "
+                           f"its log:\n{self.tail()}")
+
+    def health(self):
+        """GET /health's status, or None when nothing answers."""
+        try:
+            with urllib.request.urlopen(self.base_url + "/health", timeout=5) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+        except OSError:
+            return None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=20):
+        """SIGTERM, then SIGKILL after `timeout`; the exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.kill_group()
+        return self.proc.returncode
+
+    def kill(self):
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
+        self.kill_group()
+
+    def kill_group(self):
+        """Whatever the host started (Spin's trigger process) goes too."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def tail(self, lines=30):
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                usage=__doc__.split("\n\n")[1].strip())
+    p.add_argument("--host", choices=HOSTS, required=True)
+    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    p.add_argument("--pg-url")
+    p.add_argument("--wasm")
+    p.add_argument("--manifest")
+    p.add_argument("--reuse", type=int, default=1)
+    p.add_argument("--port", type=int)
+    p.add_argument("--state-dir")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        p.error("a COMMAND to run is required (after --)")
+    settings = dict(pair.split("=", 1) for pair in args.env if "=" in pair)
+    if len(settings) != len(args.env):
+        p.error("--env takes NAME=VALUE")
+    settings.setdefault("SECRET_TOKEN", random_text(48))
+    workdir = tempfile.mkdtemp(prefix="book-launch.")
+    pg = Pg() if args.store == "postgres" and not args.pg_url else None
+    host = None
+    try:
+        host = Host(args.host, args.store, settings, pg_url=args.pg_url or (pg and pg.url),
+                    wasm=args.wasm, manifest=args.manifest, reuse=args.reuse, port=args.port,
+                    state_dir=args.state_dir, workdir=workdir)
+        signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
+        host.start()
+        env = dict(os.environ, BASE_URL=host.base_url, SECRET_TOKEN=settings["SECRET_TOKEN"],
+                   HOST_PID=str(host.proc.pid), STATE_DIR=str(host.state_dir))
+        status = subprocess.run(command, env=env).returncode
+        stopped = host.stop()
+        if stopped != 0:
+            print(f"launch: {args.host} exited with {stopped} on SIGTERM", file=sys.stderr)
+        return status
+    except (RuntimeError, ValueError, OSError, subprocess.SubprocessError) as e:
+        print(f"launch: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if host is not None:
+            host.kill()
+        if pg is not None:
+            pg.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
