@@ -6,7 +6,7 @@
 #   SPIN_VARIABLE_SECRET_TOKEN        required: at least 32 bytes
 #                                     (openssl rand -base64 48)
 #   SPIN_VARIABLE_AUTH_PASSWORD_HASH  an Argon2id PHC string
-#                                     (target/release/book-host hash-password), or
+#                                     (Debian's argon2 CLI: README.md), or
 #   SPIN_VARIABLE_AUTH_PASSWORD       a plain password: one of the two is required
 #   SPIN_VARIABLE_AUTH_USERNAME       default admin
 #   SPIN_VARIABLE_DB_URL              optional: postgres://...; empty = the cloud
