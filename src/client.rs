@@ -2,10 +2,10 @@
 //! (docs/configuration.md, "Login protection"), and the key its count is kept under.
 //!
 //! In order:
-//! 1. `client_ip_header`: a header an edge in front of the service
+//! 1. The client address header, if configured: a header an edge in front of the service
 //!    overwrites with the address it saw (`true-client-ip` on Akamai,
 //!    `cf-connecting-ip` on Cloudflare); missing or unparsable, the next rule.
-//! 2. `trusted_proxy_hops` = N >= 1: the address N places from the right of
+//! 2. N >= 1 trusted proxy hops: the address N places from the right of
 //!    "every `X-Forwarded-For` entry, then the peer address". Each trusted
 //!    proxy appends the address it received the request from, so the entries
 //!    a client wrote itself are always to the left of those: the leftmost
@@ -22,11 +22,10 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 pub const UNKNOWN_CLIENT: &str = "unknown";
 
 /// The request header Spin puts the peer's `ip:port` in.
-pub const PEER_ADDRESS_HEADER: &str = "spin-client-addr";
-pub const FORWARDED_FOR_HEADER: &str = "x-forwarded-for";
+const PEER_ADDRESS_HEADER: &str = "spin-client-addr";
+const FORWARDED_FOR_HEADER: &str = "x-forwarded-for";
 
-/// How a deployment identifies clients (the settings `client_ip_header` and
-/// `trusted_proxy_hops`).
+/// How a deployment identifies clients (read by `settings::client_identity`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientIdentity {
     /// A lower-case header name, or `None`.
@@ -47,6 +46,28 @@ pub struct ClientHeaders<'a> {
 }
 
 impl ClientIdentity {
+    /// The key of the client of a request with these header fields (names
+    /// in lower case, in the order received). Spin appends its own
+    /// `spin-client-addr` after any the client sent, so the platform's value
+    /// is the last one.
+    pub fn key_of_request(&self, fields: &[(String, Vec<u8>)]) -> String {
+        let values = |name: &str| {
+            let name = name.to_string();
+            fields
+                .iter()
+                .filter(move |(candidate, _)| *candidate == name)
+                .map(|(_, value)| value.as_slice())
+        };
+        self.key(&ClientHeaders {
+            peer: values(PEER_ADDRESS_HEADER).last(),
+            forwarded_for: values(FORWARDED_FOR_HEADER).collect(),
+            ip_header: self
+                .ip_header
+                .as_deref()
+                .and_then(|name| values(name).last()),
+        })
+    }
+
     /// The key the client's failed logins are counted under.
     pub fn key(&self, headers: &ClientHeaders) -> String {
         let from_header = self
@@ -232,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn the_client_ip_header_comes_first_when_readable() {
+    fn a_client_address_header_comes_first_when_readable() {
         let akamai = ClientIdentity {
             ip_header: Some("true-client-ip".into()),
             proxy_hops: 1,

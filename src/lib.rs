@@ -13,7 +13,7 @@
 //!   configured password and its check, the failed-login limit's rules,
 //!   tokens;
 //! - `settings`: every setting, the only module that names one: where it is
-//!   read, its default, parsing and warnings, and the store `DB_URL` names
+//!   read, its default, parsing and warnings, and which store to open
 //!   (`StoreKind`, `DbUrl`);
 //! - `sql`, `store`, `migrations`: every statement and its rows read back;
 //!   what the handlers ask of a database, written once over a `Connection`;

@@ -1,13 +1,13 @@
 //! The failed-login limit (docs/configuration.md, "Login protection"): login
 //! attempts are counted per client (see `client`) in the configured store; once
-//! `login_max_failures` attempts of a window have been checked and failed,
+//! the limit's number of attempts of a window have been checked and failed,
 //! every `POST /token` from that client answers 429 "Too many login
 //! attempts" with `Retry-After`, until the window ends. A successful login
 //! clears the client's count.
 //!
 //! An attempt is counted before its password is checked, in one atomic
 //! statement, so that however many logins arrive at once (from one host or
-//! from replicas on one database), at most `login_max_failures` passwords of
+//! from replicas on one database), at most that many passwords of
 //! a client are checked per window: the statement hands each concurrent
 //! attempt its own number, and an attempt numbered past the limit is refused
 //! unchecked. What a login costs the store (each item one statement):

@@ -1,6 +1,6 @@
-//! The login password as configured: plain text (`auth_password`) or an
-//! Argon2id hash in PHC form (`auth_password_hash`, docs/configuration.md,
-//! "Password hash"), and the check of a submitted password against it.
+//! The login credentials as configured: a name, and a password in plain
+//! text or as an Argon2id hash in PHC form (docs/configuration.md, "Password
+//! hash"), and the check of a submitted login against them.
 
 use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params};
@@ -20,7 +20,35 @@ pub const MAX_TIME_COST: u32 = 10;
 /// threads), so more lanes only cost more time.
 pub const MAX_PARALLELISM: u32 = 4;
 
-/// Why `auth_password_hash` cannot be used. Never holds the hash itself.
+/// The configured login name and password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub username: String,
+    pub password: ExpectedPassword,
+}
+
+/// The password a login must match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectedPassword {
+    Plain(String),
+    /// An Argon2id PHC string, already checked to parse.
+    Hash(String),
+}
+
+impl Credentials {
+    /// Both parts are always checked (`&`, not `&&`), each in time that
+    /// does not depend on where a wrong value differs.
+    pub fn accept(&self, username: &str, password: &str) -> Result<bool, InvalidHash> {
+        let username_matches = same_text(username, &self.username);
+        let password_matches = match &self.password {
+            ExpectedPassword::Plain(expected) => same_text(password, expected),
+            ExpectedPassword::Hash(phc) => HashedPassword::parse(phc)?.verify(password),
+        };
+        Ok(username_matches & password_matches)
+    }
+}
+
+/// Why a configured hash cannot be used. Never holds the hash itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidHash(pub String);
 
@@ -28,8 +56,7 @@ impl std::fmt::Display for InvalidHash {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "auth_password_hash / AUTH_PASSWORD_HASH is not a usable Argon2id PHC string \
-             ($argon2id$v=19$m=...,t=...,p=...$salt$hash): {}",
+            "not a usable Argon2id PHC string ($argon2id$v=19$m=...,t=...,p=...$salt$hash): {}",
             self.0
         )
     }
@@ -181,7 +208,7 @@ mod tests {
             "$argon2id$v=7$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$aGFzaGhhc2hoYXNoaGFzaA",
         ] {
             let error = HashedPassword::parse(bad).expect_err(bad).to_string();
-            assert!(error.starts_with("auth_password_hash"), "{error}");
+            assert!(error.starts_with("not a usable Argon2id"), "{error}");
             // The message quotes the expected form; anything else of the
             // input (here its last 8 characters) must not appear.
             let tail = &bad[bad.len().saturating_sub(8)..];

@@ -4,7 +4,7 @@
 //! nothing of theirs.
 
 use crate::error::ApiError;
-use crate::settings::{DbUrl, Setting, SettingSource};
+use crate::settings::{self, DbUrl, SettingSource};
 use crate::store::Connection;
 
 /// Request bodies are refused past 1 MiB.
@@ -16,18 +16,17 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub trait Context: SettingSource {
     /// Unix time in seconds.
     fn now(&self) -> u64;
-    /// The database `db_url` names. Connecting may be deferred to its first
-    /// statement.
-    fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>>;
+    /// The database `database` names. Connecting may be deferred to its
+    /// first statement.
+    fn open_store(&mut self, database: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>>;
 }
 
-/// The store the `DB_URL` setting names, opened.
+/// The configured store (`settings::database`), opened.
 pub fn open_configured_store<C: Context>(
     ctx: &mut C,
 ) -> Result<Box<dyn Connection + '_>, ApiError> {
-    let db_url = ctx.setting(Setting::DbUrl)?;
-    let db_url = DbUrl::parse(db_url.as_deref()).map_err(ApiError::internal)?;
-    Ok(ctx.open_store(&db_url)?)
+    let database = settings::database(ctx)?;
+    Ok(ctx.open_store(&database)?)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,14 +65,4 @@ pub struct RequestHead<'a> {
     /// received, for the endpoints that read more than `Authorization`
     /// (`router::reads_headers`); an adapter may leave it empty for others.
     pub headers: &'a [(String, Vec<u8>)],
-}
-
-impl<'a> RequestHead<'a> {
-    /// Every value of header `name` (lower case), in the order received.
-    pub fn header_values<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a [u8]> + 's {
-        self.headers
-            .iter()
-            .filter(move |(candidate, _)| candidate == name)
-            .map(|(_, value)| value.as_slice())
-    }
 }

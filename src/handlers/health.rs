@@ -4,18 +4,17 @@
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::port::Context;
-use crate::settings::{DbUrl, Setting};
+use crate::settings;
 use crate::store;
 
 /// 200 "Service healthy" when the configured store answers a trivial query;
 /// otherwise 503 "Service unavailable", the reason in the log only (a
 /// setting that cannot be read included: the store cannot be known).
 pub fn health<C: Context>(ctx: &mut C) -> Result<Response, ApiError> {
-    let db_url = ctx
-        .setting(Setting::DbUrl)
-        .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
-    let target = DbUrl::parse(db_url.as_deref())
-        .map_err(|error| ApiError::ServiceUnavailable(error.to_string()))?;
+    let target = settings::database(ctx).map_err(|error| match error {
+        ApiError::Internal(detail) => ApiError::ServiceUnavailable(detail),
+        other => other,
+    })?;
     let unavailable = |error: anyhow::Error| {
         ApiError::ServiceUnavailable(format!("{}: {error:#}", target.describe()))
     };

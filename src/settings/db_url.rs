@@ -1,12 +1,20 @@
-//! `DB_URL`, the store setting, read once for everyone: the component
-//! (which store to open), `book-host` (what it says at start) and the tests.
-//! Forms: empty, `sqlite:` or `sqlite://default` -> Spin's `default` SQLite
+//! `DB_URL`, the store setting: which database to open. Forms: empty, `sqlite:` or `sqlite://default` -> Spin's `default` SQLite
 //! database; `sqlite://LABEL` -> the SQLite database LABEL; `postgres://...`
 //! or `postgresql://...` -> that PostgreSQL database. Anything else is
 //! refused, and described without its text. Also the one redaction of a
 //! password in a PostgreSQL address, for logs.
 
 use std::fmt;
+
+use super::{Setting, SettingSource};
+use crate::error::ApiError;
+
+/// The database `DB_URL` names; a setting that cannot be read, or names no
+/// store we support, is a 500 (the reason in the log).
+pub fn database(ctx: &mut impl SettingSource) -> Result<DbUrl, ApiError> {
+    let value = ctx.setting(Setting::DbUrl)?;
+    DbUrl::parse(value.as_deref()).map_err(ApiError::internal)
+}
 
 /// The store `DB_URL` names: its kind and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

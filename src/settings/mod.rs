@@ -10,8 +10,11 @@
 mod db_url;
 mod login;
 
+pub use db_url::database;
 pub use db_url::{redact_password, DbUrl, StoreKind, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL};
-pub use login::{client_identity, login_limit};
+pub use login::{
+    client_identity, credentials, login_limit, previous_signing_secret, signing_secret,
+};
 
 /// Where settings come from: the host (`port::Context` is one).
 pub trait SettingSource {

@@ -190,12 +190,14 @@ impl Context for SpinContext {
             .map_or(0, |elapsed| elapsed.as_secs())
     }
 
-    fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
-        match db_url.kind {
+    fn open_store(&mut self, database: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
+        match database.kind {
             #[cfg(feature = "sqlite")]
-            StoreKind::Sqlite => Ok(Box::new(sqlite::SqliteConnection::new(&db_url.address))),
+            StoreKind::Sqlite => Ok(Box::new(sqlite::SqliteConnection::new(&database.address))),
             #[cfg(feature = "postgres")]
-            StoreKind::Postgres => Ok(Box::new(postgres::PostgresConnection::new(&db_url.address))),
+            StoreKind::Postgres => Ok(Box::new(postgres::PostgresConnection::new(
+                &database.address,
+            ))),
             #[allow(unreachable_patterns)]
             kind => Err(anyhow::anyhow!(kind.missing_build_message())),
         }
