@@ -508,3 +508,72 @@ fn main() {
         std::process::exit(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use book_catalog::model::{BookChanges, BookId, NewBook};
+    use book_catalog::query::BookQuery;
+    use book_catalog::store;
+
+    /// The core's statements on PostgreSQL, through this server's connection:
+    /// a fresh schema is migrated lazily by the first statement (as under
+    /// Spin), then each store function runs once.
+    #[test]
+    #[ignore = "needs PostgreSQL: make test runs it"]
+    fn the_core_statements_run_on_postgresql() {
+        let url = std::env::var("BOOK_NATIVE_TEST_PG_URL")
+            .expect("BOOK_NATIVE_TEST_PG_URL names a PostgreSQL database");
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let mut connection = runtime.block_on(connect_postgres(&url)).unwrap();
+        let mut db = PgStore {
+            connection: &mut connection,
+            runtime: runtime.handle().clone(),
+        };
+        let schema = format!("core_test_{}", std::process::id());
+        db.execute(&format!(
+            "CREATE SCHEMA {schema}; SET search_path TO {schema}"
+        ))
+        .unwrap();
+
+        assert!(store::list(&mut db).unwrap().is_empty(), "migrated lazily");
+        let book = |title: &str| NewBook {
+            title: title.into(),
+            author: "Ann Author".into(),
+            year: 1999,
+        };
+        let dune = store::create(&mut db, &book("Dune")).unwrap();
+        let emma = store::create(&mut db, &book("Emma")).unwrap();
+        assert_eq!(store::get(&mut db, dune.id).unwrap(), Some(dune.clone()));
+        let missing = BookId::new(999).unwrap();
+        assert_eq!(store::get(&mut db, missing).unwrap(), None);
+        let query = BookQuery::parse(Some("title=dU&author=ANN&limit=1")).unwrap();
+        assert_eq!(store::list_page(&mut db, &query).unwrap(), [dune.clone()]);
+        let changes = BookChanges {
+            year: Some(1965),
+            ..BookChanges::default()
+        };
+        let updated = store::update(&mut db, dune.id, &changes).unwrap().unwrap();
+        assert_eq!(updated.year, 1965);
+        assert!(store::delete(&mut db, emma.id).unwrap());
+        assert!(!store::delete(&mut db, emma.id).unwrap());
+        store::ping(&mut db).unwrap();
+
+        let counted = store::count_login_attempt(&mut db, "c", 1_000, 60).unwrap();
+        let again = store::count_login_attempt(&mut db, "c", 1_001, 60).unwrap();
+        assert_eq!(
+            (counted.count, again.count, again.window_end),
+            (1, 2, 1_060)
+        );
+        assert_eq!(store::login_attempts(&mut db, "c").unwrap(), Some(again));
+        store::prune_login_attempts(&mut db, 1_060, 100).unwrap();
+        assert_eq!(store::login_attempts(&mut db, "c").unwrap(), None);
+        store::count_login_attempt(&mut db, "d", 1_000, 60).unwrap();
+        store::clear_login_attempts(&mut db, "d").unwrap();
+        assert_eq!(store::login_attempts(&mut db, "d").unwrap(), None);
+        assert_eq!(migrations::migrate(&mut db).unwrap(), Vec::<i64>::new());
+
+        db.execute(&format!("DROP SCHEMA {schema} CASCADE"))
+            .unwrap();
+    }
+}
