@@ -3,15 +3,15 @@
 
     tests/faults/attacks.py --store sqlite|postgres [--scale quick|full]
 
-Forged tokens (alg none/None/NONE, HS384/HS512, RS256 header with an HMAC
-signature, kid/jku/x5u headers pointing at a local listener that must never
-be contacted, exp edge cases, malformed segments), a 1 MiB Authorization
+Forged tokens beyond those of tests/hurl/auth_forged.hurl (alg None/NONE,
+ES256 and HS384 headers over an HMAC-SHA256 signature, kid/jku/x5u headers
+pointing at a local listener that must never be contacted, exp edge cases,
+malformed segments and bytes), a 1 MiB Authorization
 header repeated 50 times (host stays up, RSS bounded), and a host started
 without SECRET_TOKEN (POST /token -> 500, every token -> 401, also one
 signed with the empty key). Every check is one test.
 """
 
-import hashlib
 import http.server
 import socket
 import sys
@@ -74,13 +74,6 @@ def raw_auth_request(port, auth_bytes, timeout=30):
     return data
 
 
-def status_of(raw):
-    try:
-        return int(raw.split(b" ", 2)[1])
-    except (IndexError, ValueError):
-        return 0
-
-
 def run(ctx):
     t = ctx.tally
     host = ctx.host().start()
@@ -108,19 +101,17 @@ def run(ctx):
         expect(token, 200, "Books retrieved successfully", f"accepted: {name}")
 
     accepted(good, "the token from POST /token")
-    # alg none in three spellings, with an empty and with a real signature.
-    for alg in ("none", "None", "NONE", "nOnE"):
+    # Beyond the tokens tests/hurl/auth_forged.hurl sends (lib.forge: alg
+    # none, HS384, HS512, RS256, hs256, no alg, exp string/null/missing,
+    # claims an array, padding, two or four segments, fractional exp):
+    # alg none in other spellings, with an empty and with a real signature.
+    for alg in ("None", "NONE", "nOnE"):
         unsigned = segment({"alg": alg, "typ": "JWT"}) + "." + segment(valid_claims) + "."
         refused(unsigned, f"alg {alg}, empty signature")
         refused(jwt(key, valid_claims, {"alg": alg, "typ": "JWT"}), f"alg {alg}, HMAC-SHA256 signature")
     refused(segment({"alg": "none"}) + "." + segment(valid_claims), "alg none, two segments")
-    refused(jwt(key, valid_claims, {"alg": "HS384", "typ": "JWT"}, hashlib.sha384), "HS384, correctly signed")
-    refused(jwt(key, valid_claims, {"alg": "HS512", "typ": "JWT"}, hashlib.sha512), "HS512, correctly signed")
     refused(jwt(key, valid_claims, {"alg": "HS384", "typ": "JWT"}), "HS384 header, SHA-256 signature")
-    refused(jwt(key, valid_claims, {"alg": "RS256", "typ": "JWT"}), "RS256 header, HMAC-SHA256 signature")
     refused(jwt(key, valid_claims, {"alg": "ES256", "typ": "JWT"}), "ES256 header, HMAC-SHA256 signature")
-    refused(jwt(key, valid_claims, {"alg": "hs256", "typ": "JWT"}), "alg hs256 (lower case)")
-    refused(jwt(key, valid_claims, {"typ": "JWT"}), "no alg")
     refused(jwt(key, valid_claims, {"alg": ["HS256"]}), "alg as an array")
     refused(jwt(key, valid_claims, dict(hs, crit=["exp"])), "crit header")
     # kid / jku / x5u: ignored, never fetched.
@@ -140,23 +131,16 @@ def run(ctx):
     # exp edge cases.
     refused(jwt(key, {"exp": int(time.time())}, hs), "exp exactly now")
     refused(jwt(key, {"exp": int(time.time()) - 1}, hs), "exp one second ago")
-    accepted(jwt(key, {"exp": future + 0.25}, hs), "exp fractional, in the future")
-    refused(jwt(key, {"exp": now - 0.5}, hs), "exp fractional, in the past")
     accepted(jwt(key, None, hs, raw_claims='{"exp":1e300}'), "exp 1e300 (signed, far future)")
     refused(jwt(key, None, hs, raw_claims='{"exp":1e999}'), "exp 1e999 (overflows a double)")
     refused(jwt(key, {"exp": -1}, hs), "exp negative")
     refused(jwt(key, {"exp": -1e300}, hs), "exp -1e300")
-    refused(jwt(key, {"exp": str(future)}, hs), "exp as a string")
-    refused(jwt(key, {"exp": None}, hs), "exp null")
     refused(jwt(key, {"exp": True}, hs), "exp true")
     refused(jwt(key, {"exp": [future]}, hs), "exp as an array")
-    refused(jwt(key, {}, hs), "no exp")
-    refused(jwt(key, [future], hs), "claims an array")
     refused(jwt(key, None, hs, raw_claims="null"), "claims null")
     refused(jwt(key, None, hs, raw_claims='{"exp":%d,"exp":1}' % future), "duplicate exp, last one expired")
     # Malformed segments (each otherwise correct and signed).
     h, c, s = good.split(".")
-    refused(f"{h}.{c}.{s}=", "padding on the signature")
     refused(f"{h}=.{c}.{s}", "padding on the header")
     refused(f"{h}.{c}==.{s}", "padding on the claims")
     refused(f"{h} .{c}.{s}", "space inside the token")
@@ -164,9 +148,6 @@ def run(ctx):
     refused(f"{h}.{c}\t.{s}", "tab inside the token")
     refused(f"{h}.{c}.{s[:-2]}+/", "'+' and '/' (standard base64 alphabet)")
     refused(f"{h}.{c}.{s[:-1]}*", "'*' in the signature")
-    refused(f"{h}.{c}.{s}.", "four segments")
-    refused(f"{h}.{c}.{s}.{s}", "four segments, repeated signature")
-    refused(f"{h}.{c}", "two segments")
     refused(f"{h}..{s}", "empty claims segment")
     refused(f".{c}.{s}", "empty header segment")
     refused(f"{h}.{c}.", "empty signature segment")
@@ -177,7 +158,7 @@ def run(ctx):
     for label, raw in (("byte 0xff", b"\xff"), ("NUL byte", b"\x00"), ("UTF-8 e-acute", "\u00e9".encode())):
         attacks += 1
         resp = raw_auth_request(host.port, good.encode()[:10] + raw + good.encode()[10:])
-        st = status_of(resp)
+        st = lib.status_of(resp)
         body_ok = b'"message":"Invalid token"' in resp
         t.check(st == 400 or (st == 401 and body_ok),
                 f"refused: {label} inside the token (401 Invalid token, or 400 from HTTP parsing)",
@@ -193,7 +174,7 @@ def run(ctx):
             started = time.monotonic()
             try:
                 resp = raw_auth_request(host.port, big, timeout=10)
-                st = status_of(resp)
+                st = lib.status_of(resp)
             except OSError as e:
                 st = f"connection error {type(e).__name__}"
             worst = max(worst, time.monotonic() - started)

@@ -246,6 +246,14 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30,
         conn.close()
 
 
+def status_of(raw):
+    """The status of a raw HTTP answer (bytes); 0 if it is none."""
+    try:
+        return int(raw.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
 def parallel(fn, items, workers):
     """Runs fn(item) for every item, `workers` at a time, all released at once."""
     start = threading.Event()

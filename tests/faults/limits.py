@@ -59,15 +59,8 @@ def read_response(sock, timeout):
     return data
 
 
-def status_of(raw):
-    try:
-        return int(raw.split(b" ", 2)[1])
-    except (IndexError, ValueError):
-        return 0
-
-
 def is_413(raw):
-    return status_of(raw) == 413 and b'"message":"Request body too large"' in raw
+    return lib.status_of(raw) == 413 and b'"message":"Request body too large"' in raw
 
 
 def head(path, token, extra=""):
@@ -91,7 +84,7 @@ def run(ctx):
         s.close()
         t.check(is_413(raw) and took < 2, f"POST {path} with Content-Length 100 MiB and 9 bytes sent: 413 within 2 s",
                 f"{took:.2f}s {raw[:200]!r}")
-        t.note(f"POST {path} Content-Length 100 MiB: answered {status_of(raw)} in {took * 1000:.0f} ms")
+        t.note(f"POST {path} Content-Length 100 MiB: answered {lib.status_of(raw)} in {took * 1000:.0f} ms")
 
     # 1b. A whole body one byte over the limit, sent at once by several
     # clients: each reads its 413. The host refuses it from its
@@ -193,7 +186,7 @@ def run(ctx):
             f"slowest {max(latencies):.2f}s")
     for th in slow:
         th.join(20)
-    t.check(len(slow_results) == 5 and all(status_of(r) == 201 for r in slow_results),
+    t.check(len(slow_results) == 5 and all(lib.status_of(r) == 201 for r in slow_results),
             "slow bodies (1 byte per 100 ms) complete with 201", f"{[r[:40] for r in slow_results]}")
 
     watcher.join(limit + 5)
@@ -219,7 +212,7 @@ def run(ctx):
         took = time.monotonic() - started
         s.close()
         answer = raw.split(b"\r\n\r\n", 1)[-1][:80]
-        t.note(f"a body stalled half way: answered {answer!r} (status {status_of(raw)}), closed after {took:.1f}s")
+        t.note(f"a body stalled half way: answered {answer!r} (status {lib.status_of(raw)}), closed after {took:.1f}s")
         t.check(took < BODY_TIMEOUT + 10, f"a body stalled half way is cut off within {BODY_TIMEOUT + 10} s",
                 f"{took:.1f}s")
 
