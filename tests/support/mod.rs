@@ -36,66 +36,34 @@ pub const HS256_HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
 /// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
 pub type Outcome = (u16, Value, Option<String>);
 
-/// Statements run, by what they do (read from their SQL, see `count`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct StoreCalls {
-    pub opens: usize,
-    pub list: usize,
-    /// Catalog queries (`GET /books` with parameters).
-    pub list_page: usize,
-    pub get: usize,
-    pub create: usize,
-    pub update: usize,
-    pub delete: usize,
-    /// Login-attempt counts: read, count, clear, prune.
-    pub login_read: usize,
-    pub login_record: usize,
-    pub login_clear: usize,
-    pub login_prune: usize,
-    /// `SELECT 1`, for `GET /health`.
-    pub ping: usize,
-}
-
-impl StoreCalls {
-    /// Statements run (opening not included).
-    pub fn total(&self) -> usize {
-        self.list
-            + self.list_page
-            + self.get
-            + self.create
-            + self.update
-            + self.delete
-            + self.ping
-            + self.login_calls()
-    }
-
-    /// Statements for the failed-login limit.
-    pub fn login_calls(&self) -> usize {
-        self.login_read + self.login_record + self.login_clear + self.login_prune
-    }
-
-    /// Counts one statement of `src/sql.rs` by its text.
-    fn count(&mut self, sql: &str) {
-        let books = "SELECT id, title, author, year FROM books";
-        let counter = match sql {
-            _ if sql == format!("{books} ORDER BY id") => &mut self.list,
-            _ if sql == format!("{books} WHERE id = ?1") => &mut self.get,
-            _ if sql.starts_with(books) => &mut self.list_page,
-            _ if sql.starts_with("INSERT INTO books") => &mut self.create,
-            _ if sql.starts_with("UPDATE books") => &mut self.update,
-            _ if sql.starts_with("DELETE FROM books") => &mut self.delete,
-            _ if sql.starts_with("SELECT attempts") => &mut self.login_read,
-            _ if sql.starts_with("INSERT INTO login_attempts") => &mut self.login_record,
-            _ if sql.starts_with("DELETE FROM login_attempts WHERE client =") => {
-                &mut self.login_clear
-            }
-            _ if sql.starts_with("DELETE FROM login_attempts WHERE client IN") => {
-                &mut self.login_prune
-            }
-            _ if sql.starts_with("SELECT 1") => &mut self.ping,
-            other => panic!("a statement the harness does not know: {other}"),
-        };
-        *counter += 1;
+/// What a statement of `src/sql.rs` does, read from its text: `list`,
+/// `page` (a catalog query), `get`, `create`, `update`, `delete`, `ping`, and
+/// for the failed-login limit `read attempts`, `count attempt`, `clear
+/// attempts`, `prune attempts`.
+fn statement_name(sql: &str) -> &'static str {
+    let books = "SELECT id, title, author, year FROM books";
+    let names = [
+        ("INSERT INTO books", "create"),
+        ("UPDATE books", "update"),
+        ("DELETE FROM books", "delete"),
+        ("SELECT attempts", "read attempts"),
+        ("INSERT INTO login_attempts", "count attempt"),
+        (
+            "DELETE FROM login_attempts WHERE client =",
+            "clear attempts",
+        ),
+        (
+            "DELETE FROM login_attempts WHERE client IN",
+            "prune attempts",
+        ),
+        ("SELECT 1", "ping"),
+    ];
+    match names.iter().find(|(start, _)| sql.starts_with(start)) {
+        Some((_, name)) => name,
+        None if sql == format!("{books} ORDER BY id") => "list",
+        None if sql == format!("{books} WHERE id = ?1") => "get",
+        None if sql.starts_with(books) => "page",
+        None => panic!("a statement the harness does not know: {sql}"),
     }
 }
 
@@ -122,11 +90,11 @@ pub fn database() -> rusqlite::Connection {
     db
 }
 
-/// The test database as the handlers get it: each statement counted, and
-/// failing with `fail` when it is set.
+/// The test database as the handlers get it: each statement recorded by
+/// name, and failing with `fail` when it is set.
 struct CountingConnection<'a> {
     db: &'a mut rusqlite::Connection,
-    calls: &'a mut StoreCalls,
+    statements: &'a mut Vec<&'static str>,
     fail: Option<String>,
 }
 
@@ -135,7 +103,7 @@ impl Connection for CountingConnection<'_> {
         StoreKind::Sqlite
     }
     fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        self.calls.count(&statement.sql);
+        self.statements.push(statement_name(&statement.sql));
         match &self.fail {
             Some(detail) => Err(anyhow::anyhow!("{detail}")),
             None => self.db.query(statement),
@@ -176,7 +144,10 @@ pub struct TestContext {
     pub now: u64,
     /// The database, at this build's schema.
     pub db: rusqlite::Connection,
-    pub calls: StoreCalls,
+    /// How often the store was opened, and the statements run (by
+    /// `statement_name`), since the last `reset_calls`.
+    pub opens: usize,
+    pub statements: Vec<&'static str>,
     pub logs: Vec<String>,
     /// Every statement fails with this detail.
     pub fail_store: Option<String>,
@@ -216,7 +187,8 @@ impl TestContext {
             request_headers: Vec::new(),
             now: NOW,
             db: database(),
-            calls: StoreCalls::default(),
+            opens: 0,
+            statements: Vec::new(),
             logs: Vec::new(),
             fail_store: None,
             fail_open: None,
@@ -412,9 +384,10 @@ impl TestContext {
         envelope["data"].clone()
     }
 
-    /// Resets the store call counter (e.g. after logging in and seeding).
+    /// Forgets the store calls so far (e.g. after logging in and seeding).
     pub fn reset_calls(&mut self) {
-        self.calls = StoreCalls::default();
+        self.opens = 0;
+        self.statements.clear();
     }
 
     /// The login attempts stored for the client `key`.
@@ -516,14 +489,14 @@ impl Context for TestContext {
 
     /// Whichever database `db_url` names, the test database.
     fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
-        self.calls.opens += 1;
+        self.opens += 1;
         self.opened.push(db_url.clone());
         if let Some(detail) = &self.fail_open {
             return Err(anyhow::anyhow!("{detail}"));
         }
         Ok(Box::new(CountingConnection {
             db: &mut self.db,
-            calls: &mut self.calls,
+            statements: &mut self.statements,
             fail: self.fail_store.clone(),
         }))
     }
@@ -641,6 +614,11 @@ pub fn too_many_attempts() -> Outcome {
 
 pub fn book(id: i64, title: &str, author: &str, year: i64) -> Value {
     json!({"id": id, "title": title, "author": author, "year": year})
+}
+
+/// A book body for `POST /book` or `PUT /book/{id}`.
+pub fn book_body(title: &str, author: &str, year: i64) -> String {
+    json!({"title": title, "author": author, "year": year}).to_string()
 }
 
 // ---- Tokens by hand -----------------------------------------------------
