@@ -1,6 +1,7 @@
 //! Per-instance store data (`Store<State>`), the views it lends each
 //! interface, and the linker that gives the component exactly the
-//! interfaces our world (`../wit`) imports.
+//! interfaces spin-lite gives a component (WASI 0.2's cli, clocks, io,
+//! random and http types; Spin's sqlite, postgres and variables).
 //!
 //! Each interface is implemented on its own view of the state, never on
 //! `State` itself (as wasmtime does for WASI with `WasiView` and `HasData`):
@@ -29,9 +30,9 @@ pub struct Shared {
     pub variables: Variables,
     pub sqlite: SqliteDbs,
     pub postgres: PgPools,
-    /// Plain environment handed to the component (`spin up -e` style).
+    /// The component's environment: exactly the `-e NAME=VALUE` pairs.
     pub env: Vec<(String, String)>,
-    /// `BOOK_HOST_COUNT_DB_CALLS=1`: log the Spin DB host calls per request.
+    /// `SPIN_LITE_COUNT_DB_CALLS=1`: log the Spin DB host calls per request.
     pub count_db_calls: bool,
     /// `--pg-empty-query-error`: a PostgreSQL `query` that returns zero rows
     /// fails (real Spin 4.0.0 to 4.0.2 hang on it) instead of answering.
@@ -130,8 +131,8 @@ impl HasData for Io {
     type Data<'a> = &'a mut ResourceTable;
 }
 
-/// Links the world's imports, one interface at a time, so the component can
-/// reach nothing else (no filesystem, sockets or outgoing HTTP).
+/// Links what spin-lite gives, one interface at a time, so the component
+/// can reach nothing else (no filesystem, sockets or outgoing HTTP).
 /// Semver-compatible 0.2.x imports resolve to wasmtime's 0.2 implementations.
 pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     use bindings::fermyon::spin::{postgres, rdbms_types, sqlite, variables};
@@ -153,6 +154,8 @@ pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     cli::terminal_stderr::add_to_linker::<State, WasiCli>(l, State::cli)?;
     clocks::wall_clock::add_to_linker::<State, WasiClocks>(l, State::clocks)?;
     clocks::monotonic_clock::add_to_linker::<State, WasiClocks>(l, State::clocks)?;
+    random::random::add_to_linker::<State, WasiRandom>(l, State::random)?;
+    random::insecure::add_to_linker::<State, WasiRandom>(l, State::random)?;
     random::insecure_seed::add_to_linker::<State, WasiRandom>(l, State::random)?;
     let http_options = (&LinkOptions::default()).into();
     types::add_to_linker::<State, WasiHttp>(l, &http_options, State::http)?;

@@ -1,40 +1,22 @@
-//! What the host answers itself, in the service's envelope
-//! (`book_catalog::Response`), so that a 500 or 503 from the host looks like
-//! one from the component.
+//! What the host answers itself, as real Spin 4.0.2 does (its trigger-http
+//! `internal_error` and `not_found`): a status with an empty body and no
+//! header of the host's own (hyper adds `content-length: 0` and `date`).
+//! That is a 500 for a component that trapped, failed or ran past the
+//! deadline, a 404 for a path outside the route, and here also a 503 for a
+//! request that found no instance slot in time (Spin has no slot limit).
 
-use book_catalog::ApiError;
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Response, StatusCode};
+use http::{Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 
 pub fn empty(status: StatusCode) -> Response<HyperOutgoingBody> {
-    let mut r = Response::new(body(Bytes::new()));
+    let mut r = Response::new(Full::new(Bytes::new()).map_err(|e| match e {}).boxed_unsync());
     *r.status_mut() = status;
     r
 }
 
-fn body(bytes: Bytes) -> HyperOutgoingBody {
-    Full::new(bytes).map_err(|e| match e {}).boxed_unsync()
-}
-
-/// The service's own 500 envelope, for a component that failed before
-/// answering.
+/// A component that gave no answer (trap, error, deadline).
 pub fn internal_error() -> Response<HyperOutgoingBody> {
-    envelope(&ApiError::internal("the component gave no answer"))
-}
-
-/// The service's envelope for `error`, with the headers every response of
-/// the service carries, for what the host answers itself.
-pub fn envelope(error: &ApiError) -> Response<HyperOutgoingBody> {
-    let answer = book_catalog::Response::error(error);
-    let mut response = Response::new(body(Bytes::from(answer.body.clone())));
-    *response.status_mut() =
-        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    for (name, value) in answer.headers() {
-        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
-            response.headers_mut().append(name, value);
-        }
-    }
-    response
+    empty(StatusCode::INTERNAL_SERVER_ERROR)
 }

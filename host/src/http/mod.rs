@@ -22,8 +22,8 @@
 //! - [`server`]: the serving threads, the instance slots and each request;
 //! - [`request_body`]: the body read ahead, then streamed, then lingered on;
 //! - [`spin_headers`]: the `spin-*` headers Spin gives a component;
-//! - [`answers`]: what the host answers itself (500, 503), in the
-//!   service's envelope;
+//! - [`answers`]: what the host answers itself (404, 500, 503), as Spin
+//!   does: a status and an empty body;
 //! - [`hooks`]: wasi-http's hooks, refusing outgoing requests.
 //!
 //! The server knows nothing of the instance state but [`GuestState`]: the

@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use book_catalog::ApiError;
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -22,7 +21,7 @@ use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::WasiHttpView;
 
-use super::answers::{empty, envelope, internal_error};
+use super::answers::{empty, internal_error};
 use super::request_body::{BodyDeadline, RequestBody};
 use super::spin_headers::spin_request;
 use crate::manifest::Route;
@@ -47,9 +46,9 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 pub const MAX_BLOCKING_THREADS_PER_RUNTIME: usize = 4;
 
 /// Serving threads: one per core this process may run on, or
-/// `BOOK_HOST_THREADS` (1 to 64).
+/// `SPIN_LITE_THREADS` (1 to 64).
 fn serving_threads() -> usize {
-    std::env::var("BOOK_HOST_THREADS")
+    std::env::var("SPIN_LITE_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|n| (1..=64).contains(n))
@@ -272,13 +271,13 @@ impl<T: GuestState> Server<T> {
             .await
         {
             Ok(Ok(permit)) => permit,
-            Ok(Err(_)) => return envelope(&ApiError::internal("the instance slots are closed")),
+            Ok(Err(_)) => return internal_error(),
             Err(_) => {
                 eprintln!(
                     "{method} {path}: every instance slot was busy for {} s: answered 503",
                     SLOT_WAIT.as_secs()
                 );
-                return envelope(&ApiError::ServiceUnavailable(String::new()));
+                return empty(StatusCode::SERVICE_UNAVAILABLE);
             }
         };
         let mut instance = match self.take_idle() {

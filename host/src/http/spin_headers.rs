@@ -60,13 +60,13 @@ mod tests {
             wildcard: true,
         };
         let req = Request::builder()
-            .uri("/api/books?x=1")
+            .uri("/api/items?x=1")
             .header("spin-client-addr", "6.6.6.6:1")
             .body(())
             .unwrap();
         let peer = "10.0.0.1:4000".parse().unwrap();
         let local = Some("127.0.0.1:8080".parse().unwrap());
-        let req = spin_request(&route, req, "/books", peer, local);
+        let req = spin_request(&route, req, "/items", peer, local);
         let h = req.headers();
         let values = |name: &str| -> Vec<&str> {
             h.get_all(name)
@@ -78,9 +78,9 @@ mod tests {
         assert_eq!(values("spin-client-addr"), ["6.6.6.6:1", "10.0.0.1:4000"]);
         assert_eq!(
             values("spin-full-url"),
-            ["http://127.0.0.1:8080/api/books?x=1"]
+            ["http://127.0.0.1:8080/api/items?x=1"]
         );
-        assert_eq!(values("spin-path-info"), ["/books"]);
+        assert_eq!(values("spin-path-info"), ["/items"]);
         assert_eq!(values("spin-component-route"), ["/api"]);
         assert_eq!(values("spin-matched-route"), ["/api/..."]);
     }

@@ -226,26 +226,38 @@ impl Manifest {
 mod tests {
     use super::*;
 
-    const OURS: &str = include_str!("../../../spin.toml");
-
     #[test]
-    fn parses_our_manifest() {
-        let m = Manifest::parse(OURS, PathBuf::from("/app")).unwrap();
-        assert_eq!(m.component_id, "book-catalog");
-        assert_eq!(
-            m.source,
-            PathBuf::from("/app/target/wasm32-wasip2/release/book_catalog.wasm")
-        );
+    fn parses_a_spin_manifest() {
+        let text = r#"
+spin_manifest_version = 2
+[application]
+name = "app"
+[variables]
+api_key = { required = true, secret = true }
+db_host = { default = "127.0.0.1:5432" }
+[[trigger.http]]
+route = "/..."
+component = "web"
+[component.web]
+source = "target/web.wasm"
+sqlite_databases = ["default"]
+allowed_outbound_hosts = ["postgres://{{ db_host }}"]
+[component.web.variables]
+api_key = "{{ api_key }}"
+"#;
+        let m = Manifest::parse(text, PathBuf::from("/app")).unwrap();
+        assert_eq!(m.component_id, "web");
+        assert_eq!(m.source, PathBuf::from("/app/target/web.wasm"));
         assert_eq!(m.route.raw, "/...");
         assert_eq!(m.sqlite_databases, vec!["default"]);
         assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
-        assert!(m.variables["secret_token"].secret);
+        assert!(m.variables["api_key"].secret);
         assert_eq!(
             m.variables["db_host"].default.as_deref(),
             Some("127.0.0.1:5432")
         );
-        let refs: Vec<_> = m.component_variables["secret_token"].references().collect();
-        assert_eq!(refs, vec!["secret_token"]);
+        let refs: Vec<_> = m.component_variables["api_key"].references().collect();
+        assert_eq!(refs, vec!["api_key"]);
     }
 
     fn manifest(extra_vars: &str, component_extra: &str) -> String {
@@ -302,7 +314,7 @@ source = "c.wasm"
     #[test]
     fn route_matching() {
         let all = Route::parse("/...").unwrap();
-        assert_eq!(all.matches("/book/1"), Some("/book/1"));
+        assert_eq!(all.matches("/item/1"), Some("/item/1"));
         assert_eq!(all.matches("/"), Some("/"));
         let api = Route::parse("/api/...").unwrap();
         assert_eq!(api.matches("/api/x"), Some("/x"));

@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn names() {
-        for good in ["a", "db_url", "x1_y2"] {
+        for good in ["a", "store", "x1_y2"] {
             assert_eq!(validate_name(good), Ok(()), "{good}");
         }
         for bad in ["", "Bad", "a-b", "1a", "a__b", "a_", "_a"] {

@@ -115,38 +115,18 @@ fn split_host_port(s: &str) -> (&str, Option<&str>) {
 /// expanded against the application variables known at start (`Err` names
 /// the undefined variable).
 pub struct OutboundHosts {
-    component: String,
     entries: Vec<(String, Result<String, String>)>,
 }
 
 impl OutboundHosts {
-    /// `component` is the manifest's id of the component (for the fixes the
-    /// start-up check names); `expand` expands one entry's templates.
+    /// `expand` expands one entry's templates.
     pub fn expand(
-        component: &str,
         entries: &[String],
         expand: impl Fn(&str) -> Result<String, String>,
     ) -> OutboundHosts {
         OutboundHosts {
-            component: component.to_string(),
             entries: entries.iter().map(|e| (e.clone(), expand(e))).collect(),
         }
-    }
-
-    pub fn component(&self) -> &str {
-        &self.component
-    }
-
-    /// The entries as written.
-    pub fn written(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(entry, _)| entry.as_str())
-    }
-
-    /// The entries that expanded.
-    pub fn expanded(&self) -> impl Iterator<Item = &str> {
-        self.entries
-            .iter()
-            .filter_map(|(_, expanded)| expanded.as_deref().ok())
     }
 
     /// What the entries admit, for the pool, and a warning (without the
@@ -187,14 +167,11 @@ mod tests {
             "postgres://u:secret@h:1",
         ]
         .map(String::from);
-        let hosts = OutboundHosts::expand("c", &entries, |e| match e {
+        let hosts = OutboundHosts::expand(&entries, |e| match e {
             "postgres://{{ db_host }}" => Ok("postgres://127.0.0.1:5433".into()),
             "postgres://{{ nope }}" => Err("nope".into()),
             other => Ok(other.to_string()),
         });
-        assert_eq!(hosts.component(), "c");
-        assert_eq!(hosts.written().count(), 4);
-        assert_eq!(hosts.expanded().count(), 3);
         let (allowed, warnings) = hosts.postgres();
         assert_eq!(allowed.len(), 1);
         assert!(allowed[0].allows("127.0.0.1", 5433));

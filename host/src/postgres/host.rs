@@ -119,7 +119,7 @@ impl HostConnection for PgView<'_> {
     }
 }
 
-/// `book-host --pg-empty-query-error` (`enabled`): a `query` that returned no
+/// `spin-lite --pg-empty-query-error` (`enabled`): a `query` that returned no
 /// row. Real Spin 4.0.0 to 4.0.2 never answer such a call (the request
 /// hangs), so under this option it is an error the component sees, with a log
 /// line naming the statement (on one line; never its parameters, which may be
@@ -134,7 +134,7 @@ fn zero_rows(enabled: bool, rows: usize, statement: &str) -> Option<(String, Err
          Spin 4.0.0 to 4.0.2 hang forever (Spin issue #3671); failing it: {statement}"
     );
     let error = Error::QueryFailed(
-        "query returned zero rows (book-host --pg-empty-query-error: \
+        "query returned zero rows (spin-lite --pg-empty-query-error: \
          Spin 4.0.0 to 4.0.2 hang on a query without rows, Spin issue #3671)"
             .into(),
     );
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn zero_rows_logs_the_statement_on_one_line_and_fails_the_query() {
-        let sql = "SELECT id\n  FROM books\tWHERE id = $1";
+        let sql = "SELECT id\n  FROM items\tWHERE id = $1";
         assert!(zero_rows(false, 0, sql).is_none(), "off by default");
         assert!(zero_rows(true, 1, sql).is_none());
         let (log, error) = zero_rows(true, 0, sql).unwrap();
@@ -155,7 +155,7 @@ mod tests {
         assert!(log.contains("Spin 4.0.0 to 4.0.2"), "{log}");
         assert!(log.contains("#3671"), "{log}");
         assert!(
-            log.ends_with(": SELECT id FROM books WHERE id = $1"),
+            log.ends_with(": SELECT id FROM items WHERE id = $1"),
             "{log}"
         );
         match error {

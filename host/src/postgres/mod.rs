@@ -12,9 +12,7 @@
 //! - [`values`]: parameters and column values to and from `rdbms-types`;
 //! - [`host`]: the interface the component calls, on its own view of the
 //!   host state ([`PgView`]), including the optional zero-row check
-//!   (`book-host --pg-empty-query-error`);
-//! - [`startup`]: the start-up check of the address the component will
-//!   open, and the migrations applied to it at start.
+//!   (`spin-lite --pg-empty-query-error`);
 //!
 //! Error texts follow Spin's: a failed statement is `query-failed` carrying
 //! tokio-postgres' debug form of the error (so a server error shows its
@@ -27,11 +25,9 @@ mod address;
 mod allowed;
 mod host;
 pub mod pool;
-mod startup;
 mod tls;
 mod values;
 
 pub use allowed::OutboundHosts;
 pub use host::{PgView, SpinPostgres};
 pub use pool::PgPools;
-pub use startup::{admission_warnings, migrate_at_start};

@@ -74,16 +74,6 @@ impl PgPools {
         })
     }
 
-    /// What `allowed_outbound_hosts` admits.
-    pub fn allowed(&self) -> &[AllowedHost] {
-        &self.allowed
-    }
-
-    /// The TLS every connection uses.
-    pub fn tls(&self) -> &Tls {
-        &self.tls
-    }
-
     pub async fn open(&self, address: &str) -> Result<Connection, PoolError> {
         let config =
             parse_and_check(address, &self.allowed).map_err(PoolError::ConnectionFailed)?;

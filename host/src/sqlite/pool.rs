@@ -1,11 +1,11 @@
 //! The databases the manifest grants, a pool of connections per database,
 //! and the `connection` resource the component holds.
 //!
-//! Only the `default` database has a location (`<state-dir>/sqlite_db.db`),
-//! as in Spin without runtime config. Nothing here knows the WIT types (the
+//! Each label has the location `runtime_config` gives it. Nothing here knows the WIT types (the
 //! interface, `host.rs`, turns these errors into Spin's): `bindings.rs` maps
 //! the resource to [`Connection`] and that edge goes one way.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,8 +13,6 @@ use std::time::Duration;
 use super::checkpointer::Checkpointer;
 use super::writer::WriterQueue;
 
-/// The one label with a location.
-pub const DEFAULT_LABEL: &str = "default";
 /// Idle connections kept per database.
 const MAX_IDLE: usize = 16;
 /// How a statement waits for another connection's lock: short naps first,
@@ -43,21 +41,8 @@ fn wait_for_lock(attempt: i32) -> bool {
 pub enum Refused {
     /// The manifest does not grant it.
     AccessDenied,
-    /// Granted, but this host has no location for it.
+    /// Granted, but no location is configured for it.
     NoSuchDatabase,
-}
-
-/// Spin's order: a label the manifest does not grant is `access-denied`; a
-/// granted label without a location is `no-such-database`. The start-up
-/// check decides with this too, exactly as `open` will.
-pub fn admit(granted: &[String], label: &str) -> Result<(), Refused> {
-    if !granted.iter().any(|g| g == label) {
-        return Err(Refused::AccessDenied);
-    }
-    if label != DEFAULT_LABEL {
-        return Err(Refused::NoSuchDatabase);
-    }
-    Ok(())
 }
 
 /// Why no connection could be had.
@@ -83,24 +68,35 @@ impl From<rusqlite::Error> for PoolError {
     }
 }
 
-/// The manifest's grants and the `default` database.
+/// The manifest's grants and the granted databases that have a location.
 pub struct SqliteDbs {
     granted: Vec<String>,
-    default: Arc<Database>,
+    databases: BTreeMap<String, Arc<Database>>,
 }
 
 impl SqliteDbs {
-    pub fn new(granted: &[String], default_path: PathBuf) -> SqliteDbs {
+    /// `locations`: label -> file (`runtime_config::locations`). Only the
+    /// granted ones are opened (each has a checkpointer thread).
+    pub fn new(granted: &[String], locations: BTreeMap<String, PathBuf>) -> SqliteDbs {
+        let databases = locations
+            .into_iter()
+            .filter(|(label, _)| granted.contains(label))
+            .map(|(label, path)| (label, Arc::new(Database::new(path))))
+            .collect();
         SqliteDbs {
             granted: granted.to_vec(),
-            default: Arc::new(Database::new(default_path)),
+            databases,
         }
     }
 
-    /// The database `label` names, if the component may open it.
+    /// The database `label` names, if the component may open it, in Spin's
+    /// order: a label the manifest does not grant is `access-denied`; a
+    /// granted label without a location is `no-such-database`.
     pub fn open(&self, label: &str) -> Result<Arc<Database>, Refused> {
-        admit(&self.granted, label)?;
-        Ok(self.default.clone())
+        if !self.granted.iter().any(|g| g == label) {
+            return Err(Refused::AccessDenied);
+        }
+        self.databases.get(label).cloned().ok_or(Refused::NoSuchDatabase)
     }
 }
 
@@ -224,11 +220,20 @@ mod tests {
 
     #[test]
     fn grants_and_labels() {
-        let dbs = SqliteDbs::new(&["default".into(), "other".into()], "/nowhere/x.db".into());
+        let at = |labels: &[&str]| {
+            labels
+                .iter()
+                .map(|l| (l.to_string(), PathBuf::from(format!("/nowhere/{l}.db"))))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let dbs = SqliteDbs::new(
+            &["default".into(), "other".into()],
+            at(&["default", "secret"]),
+        );
         assert!(dbs.open("default").is_ok());
         assert!(matches!(dbs.open("other"), Err(Refused::NoSuchDatabase)));
         assert!(matches!(dbs.open("secret"), Err(Refused::AccessDenied)));
-        let none = SqliteDbs::new(&[], "/nowhere/x.db".into());
+        let none = SqliteDbs::new(&[], at(&["default"]));
         assert!(matches!(none.open("default"), Err(Refused::AccessDenied)));
     }
 }

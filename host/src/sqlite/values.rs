@@ -9,7 +9,7 @@ use crate::bindings::fermyon::spin::sqlite::{Error, QueryResult, RowResult, Valu
 pub fn to_error(e: rusqlite::Error) -> Error {
     match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DiskFull) => Error::DatabaseFull,
-        // rusqlite's Display is SQLite's own message ("no such table: books").
+        // rusqlite's Display is SQLite's own message ("no such table: items").
         _ => Error::Io(e.to_string()),
     }
 }
@@ -84,9 +84,9 @@ mod tests {
         let db = Database::new(path.clone());
         let conn = db.checkout().unwrap();
         assert!(path.exists());
-        let err = run(&conn, "SELECT * FROM books", vec![]).unwrap_err();
+        let err = run(&conn, "SELECT * FROM items", vec![]).unwrap_err();
         assert!(
-            matches!(&err, Error::Io(m) if m.contains("no such table: books")),
+            matches!(&err, Error::Io(m) if m.contains("no such table: items")),
             "{err:?}"
         );
         run(

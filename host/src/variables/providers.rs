@@ -1,8 +1,9 @@
 //! Variables providers from a runtime config file (`--runtime-config-file`,
 //! as `spin up` takes it): each `[[variables_provider]]`, asked in file
 //! order after `--variable` and before the environment and the manifest's
-//! defaults. Other tables of the file are Spin's and not this host's: each
-//! is named in a warning at start.
+//! defaults. `[sqlite_database.*]` is the SQLite room's
+//! (`sqlite::runtime_config`); any other table is Spin's and not this
+//! host's: each is named in a warning at start.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -37,6 +38,9 @@ enum ProviderConfig {
 struct RuntimeConfig {
     #[serde(default)]
     variables_provider: Vec<ProviderConfig>,
+    /// Read by `sqlite::runtime_config`.
+    #[serde(default, rename = "sqlite_database")]
+    _sqlite_database: toml::Table,
     #[serde(flatten)]
     other: HashMap<String, toml::Value>,
 }
@@ -68,8 +72,8 @@ pub fn load(
         .keys()
         .map(|table| {
             format!(
-                "runtime config {}: [{table}] is not applied by book-host (only \
-                 [[variables_provider]] is)",
+                "runtime config {}: [{table}] is not applied by spin-lite (only \
+                 [[variables_provider]] and [sqlite_database.*] are)",
                 path.display()
             )
         })
@@ -118,7 +122,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        load(&path, &["db_url", "secret_token"], &|k| env.get(k).cloned())
+        load(&path, &["store", "api_key"], &|k| env.get(k).cloned())
     }
 
     #[test]
@@ -130,17 +134,20 @@ type = "vault"
 url = "http://127.0.0.1:8200"
 token = "root-token-xyz"
 mount = "secret"
-prefix = "books"
+prefix = "app"
 
 [[variables_provider]]
 type = "env"
-prefix = "BOOKS"
+prefix = "APP"
 
 [sqlite_database.default]
 type = "spin"
-path = "books.db"
+path = "data.db"
+
+[key_value_store.default]
+type = "spin"
 "#,
-            &[("BOOKS_DB_URL", "sqlite://default")],
+            &[("APP_STORE", "the-store")],
         )
         .unwrap();
         assert!(matches!(providers[0], Provider::Vault(_)));
@@ -148,12 +155,12 @@ path = "books.db"
             panic!("{providers:?}")
         };
         assert_eq!(
-            values.get("db_url").map(String::as_str),
-            Some("sqlite://default")
+            values.get("store").map(String::as_str),
+            Some("the-store")
         );
-        assert_eq!(values.get("secret_token"), None);
+        assert_eq!(values.get("api_key"), None);
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("[sqlite_database]"), "{warnings:?}");
+        assert!(warnings[0].contains("[key_value_store]"), "{warnings:?}");
         assert!(!format!("{providers:?}").contains("root-token-xyz"));
     }
 

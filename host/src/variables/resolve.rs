@@ -74,11 +74,6 @@ impl Variables {
         Ok(variables)
     }
 
-    /// Whether any value may come from a provider, known only when asked.
-    pub fn has_providers(&self) -> bool {
-        !self.providers.is_empty()
-    }
-
     /// An application variable from the first source that has it.
     async fn value(&self, name: &str) -> Result<Option<String>, String> {
         if let Some(value) = self.cli.get(name) {
@@ -105,11 +100,6 @@ impl Variables {
     pub fn expand(&self, text: &str) -> Result<String, String> {
         let template = Template::parse(text).map_err(|e| e.to_string())?;
         template.expand(&self.static_values())
-    }
-
-    /// A component variable as start-up checks see it (no provider asked).
-    pub fn get_static(&self, name: &str) -> Option<String> {
-        self.component.get(name)?.expand(&self.static_values()).ok()
     }
 
     /// The component's view: `get(name)` of a component variable.
@@ -153,7 +143,7 @@ spin_manifest_version = 2
 [application]
 name = "t"
 [variables]
-secret_token = { default = "", secret = true }
+api_key = { default = "", secret = true }
 db_host = { default = "127.0.0.1:5432" }
 needed = { required = true }
 [[trigger.http]]
@@ -162,7 +152,7 @@ component = "c"
 [component.c]
 source = "c.wasm"
 [component.c.variables]
-secret_token = "{{ secret_token }}"
+api_key = "{{ api_key }}"
 url = "postgres://{{db_host}}/x"
 fixed = "literal"
 "#;
@@ -217,37 +207,37 @@ fixed = "literal"
     #[tokio::test]
     async fn precedence_cli_providers_env_dotenv_default() {
         let v = resolve(&[], &[NEED], &[]).await.unwrap();
-        assert_eq!(v.get("secret_token").await.unwrap(), "");
+        assert_eq!(v.get("api_key").await.unwrap(), "");
         assert_eq!(v.get("url").await.unwrap(), "postgres://127.0.0.1:5432/x");
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
 
-        let dot = ("SPIN_VARIABLE_SECRET_TOKEN", "dot");
+        let dot = ("SPIN_VARIABLE_API_KEY", "dot");
         let v = resolve(&[], &[NEED], &[dot]).await.unwrap();
-        assert_eq!(v.get("secret_token").await.unwrap(), "dot");
+        assert_eq!(v.get("api_key").await.unwrap(), "dot");
 
-        let env = ("SPIN_VARIABLE_SECRET_TOKEN", "env");
-        let v = resolve(&[], &[NEED, env, ("SECRET_TOKEN", "plain")], &[dot])
+        let env = ("SPIN_VARIABLE_API_KEY", "env");
+        let v = resolve(&[], &[NEED, env, ("API_KEY", "plain")], &[dot])
             .await
             .unwrap();
-        assert_eq!(v.get("secret_token").await.unwrap(), "env");
+        assert_eq!(v.get("api_key").await.unwrap(), "env");
 
-        let provider = || Provider::Env(pairs(&[("secret_token", "provided")]));
+        let provider = || Provider::Env(pairs(&[("api_key", "provided")]));
         let v = resolve_with(&[], &[NEED, env], &[], vec![provider()])
             .await
             .unwrap();
-        assert_eq!(v.get("secret_token").await.unwrap(), "provided");
+        assert_eq!(v.get("api_key").await.unwrap(), "provided");
 
-        let cli = ("secret_token", "cli");
+        let cli = ("api_key", "cli");
         let v = resolve_with(&[cli], &[NEED, env], &[], vec![provider()])
             .await
             .unwrap();
-        assert_eq!(v.get("secret_token").await.unwrap(), "cli");
+        assert_eq!(v.get("api_key").await.unwrap(), "cli");
 
-        // A plain SECRET_TOKEN never reaches a Spin variable.
-        let v = resolve(&[], &[NEED, ("SECRET_TOKEN", "plain")], &[])
+        // A plain API_KEY never reaches a Spin variable.
+        let v = resolve(&[], &[NEED, ("API_KEY", "plain")], &[])
             .await
             .unwrap();
-        assert_eq!(v.get("secret_token").await.unwrap(), "");
+        assert_eq!(v.get("api_key").await.unwrap(), "");
     }
 
     #[tokio::test]
@@ -265,13 +255,11 @@ fixed = "literal"
             .await
             .unwrap();
         assert!(matches!(
-            v.get("secret_token").await,
+            v.get("api_key").await,
             Err(Error::Provider(_))
         ));
         // A variable that needs no application variable is not affected.
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
-        // Start-up checks see the static sources only.
-        assert_eq!(v.get_static("secret_token").as_deref(), Some(""));
     }
 
     #[tokio::test]
