@@ -1,655 +1,338 @@
 //! The deployment files under `deploy/` must agree with `spin.toml`, the
-//! router and the settings, so that they cannot drift: every file parses;
-//! every variable they name is a variable of the manifest, and every manifest
-//! variable is a setting (or the PostgreSQL host the manifest allows); the
-//! other manifests keep the variables, component, routes and allowed hosts;
-//! the SpinApp runs the component with three replicas, resources, probes on
-//! the public health path, credentials from a Secret and one trusted proxy,
-//! behind an Ingress that only it may be reached through; no file ships a
-//! usable signing secret, runs a bare `spin deploy` or a `spin up --variable`
-//! that Spin 2.6 lacks; every `db_host` is the `host:port` of its `db_url`
-//! and every `sslmode` one Spin accepts; Akamai gets the PostgreSQL-only
-//! build and `client_ip_header = true-client-ip`; Fermyon Cloud gets the
-//! cloud plugin. `checks_catch_bad_examples` shows each text check failing
-//! on a bad example.
+//! router and the settings (`Setting::ALL`), so that they cannot drift. Each
+//! check reads the files as text and returns what it found wrong;
+//! `deploy_files_pass_every_check` runs them all on the files as they are,
+//! and `each_check_fails_on_a_broken_example` runs each on a copy with one
+//! text replaced, which it must refuse. Commands are read from fenced shell
+//! blocks (and `.sh` files) line by line, with plain string checks: one
+//! setting a line, as the files write them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Component as PathPart, Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine as _;
 use book_catalog::router::{route, Endpoint, HEALTH_PATH};
-use book_catalog::settings::{parse_header_name, parse_proxy_hops, Setting, MIN_SECRET_BYTES};
+use book_catalog::settings::Setting;
 use serde_yaml::Value as Yaml;
 use toml::Value as Toml;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+/// The service ignores a shorter signing secret (docs/configuration.md).
+const MIN_SECRET_BYTES: usize = 32;
+const SIGNING_SECRETS: [&str; 2] = ["secret_token", "secret_token_previous"];
+/// What `make variants` writes: the build without SQLite imports.
+const POSTGRES_ONLY_WASM: &str = "target/variants/book-catalog-postgres.wasm";
+const SETTING_MARKERS: [&str; 4] = [
+    "--variable ",
+    "--variable=",
+    "--from-literal=",
+    "SPIN_VARIABLE_",
+];
 
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+type Findings = Vec<String>;
 
-/// A path relative to the repository root, for messages.
-fn rel(path: &Path) -> String {
-    path.strip_prefix(root())
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
-
-/// `a/b/../c` -> `a/c`, without touching the file system.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            PathPart::ParentDir => {
-                out.pop();
-            }
-            PathPart::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-// ---------------------------------------------------------------------------
-// Manifests
-
-#[derive(Debug)]
-struct Variable {
-    secret: bool,
-    default: Option<String>,
-}
-
-#[derive(Debug)]
-struct Component {
-    source: String,
-    sqlite_databases: BTreeSet<String>,
-    allowed_outbound_hosts: BTreeSet<String>,
-    /// Component variable -> its template, e.g. `"{{ db_url }}"`.
-    variables: BTreeMap<String, String>,
-    build_command: Option<String>,
-    build_workdir: Option<String>,
-}
-
-/// What the deployment files must agree with, from a Spin manifest.
-#[derive(Debug)]
-struct Manifest {
-    path: PathBuf,
-    name: String,
-    variables: BTreeMap<String, Variable>,
-    components: BTreeMap<String, Component>,
-    /// (route, component) of every HTTP trigger.
-    routes: BTreeSet<(String, String)>,
-}
-
-impl Manifest {
-    fn component_ids(&self) -> BTreeSet<String> {
-        self.components.keys().cloned().collect()
-    }
-
-    fn union(&self, field: impl Fn(&Component) -> &BTreeSet<String>) -> BTreeSet<String> {
-        self.components.values().flat_map(field).cloned().collect()
-    }
-
-    fn allowed_outbound_hosts(&self) -> BTreeSet<String> {
-        self.union(|c| &c.allowed_outbound_hosts)
-    }
-
-    fn sqlite_databases(&self) -> BTreeSet<String> {
-        self.union(|c| &c.sqlite_databases)
+fn need(out: &mut Findings, ok: bool, finding: impl FnOnce() -> String) {
+    if !ok {
+        out.push(finding());
     }
 }
 
-fn manifest(path: &Path) -> Manifest {
-    let what = rel(path);
-    let doc: Toml = toml::from_str(&read(path)).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let variables = doc["variables"]
-        .as_table()
-        .unwrap_or_else(|| panic!("{what}: [variables]"))
-        .iter()
-        .map(|(name, spec)| {
-            let variable = Variable {
-                secret: spec.get("secret").and_then(Toml::as_bool).unwrap_or(false),
-                default: spec
-                    .get("default")
-                    .and_then(Toml::as_str)
-                    .map(str::to_string),
-            };
-            (name.clone(), variable)
-        })
-        .collect();
-    let strings = |c: &Toml, key: &str| -> BTreeSet<String> {
-        c.get(key)
-            .and_then(Toml::as_array)
-            .into_iter()
-            .flatten()
-            .map(|v| v.as_str().expect("a string").to_string())
-            .collect()
-    };
-    let components = doc["component"]
-        .as_table()
-        .unwrap_or_else(|| panic!("{what}: [component.*]"))
-        .iter()
-        .map(|(id, c)| {
-            let build = c.get("build");
-            let build_str = |key: &str| {
-                build
-                    .and_then(|b| b.get(key))
-                    .and_then(Toml::as_str)
-                    .map(str::to_string)
-            };
-            let component = Component {
-                source: c["source"]
-                    .as_str()
-                    .unwrap_or_else(|| panic!("{what}: {id}: source"))
-                    .to_string(),
-                sqlite_databases: strings(c, "sqlite_databases"),
-                allowed_outbound_hosts: strings(c, "allowed_outbound_hosts"),
-                variables: c
-                    .get("variables")
-                    .and_then(Toml::as_table)
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), v.as_str().expect("a template").to_string()))
-                    .collect(),
-                build_command: build_str("command"),
-                build_workdir: build_str("workdir"),
-            };
-            (id.clone(), component)
-        })
-        .collect();
-    let routes = doc["trigger"]["http"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{what}: [[trigger.http]]"))
-        .iter()
-        .map(|t| {
-            (
-                t["route"].as_str().expect("route").to_string(),
-                t["component"].as_str().expect("component").to_string(),
-            )
-        })
-        .collect();
-    Manifest {
-        path: path.to_path_buf(),
-        name: doc["application"]["name"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{what}: application.name"))
-            .to_string(),
-        variables,
-        components,
-        routes,
-    }
-}
+/// The files the checks read, by path from the repository root: every file
+/// under `deploy/` (not in dot folders such as a `.spin/` left by `spin up`),
+/// `spin.toml` and the `Makefile`.
+#[derive(Clone)]
+struct Repo(BTreeMap<String, String>);
 
-fn spin_toml() -> Manifest {
-    manifest(&root().join("spin.toml"))
-}
-
-/// The Spin manifests under `deploy/` (each folder's `spin.toml`).
-fn deploy_manifests() -> Vec<Manifest> {
-    deploy_files()
-        .into_iter()
-        .filter(|p| p.file_name() == Some("spin.toml".as_ref()))
-        .map(|p| manifest(&p))
-        .collect()
-}
-
-/// The PostgreSQL-only build `make variants` writes.
-fn postgres_only_wasm() -> PathBuf {
-    root().join("target/variants/book-catalog-postgres.wasm")
-}
-
-// ---------------------------------------------------------------------------
-// Files
-
-/// Every file under `deploy/`, sorted; folders whose name starts with a dot
-/// (`.spin/` left by a `spin up`) are not deployment files.
-fn deploy_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
+impl Repo {
+    fn load() -> Repo {
+        fn walk(root: &Path, dir: &Path, files: &mut BTreeMap<String, String>) {
+            for entry in std::fs::read_dir(dir).expect("a folder") {
+                let path = entry.expect("an entry").path();
                 let hidden = path
                     .file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(|n| n.starts_with('.'));
-                if !hidden {
-                    walk(&path, out);
+                if path.is_dir() && !hidden {
+                    walk(root, &path, files);
+                } else if path.is_file() {
+                    let rel = path
+                        .strip_prefix(root)
+                        .expect("under the root")
+                        .display()
+                        .to_string();
+                    files.insert(rel, std::fs::read_to_string(&path).expect("UTF-8 text"));
                 }
-            } else {
-                out.push(path);
             }
         }
-    }
-    let mut files = Vec::new();
-    walk(&root().join("deploy"), &mut files);
-    files.sort();
-    files
-}
-
-fn extension(path: &Path) -> &str {
-    path.extension().and_then(|e| e.to_str()).unwrap_or("")
-}
-
-/// The Markdown and shell files: the instructions.
-fn instruction_files() -> Vec<PathBuf> {
-    deploy_files()
-        .into_iter()
-        .filter(|p| matches!(extension(p), "md" | "sh"))
-        .collect()
-}
-
-fn yaml_documents(path: &Path) -> Vec<Yaml> {
-    let text = read(path);
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| {
-            <Yaml as serde::Deserialize>::deserialize(doc)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        })
-        .filter(|doc| !doc.is_null())
-        .collect()
-}
-
-fn all_yaml() -> Vec<(PathBuf, Yaml)> {
-    deploy_files()
-        .into_iter()
-        .filter(|p| matches!(extension(p), "yaml" | "yml"))
-        .flat_map(|p| yaml_documents(&p).into_iter().map(move |d| (p.clone(), d)))
-        .collect()
-}
-
-fn of_kind(kind: &str) -> Vec<(PathBuf, Yaml)> {
-    all_yaml()
-        .into_iter()
-        .filter(|(_, doc)| doc["kind"].as_str() == Some(kind))
-        .collect()
-}
-
-fn the_spinapp() -> (String, Yaml) {
-    let apps = of_kind("SpinApp");
-    assert_eq!(apps.len(), 1, "one SpinApp under deploy/");
-    let (path, app) = apps.into_iter().next().expect("one");
-    (rel(&path), app)
-}
-
-fn keys(value: &Yaml) -> BTreeSet<String> {
-    value
-        .as_mapping()
-        .map(|m| {
-            m.keys()
-                .filter_map(Yaml::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A Secret's values, from `stringData` and (base64) `data`.
-fn secret_values(secret: &Yaml) -> BTreeMap<String, Vec<u8>> {
-    let mut values = BTreeMap::new();
-    if let Some(map) = secret["stringData"].as_mapping() {
-        for (k, v) in map {
-            let text = v.as_str().map(str::to_string).unwrap_or_else(|| {
-                serde_yaml::to_string(v)
-                    .expect("a YAML value")
-                    .trim()
-                    .to_string()
-            });
-            values.insert(k.as_str().expect("a key").to_string(), text.into_bytes());
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = BTreeMap::new();
+        walk(root, &root.join("deploy"), &mut files);
+        for file in ["spin.toml", "Makefile"] {
+            files.insert(
+                file.into(),
+                std::fs::read_to_string(root.join(file)).expect(file),
+            );
         }
+        Repo(files)
     }
-    if let Some(map) = secret["data"].as_mapping() {
-        for (k, v) in map {
-            let key = k.as_str().expect("a key").to_string();
-            let encoded = v.as_str().unwrap_or_else(|| panic!("data.{key}: a string"));
-            let decoded = base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .unwrap_or_else(|e| panic!("data.{key}: not base64: {e}"));
-            values.insert(key, decoded);
+
+    fn text(&self, path: &str) -> &str {
+        self.0.get(path).map_or("", String::as_str)
+    }
+
+    fn deploy_files(&self, extensions: &[&str]) -> Vec<&str> {
+        let ext = |p: &str| {
+            Path::new(p)
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let files = self.0.keys().filter(|p| p.starts_with("deploy/"));
+        files
+            .filter(|p| extensions.contains(&ext(p).as_str()))
+            .map(String::as_str)
+            .collect()
+    }
+
+    fn toml(&self, path: &str) -> Toml {
+        toml::from_str(self.text(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn yaml(&self, kind: &str) -> Vec<(String, Yaml)> {
+        let mut found = Vec::new();
+        for path in self.deploy_files(&["yaml", "yml"]) {
+            for doc in serde_yaml::Deserializer::from_str(self.text(path)) {
+                let doc: Yaml =
+                    serde::Deserialize::deserialize(doc).unwrap_or_else(|e| panic!("{path}: {e}"));
+                if doc["kind"].as_str() == Some(kind) {
+                    found.push((path.to_string(), doc));
+                }
+            }
         }
+        found
     }
-    values
+
+    fn the_spinapp(&self) -> (String, Yaml) {
+        let mut apps = self.yaml("SpinApp");
+        assert_eq!(apps.len(), 1, "one SpinApp under deploy/");
+        apps.remove(0)
+    }
+
+    /// The shell commands of every Markdown and shell file under `deploy/`.
+    fn commands(&self) -> Vec<(&str, Command)> {
+        let files = self.deploy_files(&["md", "sh"]);
+        files
+            .into_iter()
+            .flat_map(|p| {
+                commands(self.text(p), p.ends_with(".md"))
+                    .into_iter()
+                    .map(move |c| (p, c))
+            })
+            .collect()
+    }
 }
 
-// ---------------------------------------------------------------------------
-// Shell commands in instructions
-
-/// One command: a line of a shell script or of a fenced block in Markdown,
-/// with its `\` continuations joined and its comment removed.
-#[derive(Debug)]
+/// One command: a line of a shell script or of a fenced block, with the lines
+/// its `\` continues onto, comments removed.
 struct Command {
-    /// 1-based line of its first line.
     line: usize,
-    text: String,
+    lines: Vec<String>,
     /// The three lines before it, comments included.
     before: String,
 }
 
-/// `line` without its comment: from a `#` outside quotes at the start of a
-/// word.
-fn strip_comment(line: &str) -> &str {
-    let mut single = false;
-    let mut double = false;
-    let mut previous = ' ';
-    for (at, c) in line.char_indices() {
-        match c {
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
-            '#' if !single && !double && previous.is_whitespace() => return &line[..at],
-            _ => {}
-        }
-        previous = c;
+impl Command {
+    fn text(&self) -> String {
+        self.lines.join(" ")
     }
-    line
+
+    /// Whether it runs `words` (e.g. "spin aka deploy"), the words in a row.
+    fn runs(&self, words: &str) -> bool {
+        let program: Vec<&str> = words.split(' ').collect();
+        self.text()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .windows(program.len())
+            .any(|w| w == program)
+    }
+
+    fn settings(&self) -> BTreeMap<String, String> {
+        self.lines.iter().flat_map(|l| settings(l)).collect()
+    }
+
+    /// The word after `flag` (`-f path`, `--from=path`), quotes removed.
+    fn flag(&self, flags: &[&str]) -> Option<String> {
+        let text = self.text();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let value = words
+            .windows(2)
+            .find(|w| flags.contains(&w[0]))
+            .map(|w| w[1].to_string());
+        value.map(|v| v.trim_matches(['"', '\'']).to_string())
+    }
 }
 
 fn commands(text: &str, markdown: bool) -> Vec<Command> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut in_code = !markdown;
-    let mut current: Option<Command> = None;
+    let (mut out, mut in_code, mut current) = (Vec::new(), !markdown, None::<Command>);
     for (index, raw) in lines.iter().enumerate() {
         if markdown && raw.trim_start().starts_with("```") {
             in_code = !in_code;
-            if let Some(done) = current.take() {
-                out.push(done);
-            }
+            out.extend(current.take());
             continue;
         }
-        if !in_code {
-            continue;
-        }
-        let code = strip_comment(raw).trim_end();
-        let (code, continues) = match code.strip_suffix('\\') {
-            Some(head) => (head, true),
-            None => (code, false),
+        let code = if raw.trim_start().starts_with('#') {
+            ""
+        } else {
+            raw.split(" #").next().unwrap_or("")
         };
-        if code.trim().is_empty() && current.is_none() {
+        let (code, continues) = code
+            .trim_end()
+            .strip_suffix('\\')
+            .map_or((code.trim(), false), |c| (c.trim(), true));
+        if !in_code || (code.is_empty() && current.is_none()) {
             continue;
         }
-        let command = current.get_or_insert_with(|| Command {
-            line: index + 1,
-            text: String::new(),
-            before: lines[index.saturating_sub(3)..index].join("\n"),
-        });
-        command.text.push(' ');
-        command.text.push_str(code.trim());
+        let before = lines[index.saturating_sub(3)..index].join("\n");
+        current
+            .get_or_insert_with(|| Command {
+                line: index + 1,
+                lines: Vec::new(),
+                before,
+            })
+            .lines
+            .push(code.to_string());
         if !continues {
-            out.push(current.take().expect("a command"));
+            out.extend(current.take());
         }
     }
     out.extend(current);
     out
 }
 
-fn is_markdown(path: &Path) -> bool {
-    extension(path) == "md"
-}
-
-fn file_commands(path: &Path) -> Vec<Command> {
-    commands(&read(path), is_markdown(path))
-}
-
-/// The shell word at the start of `s` (quotes and `$( )` nest) and its
-/// length in bytes.
-fn shell_word(s: &str) -> (&str, usize) {
-    #[derive(PartialEq)]
-    enum Ctx {
-        Single,
-        Double,
-        Subst,
-    }
-    let mut stack: Vec<Ctx> = Vec::new();
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match stack.last() {
-            Some(Ctx::Single) => {
-                if c == b'\'' {
-                    stack.pop();
-                }
-            }
-            Some(Ctx::Double) => match c {
-                b'"' => {
-                    stack.pop();
-                }
-                b'\\' => i += 1,
-                b'$' if bytes.get(i + 1) == Some(&b'(') => {
-                    stack.push(Ctx::Subst);
-                    i += 1;
-                }
-                _ => {}
-            },
-            top => {
-                let base = top.is_none();
-                match c {
-                    b'\'' => stack.push(Ctx::Single),
-                    b'"' => stack.push(Ctx::Double),
-                    b'\\' => i += 1,
-                    b'$' if bytes.get(i + 1) == Some(&b'(') => {
-                        stack.push(Ctx::Subst);
-                        i += 1;
-                    }
-                    b')' if !base => {
-                        stack.pop();
-                    }
-                    c if base && c.is_ascii_whitespace() => break,
-                    _ => {}
-                }
-            }
-        }
-        i += 1;
-    }
-    let end = i.min(s.len());
-    (&s[..end], end)
-}
-
-/// A shell word without its quote characters (only for words without `$( )`).
-fn unquote(word: &str) -> String {
-    word.chars().filter(|c| !matches!(c, '\'' | '"')).collect()
-}
-
-/// A value set in a command, as written.
-#[derive(Debug, PartialEq)]
-enum Value {
-    /// Produced when the command runs: `"$(openssl rand -base64 48)"`.
-    Generated,
-    /// Taken from a shell variable: `"$SECRET"`, `"postgres://u:${P}@h/db"`.
-    Reference(String),
-    Literal(String),
-}
-
-fn classify(raw: &str) -> Value {
-    if raw.contains("$(openssl rand") {
-        Value::Generated
-    } else if raw.contains('$') {
-        Value::Reference(unquote(raw))
-    } else {
-        Value::Literal(unquote(raw))
-    }
-}
-
-impl Value {
-    /// The text, where it is not produced by a command.
-    fn text(&self) -> Option<&str> {
-        match self {
-            Value::Generated => None,
-            Value::Reference(text) | Value::Literal(text) => Some(text),
-        }
-    }
-}
-
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// The Spin variables a command sets: `--variable name=value`,
-/// `--from-literal=name=value` (a Secret key), `SPIN_VARIABLE_NAME=value`.
-fn settings_in(command: &str) -> Vec<(String, Value)> {
+/// The Spin variables one line sets (`--variable name=value`,
+/// `--from-literal=name=value`, `SPIN_VARIABLE_NAME=value`), each value as
+/// written without its outer quotes: `$` in it means it comes from the shell.
+fn settings(line: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
-    for marker in ["--variable ", "--variable=", "--from-literal="] {
-        for (at, _) in command.match_indices(marker) {
-            let rest = command[at + marker.len()..].trim_start();
-            let (word, _) = shell_word(rest);
-            let (quote, inner) = match word.chars().next() {
-                Some(q @ ('"' | '\'')) => (q.to_string(), &word[1..]),
-                _ => (String::new(), word),
-            };
-            let Some((name, value)) = inner.split_once('=') else {
-                continue;
-            };
-            if name.is_empty() || !name.chars().all(is_name_char) {
-                continue;
+    for marker in SETTING_MARKERS {
+        for (at, _) in line.match_indices(marker) {
+            if line[..at].ends_with(|c: char| is_name_char(c) || c == '$' || c == '{') {
+                continue; // a read (`$SPIN_VARIABLE_X`), not a setting
             }
-            found.push((name.to_string(), classify(&format!("{quote}{value}"))));
-        }
-    }
-    for (at, _) in command.match_indices("SPIN_VARIABLE_") {
-        let preceded = command[..at].chars().next_back();
-        if preceded.is_some_and(|c| is_name_char(c) || c == '$' || c == '{') {
-            continue;
-        }
-        let rest = &command[at + "SPIN_VARIABLE_".len()..];
-        let name: String = rest.chars().take_while(|c| is_name_char(*c)).collect();
-        if let Some(value) = rest[name.len()..].strip_prefix('=') {
-            if !name.is_empty() {
-                let (word, _) = shell_word(value);
-                found.push((name.to_ascii_lowercase(), classify(word)));
-            }
-        }
-    }
-    found
-}
-
-/// Variable names anywhere in a text: `--variable name`, `--from-literal=name`,
-/// `SPIN_VARIABLE_NAME` (set or read).
-fn variable_mentions(text: &str) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    for (marker, upper) in [
-        ("--variable ", false),
-        ("--variable=", false),
-        ("--from-literal=", false),
-        ("SPIN_VARIABLE_", true),
-    ] {
-        for (at, _) in text.match_indices(marker) {
-            let rest = text[at + marker.len()..].trim_start_matches(['"', '\'', ' ']);
+            let rest = line[at + marker.len()..].trim_start();
+            let quote = rest.chars().next().filter(|c| matches!(c, '"' | '\''));
+            let rest = &rest[quote.map_or(0, char::len_utf8)..];
             let name: String = rest.chars().take_while(|c| is_name_char(*c)).collect();
-            if name.is_empty() {
+            let Some(value) = rest[name.len()..].strip_prefix('=') else {
                 continue;
-            }
-            found.insert(if upper {
+            };
+            // Up to the next option, quotes (around the pair or the value) removed.
+            let value = value
+                .split(" --")
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_end_matches('\\');
+            let value_quote = value.chars().next().filter(|c| matches!(c, '"' | '\''));
+            let value = match quote.or(value_quote) {
+                Some(q) => value
+                    .trim()
+                    .trim_start_matches(q)
+                    .rsplit_once(q)
+                    .map_or(value, |(v, _)| v),
+                None => value.split_whitespace().next().unwrap_or(""),
+            };
+            let name = if marker == "SPIN_VARIABLE_" {
                 name.to_ascii_lowercase()
             } else {
                 name
-            });
+            };
+            found.push((name, value.to_string()));
         }
     }
     found
 }
 
-/// The word after `flag` (`-f path`, `--from path`, `--from=path`).
-fn flag_value(command: &str, flags: &[&str]) -> Option<String> {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    for (i, word) in words.iter().enumerate() {
-        for flag in flags {
-            if word == flag {
-                return words.get(i + 1).map(|w| unquote(w));
-            }
-            if let Some(value) = word.strip_prefix(&format!("{flag}=")) {
-                return Some(unquote(value));
+/// Variable names anywhere in a text, set or read.
+fn variable_mentions(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for marker in SETTING_MARKERS {
+        for (at, _) in text.match_indices(marker) {
+            let rest = text[at + marker.len()..].trim_start_matches(['"', '\'', ' ']);
+            let name: String = rest.chars().take_while(|c| is_name_char(*c)).collect();
+            if !name.is_empty() {
+                found.insert(if marker == "SPIN_VARIABLE_" {
+                    name.to_ascii_lowercase()
+                } else {
+                    name
+                });
             }
         }
     }
-    None
-}
-
-/// Whether `command` runs `program sub...` (the words in a row).
-fn runs(command: &str, program: &[&str]) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    words.windows(program.len()).any(|w| w == program)
+    found
 }
 
 // ---------------------------------------------------------------------------
-// Checks on text; each returns its findings (empty: fine)
+// Manifests, read from their TOML
 
-/// `spin deploy` without `SPIN_DEPLOY_PLUGIN`: Spin 4 stops ("needs to be
-/// told which deployment plugin to use").
-fn bare_spin_deploys(text: &str, markdown: bool) -> Vec<String> {
-    commands(text, markdown)
+fn table(value: &Toml, key: &str) -> toml::Table {
+    value
+        .get(key)
+        .and_then(Toml::as_table)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn strings(value: &Toml, key: &str) -> BTreeSet<String> {
+    let items = value
+        .get(key)
+        .and_then(Toml::as_array)
         .into_iter()
-        .filter(|c| runs(&c.text, &["spin", "deploy"]) && !c.text.contains("SPIN_DEPLOY_PLUGIN="))
-        .map(|c| format!("line {}: a bare `spin deploy`: {}", c.line, c.text.trim()))
+        .flatten();
+    items.filter_map(Toml::as_str).map(str::to_string).collect()
+}
+
+fn str_at<'a>(value: &'a Toml, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(value, |v, key| v.get(key))?.as_str()
+}
+
+fn union(manifest: &Toml, key: &str) -> BTreeSet<String> {
+    table(manifest, "component")
+        .values()
+        .flat_map(|c| strings(c, key))
         .collect()
 }
 
-/// `spin up --variable` is Spin 3.4+: the command, or the three lines before
-/// it, must say so; older Spin takes `SPIN_VARIABLE_*`.
-fn spin_up_variables_without_3_4(text: &str, markdown: bool) -> Vec<String> {
-    commands(text, markdown)
-        .into_iter()
-        .filter(|c| runs(&c.text, &["spin", "up"]) && c.text.contains("--variable"))
-        .filter(|c| !format!("{}\n{}", c.before, c.text).contains("3.4"))
-        .map(|c| {
-            format!(
-                "line {}: `spin up --variable` needs Spin 3.4; use SPIN_VARIABLE_* \
-                 (or say 3.4): {}",
-                c.line,
-                c.text.trim()
-            )
-        })
-        .collect()
+fn routes(manifest: &Toml) -> BTreeSet<(String, String)> {
+    let triggers = manifest
+        .get("trigger")
+        .and_then(|t| t.get("http"))
+        .and_then(Toml::as_array);
+    let route = |t: &Toml| {
+        (
+            str_at(t, &["route"]).unwrap_or("").into(),
+            str_at(t, &["component"]).unwrap_or("").into(),
+        )
+    };
+    triggers.into_iter().flatten().map(route).collect()
 }
 
-const SIGNING_SECRETS: [Setting; 2] = [Setting::SecretToken, Setting::SecretTokenPrevious];
-
-/// A signing secret written into a command: usable (32 bytes or more) is a
-/// secret every reader of the file shares.
-fn usable_signing_secrets_in_commands(text: &str, markdown: bool) -> (usize, Vec<String>) {
-    let mut checked = 0;
-    let mut findings = Vec::new();
-    for command in commands(text, markdown) {
-        for (name, value) in settings_in(&command.text) {
-            if !SIGNING_SECRETS.iter().any(|s| s.variable_name() == name) {
-                continue;
-            }
-            checked += 1;
-            if let Value::Literal(literal) = value {
-                if literal.len() >= MIN_SECRET_BYTES {
-                    findings.push(format!(
-                        "line {}: {name} is a usable literal ({} bytes): generate it \
-                         (openssl rand -base64 48) or read it from a shell variable",
-                        command.line,
-                        literal.len()
-                    ));
-                }
-            }
+/// `dir/a/../b` -> `dir/b`, as text.
+fn resolve(dir: &str, relative: &str) -> String {
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in relative.split('/') {
+        match part {
+            ".." => drop(parts.pop()),
+            "." | "" => {}
+            other => parts.push(other),
         }
     }
-    (checked, findings)
-}
-
-/// A Secret template must not hold a signing secret the service would use.
-fn usable_signing_secrets_in_secret(secret: &Yaml) -> Vec<String> {
-    let values = secret_values(secret);
-    SIGNING_SECRETS
-        .iter()
-        .filter_map(|s| {
-            let value = values.get(s.variable_name())?;
-            (value.len() >= MIN_SECRET_BYTES).then(|| {
-                format!(
-                    "Secret {:?}: {} is {} bytes, a usable signing secret; a template \
-                     must hold none, or one shorter than {MIN_SECRET_BYTES} bytes",
-                    secret["metadata"]["name"].as_str().unwrap_or("?"),
-                    s.variable_name(),
-                    value.len()
-                )
-            })
-        })
-        .collect()
+    parts.join("/")
 }
 
 /// `host:port` of a `postgres://` URL (no port: 5432).
@@ -658,617 +341,557 @@ fn postgres_host_port(url: &str) -> Option<String> {
         .strip_prefix("postgres://")
         .or_else(|| url.strip_prefix("postgresql://"))?;
     let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    Some(with_default_port(host_port))
+    Some(with_default_port(
+        authority.rsplit_once('@').map_or(authority, |(_, h)| h),
+    ))
 }
 
 fn with_default_port(host_port: &str) -> String {
-    let has_port = match host_port.rsplit_once(':') {
-        Some((host, port)) => {
-            !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !host.ends_with(':')
-        }
-        None => false,
-    };
-    if has_port && !host_port.ends_with(']') {
-        host_port.to_string()
-    } else {
-        format!("{host_port}:5432")
+    let port = host_port
+        .rsplit_once(':')
+        .map(|(_, p)| p)
+        .filter(|p| !host_port.ends_with(']'));
+    match port {
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => host_port.to_string(),
+        _ => format!("{host_port}:5432"),
     }
 }
 
-/// `db_host` must be the `host:port` of `db_url` wherever both are written.
-fn db_host_mismatch(db_url: &str, db_host: &str) -> Option<String> {
-    match postgres_host_port(db_url) {
-        None => Some(format!("db_url {db_url:?} is not a postgres:// URL")),
-        Some(expected) if expected != with_default_port(db_host) => Some(format!(
-            "db_host {db_host:?} is not the host:port of db_url ({expected})"
+fn db_host_mismatch(url: &str, host: &str) -> Option<String> {
+    match postgres_host_port(url) {
+        None => Some(format!("db_url {url:?} is not a postgres:// URL")),
+        Some(expected) if expected != with_default_port(host) => Some(format!(
+            "db_host {host:?} is not {expected}, the host:port of db_url"
         )),
         Some(_) => None,
     }
 }
 
-fn db_host_mismatches_in_commands(text: &str, markdown: bool) -> (usize, Vec<String>) {
-    let mut checked = 0;
-    let mut findings = Vec::new();
-    for command in commands(text, markdown) {
-        let settings: BTreeMap<String, Value> = settings_in(&command.text).into_iter().collect();
-        let (Some(url), Some(Value::Literal(host))) = (
-            settings.get("db_url").and_then(Value::text),
-            settings.get("db_host"),
-        ) else {
-            continue;
-        };
-        checked += 1;
-        if let Some(problem) = db_host_mismatch(url, host) {
-            findings.push(format!("line {}: {problem}", command.line));
-        }
+/// A Secret's values, from `stringData` and (base64) `data`.
+fn secret_values(secret: &Yaml) -> BTreeMap<String, String> {
+    let mut values = BTreeMap::new();
+    let entries = |key: &str| secret[key].as_mapping().cloned().unwrap_or_default();
+    for (k, v) in entries("stringData") {
+        values.insert(
+            k.as_str().unwrap_or("").into(),
+            v.as_str().unwrap_or("").into(),
+        );
     }
-    (checked, findings)
+    for (k, v) in entries("data") {
+        let decoded =
+            base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap_or("").trim());
+        values.insert(
+            k.as_str().unwrap_or("").into(),
+            String::from_utf8_lossy(&decoded.expect("base64")).into(),
+        );
+    }
+    values
 }
 
-/// Spin 4.0.2 (tokio-postgres) parses `disable`, `prefer` and `require`
-/// only; `verify-full`, `verify-ca` and `allow` fail to parse. Only URL
-/// parameters (`?sslmode=`, `&sslmode=`) count: prose may name the others.
-fn unsupported_sslmodes(text: &str) -> Vec<String> {
-    text.match_indices("sslmode=")
-        .filter(|(at, _)| matches!(text[..*at].chars().next_back(), Some('?' | '&')))
-        .map(|(at, marker)| {
-            text[at + marker.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-                .collect::<String>()
-        })
-        .filter(|mode| !matches!(mode.as_str(), "disable" | "prefer" | "require"))
-        .map(|mode| format!("sslmode={mode}: Spin accepts disable, prefer and require only"))
-        .collect()
-}
-
-fn unknown_variables(text: &str, manifest: &Manifest) -> Vec<String> {
-    variable_mentions(text)
+fn keys(value: &Yaml) -> BTreeSet<String> {
+    value
+        .as_mapping()
         .into_iter()
-        .filter(|name| !manifest.variables.contains_key(name))
-        .map(|name| format!("{name} is not a variable of {}", rel(&manifest.path)))
+        .flatten()
+        .filter_map(|(k, _)| k.as_str().map(str::to_string))
         .collect()
 }
 
-fn assert_none(what: &str, findings: Vec<String>) {
-    assert!(findings.is_empty(), "{what}:\n  {}", findings.join("\n  "));
-}
-
-// ---------------------------------------------------------------------------
-// The router
-
-/// Whether a `[[trigger.http]]` route serves `path` (`/...` is a wildcard).
-fn route_serves(route: &str, path: &str) -> bool {
-    match route.strip_suffix("/...") {
-        Some(prefix) => {
-            path == prefix || path.starts_with(&format!("{prefix}/")) || prefix.is_empty()
-        }
-        None => route == path,
-    }
-}
-
-/// A path the router serves without authentication as the health check,
-/// and the manifest routes to its component.
-fn assert_public_health_path(path: &str, what: &str) {
-    assert_eq!(path, HEALTH_PATH, "{what}: probe path");
-    let routed = route("GET", path).unwrap_or_else(|e| panic!("{what}: {path} is not routed: {e}"));
-    assert!(!routed.protected, "{what}: {path} needs authentication");
-    assert_eq!(routed.endpoint, Ok(Endpoint::Health), "{what}: {path}");
-    let m = spin_toml();
-    assert!(
-        m.routes.iter().any(|(r, _)| route_serves(r, path)),
-        "{what}: no trigger of spin.toml serves {path}: {:?}",
-        m.routes
-    );
-}
-
-// ---------------------------------------------------------------------------
-// Tests
-
-#[test]
-fn every_deploy_file_parses() {
-    let files = deploy_files();
-    let mut kinds = BTreeMap::new();
-    for path in &files {
-        let what = rel(path);
-        match extension(path) {
-            "toml" => {
-                toml::from_str::<Toml>(&read(path)).unwrap_or_else(|e| panic!("{what}: {e}"));
-            }
-            "yaml" | "yml" => {
-                assert!(!yaml_documents(path).is_empty(), "{what}: empty");
-            }
-            "sh" => {
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    let mode = std::fs::metadata(path)
-                        .expect("metadata")
-                        .permissions()
-                        .mode();
-                    assert!(mode & 0o111 != 0, "{what}: not executable");
-                }
-                assert!(read(path).starts_with("#!"), "{what}: no #! line");
-            }
-            "md" => {}
-            other => panic!("{what}: unexpected file type {other:?}"),
-        }
-        *kinds.entry(extension(path).to_string()).or_insert(0) += 1;
-    }
-    for folder in ["spinkube", "fermyon-cloud", "runtime-config", "akamai"] {
-        let readme = root().join("deploy").join(folder).join("README.md");
-        assert!(readme.is_file(), "{} is missing", rel(&readme));
-    }
-    assert!(kinds.get("yaml").copied().unwrap_or(0) >= 4, "{kinds:?}");
-    assert!(kinds.get("toml").copied().unwrap_or(0) >= 4, "{kinds:?}");
-}
-
-#[test]
-fn every_manifest_variable_is_a_setting_or_the_allowed_host() {
-    let m = spin_toml();
-    let component = &m.components["book-catalog"];
-    for setting in Setting::ALL {
-        let name = setting.variable_name();
-        assert!(
-            m.variables.contains_key(name),
-            "spin.toml does not declare {name} ({setting:?})"
-        );
-        assert_eq!(
-            component.variables.get(name).map(String::as_str),
-            Some(format!("{{{{ {name} }}}}").as_str()),
-            "spin.toml does not pass {name} to the component"
-        );
-    }
-    let hosts = m.allowed_outbound_hosts();
-    let mut host_variables = 0;
-    for name in m.variables.keys() {
-        let is_setting = Setting::ALL.iter().any(|s| s.variable_name() == name);
-        let in_hosts = hosts
-            .iter()
-            .any(|h| h.contains(&format!("{{{{ {name} }}}}")));
-        assert!(
-            is_setting || in_hosts,
-            "spin.toml: {name} is neither a setting (Setting::ALL) nor used in \
-             allowed_outbound_hosts {hosts:?}"
-        );
-        host_variables += usize::from(in_hosts && !is_setting);
-    }
-    // db_host feeds allowed_outbound_hosts: the template must still be there.
-    assert!(hosts.contains("postgres://{{ db_host }}"), "{hosts:?}");
-    assert_eq!(
-        host_variables, 1,
-        "db_host is the only non-setting variable"
-    );
-    assert_eq!(
-        m.variables["secret_token"].default.as_deref().unwrap_or(""),
-        "",
-        "spin.toml: no default signing secret"
-    );
-}
-
-#[test]
-fn deploy_manifests_keep_the_variables_component_routes_and_hosts() {
-    let main = spin_toml();
-    let manifests = deploy_manifests();
-    let folders: BTreeSet<String> = manifests
-        .iter()
-        .map(|m| rel(m.path.parent().expect("a folder")))
-        .collect();
-    assert_eq!(
-        folders,
-        ["deploy/akamai", "deploy/postgres-only"]
-            .map(String::from)
-            .into(),
-        "the Spin manifests under deploy/"
-    );
-    let makefile = read(&root().join("Makefile"));
-    assert!(
-        makefile.contains("\nvariants:")
-            && makefile.contains("target/variants/book-catalog-postgres.wasm"),
-        "the Makefile's `variants` target writes target/variants/book-catalog-postgres.wasm"
-    );
-    for pg in &manifests {
-        let what = rel(&pg.path);
-        let names = |m: &Manifest| m.variables.keys().cloned().collect::<BTreeSet<_>>();
-        assert_eq!(
-            names(pg),
-            names(&main),
-            "{what}: the variables of spin.toml"
-        );
-        for (name, variable) in &main.variables {
-            assert!(
-                !variable.secret || pg.variables[name].secret,
-                "{what}: {name} is secret in spin.toml"
-            );
-            if name != "client_ip_header" {
-                assert_eq!(
-                    pg.variables[name].default, variable.default,
-                    "{what}: the default of {name}"
-                );
-            }
-        }
-        assert_eq!(
-            pg.component_ids(),
-            main.component_ids(),
-            "{what}: component ids"
-        );
-        assert_eq!(pg.routes, main.routes, "{what}: routes");
-        assert_eq!(
-            pg.allowed_outbound_hosts(),
-            main.allowed_outbound_hosts(),
-            "{what}: allowed_outbound_hosts"
-        );
-        assert!(
-            pg.sqlite_databases().is_empty(),
-            "{what}: the PostgreSQL-only build grants no SQLite"
-        );
-        let dir = pg.path.parent().expect("a folder");
-        for (id, component) in &pg.components {
-            assert_eq!(
-                component.variables, main.components[id].variables,
-                "{what}: {id}: the component variables of spin.toml"
-            );
-            assert_eq!(
-                normalize(&dir.join(&component.source)),
-                postgres_only_wasm(),
-                "{what}: {id}: source is the PostgreSQL-only build"
-            );
-            assert_eq!(
-                component.build_command.as_deref(),
-                Some("make variants"),
-                "{what}: {id}: build"
-            );
-            let workdir = component.build_workdir.as_deref().unwrap_or(".");
-            assert_eq!(
-                normalize(&dir.join(workdir)),
-                root(),
-                "{what}: {id}: the build runs at the repository root"
-            );
-        }
-    }
-}
-
-#[test]
-fn the_spinapp_runs_the_component_with_three_replicas_probes_and_resources() {
-    let m = spin_toml();
-    let (what, app) = the_spinapp();
-    assert_eq!(
-        app["apiVersion"].as_str(),
-        Some("core.spinkube.dev/v1alpha1"),
-        "{what}"
-    );
-    let spec = &app["spec"];
-    // The fields of spin-operator's SpinAppSpec: a typo is not silently ignored.
-    let known: BTreeSet<String> = [
-        "executor",
-        "image",
-        "imagePullSecrets",
-        "checks",
-        "replicas",
-        "enableAutoscaling",
-        "runtimeConfig",
-        "volumes",
-        "volumeMounts",
-        "variables",
-        "serviceAnnotations",
-        "deploymentAnnotations",
-        "podAnnotations",
-        "podLabels",
-        "resources",
-        "components",
-        "serviceAccountName",
-        "invocationLimits",
-    ]
-    .into_iter()
-    .map(str::to_string)
-    .collect();
-    let unknown: Vec<_> = keys(spec).difference(&known).cloned().collect();
-    assert!(
-        unknown.is_empty(),
-        "{what}: unknown spec fields {unknown:?}"
-    );
-    assert_eq!(spec["replicas"].as_u64(), Some(3), "{what}: replicas");
-    assert_eq!(
-        spec["executor"].as_str(),
-        Some("containerd-shim-spin"),
-        "{what}"
-    );
-    assert!(
-        spec["image"].as_str().is_some_and(|i| !i.is_empty()),
-        "{what}: image"
-    );
-    let components: BTreeSet<String> = spec["components"]
-        .as_sequence()
-        .expect("spec.components")
-        .iter()
-        .map(|c| c.as_str().expect("a component id").to_string())
-        .collect();
-    assert_eq!(
-        components,
-        m.component_ids(),
-        "{what}: components vs spin.toml"
-    );
-
-    // resources: requests and limits, each with cpu and memory, request <= limit.
-    let resources = &spec["resources"];
-    assert_eq!(
-        keys(resources),
-        ["limits", "requests"].map(String::from).into(),
-        "{what}: resources"
-    );
-    for resource in ["cpu", "memory"] {
-        let amount = |kind: &str| {
-            let value = &resources[kind][resource];
-            let text = match value {
-                Yaml::String(s) => s.clone(),
-                Yaml::Number(n) => n.to_string(),
-                _ => panic!("{what}: resources.{kind}.{resource} is missing"),
-            };
-            quantity(&text)
-                .unwrap_or_else(|| panic!("{what}: resources.{kind}.{resource} {text:?}"))
-        };
-        let (request, limit) = (amount("requests"), amount("limits"));
-        assert!(
-            request > 0.0 && request <= limit,
-            "{what}: {resource}: request {request} must be > 0 and <= limit {limit}"
-        );
-    }
-
-    let probe_fields: BTreeSet<String> = [
-        "httpGet",
-        "initialDelaySeconds",
-        "timeoutSeconds",
-        "periodSeconds",
-        "successThreshold",
-        "failureThreshold",
-    ]
-    .into_iter()
-    .map(str::to_string)
-    .collect();
-    assert_eq!(
-        keys(&spec["checks"]),
-        ["liveness", "readiness"].map(String::from).into()
-    );
-    for check in ["liveness", "readiness"] {
-        let probe = &spec["checks"][check];
-        let unknown: Vec<_> = keys(probe).difference(&probe_fields).cloned().collect();
-        assert!(
-            unknown.is_empty(),
-            "{what}: {check}: unknown fields {unknown:?}"
-        );
-        let path = probe["httpGet"]["path"].as_str().expect("httpGet.path");
-        assert_public_health_path(path, &format!("{what}: {check}"));
-        // The probe must outlast the store's connect timeout (5 s), or a
-        // slow database would look like a dead pod.
-        let timeout = probe["timeoutSeconds"].as_u64().unwrap_or(1);
-        assert!(timeout > 5, "{what}: {check}.timeoutSeconds {timeout} <= 5");
-    }
-}
-
-/// A Kubernetes quantity (`100m`, `1`, `128Mi`, `1G`) as a number.
-fn quantity(text: &str) -> Option<f64> {
-    let suffixes: [(&str, f64); 9] = [
-        ("Ki", 1024.0),
-        ("Mi", 1024.0 * 1024.0),
-        ("Gi", 1024.0 * 1024.0 * 1024.0),
-        ("Ti", 1024.0 * 1024.0 * 1024.0 * 1024.0),
-        ("m", 0.001),
+/// A Kubernetes quantity (`100m`, `1`, `128Mi`) as a number.
+fn quantity(value: &Yaml) -> Option<f64> {
+    let text = value
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| value.as_f64().map(|n| n.to_string()))?;
+    let suffixes = [
+        ("Ki", 1024f64),
+        ("Mi", 1024f64.powi(2)),
+        ("Gi", 1024f64.powi(3)),
+        ("m", 1e-3),
         ("k", 1e3),
         ("M", 1e6),
         ("G", 1e9),
-        ("T", 1e12),
     ];
     let (number, factor) = suffixes
         .iter()
         .find_map(|(s, f)| text.strip_suffix(s).map(|n| (n, *f)))
-        .unwrap_or((text, 1.0));
+        .unwrap_or((&text, 1.0));
     number.parse::<f64>().ok().map(|n| n * factor)
 }
 
-#[test]
-fn the_spinapp_trusts_one_proxy_and_is_reached_only_through_its_ingress() {
-    let (what, app) = the_spinapp();
-    let name = app["metadata"]["name"].as_str().expect("metadata.name");
+/// `path` is the router's public health check, and a trigger of spin.toml serves it.
+fn public_health_path(repo: &Repo, path: &str, what: &str, out: &mut Findings) {
+    let routed = route("GET", path).ok();
+    let public = routed.is_some_and(|r| !r.protected && r.endpoint == Ok(Endpoint::Health));
+    need(out, path == HEALTH_PATH && public, || {
+        format!("{what}: {path} is not the public health check {HEALTH_PATH}")
+    });
+    let served = routes(&repo.toml("spin.toml")).iter().any(|(r, _)| {
+        r.strip_suffix("/...")
+            .is_some_and(|p| path.starts_with(&format!("{p}/")))
+            || r == path
+    });
+    need(out, served, || {
+        format!("{what}: no trigger of spin.toml serves {path}")
+    });
+}
+
+// ---------------------------------------------------------------------------
+// The checks
+
+/// Every file parses (TOML, YAML; a script is executable with a `#!` line),
+/// and each platform folder has its README.
+fn files_parse(repo: &Repo) -> Findings {
+    let mut out = Findings::new();
+    for path in repo.deploy_files(&["toml"]) {
+        if let Err(e) = toml::from_str::<Toml>(repo.text(path)) {
+            out.push(format!("{path}: {e}"));
+        }
+    }
+    for path in repo.deploy_files(&["yaml", "yml"]) {
+        let docs: Result<Vec<Yaml>, _> = serde_yaml::Deserializer::from_str(repo.text(path))
+            .map(serde::Deserialize::deserialize)
+            .collect();
+        need(&mut out, docs.is_ok_and(|d| !d.is_empty()), || {
+            format!("{path}: not YAML, or empty")
+        });
+    }
+    for path in repo.deploy_files(&["sh"]) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+                .map_or(0, |m| m.permissions().mode());
+            need(&mut out, mode & 0o111 != 0, || {
+                format!("{path}: not executable")
+            });
+        }
+        need(&mut out, repo.text(path).starts_with("#!"), || {
+            format!("{path}: no #! line")
+        });
+    }
+    let known = repo
+        .deploy_files(&["toml", "yaml", "yml", "sh", "md"])
+        .len();
+    let all = repo.0.keys().filter(|p| p.starts_with("deploy/")).count();
+    need(&mut out, known == all, || {
+        "deploy/ holds a file that is not TOML, YAML, shell or Markdown".into()
+    });
+    for folder in ["spinkube", "fermyon-cloud", "runtime-config", "akamai"] {
+        need(
+            &mut out,
+            repo.0.contains_key(&format!("deploy/{folder}/README.md")),
+            || format!("deploy/{folder}/README.md is missing"),
+        );
+    }
+    let (yaml, toml) = (
+        repo.deploy_files(&["yaml", "yml"]).len(),
+        repo.deploy_files(&["toml"]).len(),
+    );
+    need(&mut out, yaml >= 4 && toml >= 4, || {
+        format!("{yaml} YAML and {toml} TOML files")
+    });
+    out
+}
+
+/// spin.toml declares every setting and passes it to the component; its
+/// only other variable is the PostgreSQL host it may reach; no default secret.
+fn manifest_variables_are_the_settings(repo: &Repo) -> Findings {
+    let (mut out, m) = (Findings::new(), repo.toml("spin.toml"));
+    let (variables, hosts) = (table(&m, "variables"), union(&m, "allowed_outbound_hosts"));
+    let passed = table(&table(&m, "component")["book-catalog"], "variables");
+    for name in Setting::ALL.map(Setting::variable_name) {
+        need(&mut out, variables.contains_key(name), || {
+            format!("spin.toml does not declare {name}")
+        });
+        let template = passed.get(name).and_then(Toml::as_str);
+        need(
+            &mut out,
+            template == Some(&format!("{{{{ {name} }}}}")),
+            || format!("spin.toml does not pass {name} to the component"),
+        );
+    }
+    let others: Vec<&String> = variables
+        .keys()
+        .filter(|n| !Setting::ALL.iter().any(|s| s.variable_name() == *n))
+        .collect();
+    need(&mut out, others == ["db_host"], || {
+        format!("spin.toml: {others:?} are not settings; only db_host may be")
+    });
+    need(&mut out, hosts.contains("postgres://{{ db_host }}"), || {
+        format!("spin.toml: allowed_outbound_hosts {hosts:?}")
+    });
+    let default = str_at(&m, &["variables", "secret_token", "default"]).unwrap_or("");
+    need(&mut out, default.is_empty(), || {
+        "spin.toml: a default signing secret".into()
+    });
+    out
+}
+
+/// deploy/akamai and deploy/postgres-only keep spin.toml's variables,
+/// component, routes and hosts, and run `make variants`' PostgreSQL-only build.
+fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
+    let (mut out, main) = (Findings::new(), repo.toml("spin.toml"));
+    let paths: Vec<&str> = repo
+        .deploy_files(&["toml"])
+        .into_iter()
+        .filter(|p| p.ends_with("/spin.toml"))
+        .collect();
+    need(
+        &mut out,
+        paths == ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"],
+        || format!("the Spin manifests under deploy/: {paths:?}"),
+    );
+    let makefile = repo.text("Makefile");
+    need(
+        &mut out,
+        makefile.contains("\nvariants:") && makefile.contains(POSTGRES_ONLY_WASM),
+        || format!("the Makefile's `variants` does not write {POSTGRES_ONLY_WASM}"),
+    );
+    let (main_vars, main_components) = (table(&main, "variables"), table(&main, "component"));
+    for path in paths {
+        let m = repo.toml(path);
+        let (vars, components) = (table(&m, "variables"), table(&m, "component"));
+        need(
+            &mut out,
+            vars.keys().collect::<BTreeSet<_>>() == main_vars.keys().collect(),
+            || format!("{path}: not the variables of spin.toml"),
+        );
+        for (name, spec) in &main_vars {
+            let secret = |s: &Toml| s.get("secret").and_then(Toml::as_bool).unwrap_or(false);
+            let default = |s: &Toml| s.get("default").cloned();
+            let theirs = vars
+                .get(name)
+                .cloned()
+                .unwrap_or(Toml::Table(Default::default()));
+            need(&mut out, !secret(spec) || secret(&theirs), || {
+                format!("{path}: {name} is secret in spin.toml")
+            });
+            need(
+                &mut out,
+                name == "client_ip_header" || default(spec) == default(&theirs),
+                || format!("{path}: the default of {name}"),
+            );
+        }
+        need(
+            &mut out,
+            components.keys().collect::<BTreeSet<_>>() == main_components.keys().collect(),
+            || format!("{path}: component ids"),
+        );
+        need(&mut out, routes(&m) == routes(&main), || {
+            format!("{path}: routes")
+        });
+        for key in ["allowed_outbound_hosts", "sqlite_databases"] {
+            let expected = if key == "sqlite_databases" {
+                BTreeSet::new()
+            } else {
+                union(&main, key)
+            };
+            need(&mut out, union(&m, key) == expected, || {
+                format!("{path}: {key} (the PostgreSQL-only build grants no SQLite)")
+            });
+        }
+        let dir = path.trim_end_matches("/spin.toml");
+        for (id, c) in &components {
+            need(
+                &mut out,
+                c.get("variables") == main_components.get(id).and_then(|c| c.get("variables")),
+                || format!("{path}: {id}: the component variables of spin.toml"),
+            );
+            need(
+                &mut out,
+                resolve(dir, str_at(c, &["source"]).unwrap_or("")) == POSTGRES_ONLY_WASM,
+                || format!("{path}: {id}: source is not {POSTGRES_ONLY_WASM}"),
+            );
+            need(
+                &mut out,
+                str_at(c, &["build", "command"]) == Some("make variants"),
+                || format!("{path}: {id}: build command"),
+            );
+            need(
+                &mut out,
+                resolve(dir, str_at(c, &["build", "workdir"]).unwrap_or(".")).is_empty(),
+                || format!("{path}: {id}: the build runs at the repository root"),
+            );
+        }
+    }
+    out
+}
+
+/// The SpinApp: spin-operator's fields only, three replicas of spin.toml's
+/// component, requests within limits, probes on the public health path that
+/// outlast the store's 5 s connect timeout.
+fn spinapp_runs_three_replicas_with_probes_and_resources(repo: &Repo) -> Findings {
+    let (mut out, (what, app)) = (Findings::new(), repo.the_spinapp());
+    let spec = &app["spec"];
+    need(
+        &mut out,
+        app["apiVersion"].as_str() == Some("core.spinkube.dev/v1alpha1"),
+        || format!("{what}: apiVersion"),
+    );
+    let fields = "executor image imagePullSecrets checks replicas enableAutoscaling runtimeConfig volumes volumeMounts variables serviceAnnotations deploymentAnnotations podAnnotations podLabels resources components serviceAccountName invocationLimits";
+    let unknown: Vec<String> = keys(spec)
+        .into_iter()
+        .filter(|k| !fields.split(' ').any(|f| f == k))
+        .collect();
+    need(&mut out, unknown.is_empty(), || {
+        format!("{what}: unknown spec fields {unknown:?}")
+    });
+    need(&mut out, spec["replicas"].as_u64() == Some(3), || {
+        format!("{what}: replicas")
+    });
+    need(
+        &mut out,
+        spec["executor"].as_str() == Some("containerd-shim-spin"),
+        || format!("{what}: executor"),
+    );
+    need(
+        &mut out,
+        spec["image"].as_str().is_some_and(|i| !i.is_empty()),
+        || format!("{what}: image"),
+    );
+    let components: BTreeSet<String> = spec["components"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    need(
+        &mut out,
+        components
+            .iter()
+            .eq(table(&repo.toml("spin.toml"), "component").keys()),
+        || format!("{what}: components are not spin.toml's"),
+    );
+    let resources = &spec["resources"];
+    need(
+        &mut out,
+        keys(resources) == BTreeSet::from(["limits".into(), "requests".into()]),
+        || format!("{what}: resources"),
+    );
+    for resource in ["cpu", "memory"] {
+        let (request, limit) = (
+            quantity(&resources["requests"][resource]),
+            quantity(&resources["limits"][resource]),
+        );
+        let fits = matches!((request, limit), (Some(r), Some(l)) if r > 0.0 && r <= l);
+        need(&mut out, fits, || {
+            format!("{what}: {resource}: request {request:?} must be > 0 and <= limit {limit:?}")
+        });
+    }
+    let checks = &spec["checks"];
+    need(
+        &mut out,
+        keys(checks) == BTreeSet::from(["liveness".into(), "readiness".into()]),
+        || format!("{what}: checks"),
+    );
+    for check in ["liveness", "readiness"] {
+        let probe = &checks[check];
+        let fields = [
+            "httpGet",
+            "initialDelaySeconds",
+            "timeoutSeconds",
+            "periodSeconds",
+            "successThreshold",
+            "failureThreshold",
+        ];
+        need(
+            &mut out,
+            keys(probe).iter().all(|k| fields.contains(&k.as_str())),
+            || format!("{what}: {check}: unknown fields"),
+        );
+        public_health_path(
+            repo,
+            probe["httpGet"]["path"].as_str().unwrap_or(""),
+            &format!("{what}: {check}"),
+            &mut out,
+        );
+        let timeout = probe["timeoutSeconds"].as_u64().unwrap_or(1);
+        need(&mut out, timeout > 5, || {
+            format!("{what}: {check}.timeoutSeconds {timeout} <= 5, the store's connect timeout")
+        });
+    }
+    out
+}
+
+/// `trusted_proxy_hops = "1"` (and no other client-address setting): the
+/// Ingress is the one proxy, it leads to the operator's Service (the app's
+/// name, port 80), and the NetworkPolicy admits only the Ingress controller.
+fn spinapp_trusts_one_proxy_reached_only_through_its_ingress(repo: &Repo) -> Findings {
+    let (mut out, (what, app)) = (Findings::new(), repo.the_spinapp());
+    let name = app["metadata"]["name"].as_str().unwrap_or("");
     let variables: BTreeMap<&str, &Yaml> = app["spec"]["variables"]
         .as_sequence()
-        .expect("spec.variables")
-        .iter()
-        .map(|v| (v["name"].as_str().expect("a name"), v))
+        .into_iter()
+        .flatten()
+        .map(|v| (v["name"].as_str().unwrap_or(""), v))
         .collect();
+    // SpinVar.value is a string: an unquoted 1 is refused by the CRD.
     let hops = variables
         .get("trusted_proxy_hops")
-        .unwrap_or_else(|| panic!("{what}: trusted_proxy_hops is not set"));
-    // SpinVar.value is a string: an unquoted 1 is refused by the CRD.
-    let hops = hops["value"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{what}: trusted_proxy_hops: a quoted value, \"1\""));
-    assert_eq!(
-        parse_proxy_hops(hops),
-        Some(1),
-        "{what}: trusted_proxy_hops"
-    );
+        .and_then(|v| v["value"].as_str());
+    need(&mut out, hops == Some("1"), || {
+        format!("{what}: trusted_proxy_hops is not \"1\"")
+    });
     for other in ["client_ip_header", "trust_forwarded_for"] {
-        assert!(
-            !variables.contains_key(other),
-            "{what}: {other}: the Ingress is the one proxy; trusted_proxy_hops says so"
-        );
+        need(&mut out, !variables.contains_key(other), || {
+            format!("{what}: {other}: the Ingress is the one proxy")
+        });
     }
-
-    // The Ingress leads to the Service the operator creates: named like the
-    // app, port 80 (spin-operator's spinapp.DefaultHTTPPort).
-    let ingresses = of_kind("Ingress");
-    assert_eq!(ingresses.len(), 1, "one Ingress under deploy/");
-    let (path, ingress) = &ingresses[0];
+    let ingresses = repo.yaml("Ingress");
+    need(&mut out, ingresses.len() == 1, || {
+        "one Ingress under deploy/".into()
+    });
+    let paths = ingresses.iter().flat_map(|(_, i)| {
+        i["spec"]["rules"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .flat_map(|r| r["http"]["paths"].as_sequence().into_iter().flatten())
+    });
     let mut backends = 0;
-    for rule in ingress["spec"]["rules"].as_sequence().expect("spec.rules") {
-        for p in rule["http"]["paths"].as_sequence().expect("http.paths") {
-            let service = &p["backend"]["service"];
-            assert_eq!(
-                service["name"].as_str(),
-                Some(name),
-                "{}: backend",
-                rel(path)
+    for p in paths {
+        let service = &p["backend"]["service"];
+        let right = service["name"].as_str() == Some(name)
+            && service["port"]["number"].as_u64() == Some(80);
+        need(
+            &mut out,
+            right && p["path"].as_str() == Some("/") && p["pathType"].as_str() == Some("Prefix"),
+            || format!("Ingress: every path (/ Prefix) leads to Service {name}, port 80"),
+        );
+        backends += 1;
+    }
+    need(&mut out, backends >= 1, || "Ingress: no backend".into());
+    let policies = repo.yaml("NetworkPolicy");
+    need(&mut out, policies.len() == 1, || {
+        "one NetworkPolicy under deploy/".into()
+    });
+    for (what, policy) in &policies {
+        let spec = &policy["spec"];
+        let selector = &spec["podSelector"]["matchLabels"];
+        need(
+            &mut out,
+            keys(selector).len() == 1
+                && selector["core.spinkube.dev/app-name"].as_str() == Some(name),
+            || format!("{what}: select the app's pods by the operator's label"),
+        );
+        need(
+            &mut out,
+            spec["policyTypes"]
+                .as_sequence()
+                .is_some_and(|t| t.iter().any(|t| t.as_str() == Some("Ingress"))),
+            || format!("{what}: policyTypes Ingress"),
+        );
+        let rules = spec["ingress"].as_sequence().cloned().unwrap_or_default();
+        need(&mut out, !rules.is_empty(), || {
+            format!("{what}: no rule admits the Ingress controller")
+        });
+        for rule in &rules {
+            let peers = rule["from"].as_sequence().cloned().unwrap_or_default();
+            let named = |peer: &Yaml| {
+                peer["ipBlock"].is_null()
+                    && ["namespaceSelector", "podSelector"]
+                        .iter()
+                        .all(|s| !keys(&peer[s]["matchLabels"]).is_empty())
+            };
+            need(
+                &mut out,
+                !peers.is_empty() && peers.iter().all(named),
+                || {
+                    format!("{what}: a rule admits more than the Ingress controller (no `from`, an ipBlock or an empty selector)")
+                },
             );
-            assert_eq!(
-                service["port"]["number"].as_u64(),
-                Some(80),
-                "{}: port",
-                rel(path)
-            );
-            assert_eq!(
-                (p["path"].as_str(), p["pathType"].as_str()),
-                (Some("/"), Some("Prefix")),
-                "{}: every route of spin.toml (`/...`) goes through",
-                rel(path)
-            );
-            backends += 1;
+            let ports: Vec<u64> = rule["ports"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["port"].as_u64())
+                .collect();
+            need(&mut out, ports == [80], || {
+                format!("{what}: ports {ports:?}, not the pods' 80")
+            });
         }
     }
-    assert!(backends >= 1, "{}: no backend", rel(path));
-
-    // Only the Ingress controller may connect: else a client writes the
-    // X-Forwarded-For entry that trusted_proxy_hops = 1 trusts.
-    let policies = of_kind("NetworkPolicy");
-    assert_eq!(policies.len(), 1, "one NetworkPolicy under deploy/");
-    let (path, policy) = &policies[0];
-    let what = rel(path);
-    let spec = &policy["spec"];
-    let selector = &spec["podSelector"]["matchLabels"];
-    assert_eq!(
-        keys(selector),
-        BTreeSet::from(["core.spinkube.dev/app-name".to_string()]),
-        "{what}: select the SpinApp's pods by the operator's label"
-    );
-    assert_eq!(
-        selector["core.spinkube.dev/app-name"].as_str(),
-        Some(name),
-        "{what}"
-    );
-    assert!(
-        spec["policyTypes"]
-            .as_sequence()
-            .is_some_and(|t| t.iter().any(|t| t.as_str() == Some("Ingress"))),
-        "{what}: policyTypes Ingress"
-    );
-    let rules = spec["ingress"].as_sequence().expect("spec.ingress");
-    assert!(
-        !rules.is_empty(),
-        "{what}: no rule admits the Ingress controller"
-    );
-    for rule in rules {
-        let peers = rule["from"]
-            .as_sequence()
-            .unwrap_or_else(|| panic!("{what}: a rule without `from` admits everyone"));
-        assert!(!peers.is_empty(), "{what}: an empty `from` admits everyone");
-        for peer in peers {
-            assert!(
-                peer["ipBlock"].is_null(),
-                "{what}: an ipBlock admits clients"
-            );
-            for selector in ["namespaceSelector", "podSelector"] {
-                assert!(
-                    !keys(&peer[selector]["matchLabels"]).is_empty(),
-                    "{what}: {selector} must name the Ingress controller's labels \
-                     (an empty one selects every namespace or pod)"
-                );
-            }
-        }
-        let ports: Vec<u64> = rule["ports"]
-            .as_sequence()
-            .expect("ports")
-            .iter()
-            .filter_map(|p| p["port"].as_u64())
-            .collect();
-        assert_eq!(ports, [80], "{what}: the pods' port");
-    }
+    out
 }
 
-/// Secrets the instructions create: `kubectl create secret generic NAME
-/// --from-literal=key=...`: name -> keys.
-fn created_secrets() -> BTreeMap<String, BTreeSet<String>> {
-    let mut secrets: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for path in instruction_files() {
-        for command in file_commands(&path) {
-            if !runs(&command.text, &["kubectl", "create", "secret", "generic"]) {
-                continue;
-            }
-            let words: Vec<&str> = command.text.split_whitespace().collect();
-            let at = words.iter().position(|w| *w == "generic").expect("generic");
-            let name = words.get(at + 1).expect("a Secret name").to_string();
-            let keys = secrets.entry(name).or_default();
-            keys.extend(settings_in(&command.text).into_iter().map(|(k, _)| k));
-        }
-    }
-    secrets
-}
-
-#[test]
-fn spinapp_variables_are_manifest_variables_and_credentials_come_from_the_secret() {
-    let m = spin_toml();
-    let (what, app) = the_spinapp();
-    let templates: BTreeMap<String, BTreeSet<String>> = of_kind("Secret")
+/// The SpinApp sets only spin.toml's variables, each once; credentials come
+/// from the Secret that `kubectl create secret generic` makes (and
+/// secret.yaml templates), and every key of it is read.
+fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
+    let (mut out, (what, app)) = (Findings::new(), repo.the_spinapp());
+    let manifest = table(&repo.toml("spin.toml"), "variables");
+    let mut created: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, c) in repo
+        .commands()
         .into_iter()
+        .filter(|(_, c)| c.runs("kubectl create secret generic"))
+    {
+        let name = c.flag(&["generic"]).unwrap_or_default();
+        created
+            .entry(name)
+            .or_default()
+            .extend(c.settings().into_keys());
+    }
+    need(&mut out, !created.is_empty(), || {
+        "no README creates the Secret with `kubectl create secret generic`".into()
+    });
+    let templates: BTreeMap<String, BTreeSet<String>> = repo
+        .yaml("Secret")
+        .iter()
         .map(|(_, s)| {
-            let name = s["metadata"]["name"].as_str().expect("metadata.name");
-            (name.to_string(), secret_values(&s).into_keys().collect())
+            (
+                s["metadata"]["name"].as_str().unwrap_or("").into(),
+                secret_values(s).into_keys().collect(),
+            )
         })
         .collect();
-    let created = created_secrets();
-    assert!(
-        !created.is_empty(),
-        "the SpinKube README creates the Secret with `kubectl create secret generic`"
-    );
-    let mut names = BTreeSet::new();
-    let mut read: BTreeSet<(String, String)> = BTreeSet::new();
-    for var in app["spec"]["variables"]
-        .as_sequence()
-        .expect("spec.variables")
-    {
-        let name = var["name"].as_str().expect("variable name");
-        assert!(names.insert(name.to_string()), "{what}: {name} set twice");
-        let variable = m
-            .variables
-            .get(name)
-            .unwrap_or_else(|| panic!("{what}: {name} is not a variable of spin.toml"));
-        let has_value = !var["value"].is_null();
-        let has_value_from = !var["valueFrom"].is_null();
-        assert!(
-            has_value ^ has_value_from,
-            "{what}: {name}: exactly one of value and valueFrom"
+    let (mut names, mut read) = (BTreeSet::new(), BTreeSet::new());
+    for var in app["spec"]["variables"].as_sequence().into_iter().flatten() {
+        let name = var["name"].as_str().unwrap_or("");
+        need(&mut out, names.insert(name.to_string()), || {
+            format!("{what}: {name} set twice")
+        });
+        need(&mut out, manifest.contains_key(name), || {
+            format!("{what}: {name} is not a variable of spin.toml")
+        });
+        need(
+            &mut out,
+            var["value"].is_null() != var["valueFrom"].is_null(),
+            || format!("{what}: {name}: exactly one of value and valueFrom"),
         );
         let reference = &var["valueFrom"]["secretKeyRef"];
-        let credential = variable.secret || ["db_url", "auth_username"].contains(&name);
-        if credential {
-            assert!(
-                !reference.is_null(),
-                "{what}: {name} is a credential: set it with valueFrom.secretKeyRef"
-            );
-        }
-        if reference.is_null() {
+        let secret = manifest
+            .get(name)
+            .and_then(|v| v.get("secret"))
+            .and_then(Toml::as_bool)
+            .unwrap_or(false);
+        let credential = secret || ["db_url", "auth_username"].contains(&name);
+        need(&mut out, !credential || !reference.is_null(), || {
+            format!("{what}: {name} is a credential: set it with valueFrom.secretKeyRef")
+        });
+        let (Some(secret), Some(key)) = (reference["name"].as_str(), reference["key"].as_str())
+        else {
             continue;
-        }
-        let secret = reference["name"].as_str().expect("secretKeyRef.name");
-        let key = reference["key"].as_str().expect("secretKeyRef.key");
-        let optional = reference["optional"].as_bool().unwrap_or(false);
+        };
         read.insert((secret.to_string(), key.to_string()));
-        let created_keys = created
-            .get(secret)
-            .unwrap_or_else(|| panic!("{what}: {name}: no instructions create Secret {secret}"));
-        if !optional {
-            assert!(
-                created_keys.contains(key),
-                "{what}: {name}: `kubectl create secret generic {secret}` sets no {key}"
+        if !reference["optional"].as_bool().unwrap_or(false) {
+            need(
+                &mut out,
+                created.get(secret).is_some_and(|k| k.contains(key)),
+                || {
+                    format!(
+                        "{what}: {name}: `kubectl create secret generic {secret}` sets no {key}"
+                    )
+                },
             );
-            if let Some(template) = templates.get(secret) {
-                assert!(
-                    template.contains(key),
-                    "{what}: {name}: the Secret template {secret} has no key {key}"
-                );
-            }
+            need(
+                &mut out,
+                templates.get(secret).is_none_or(|k| k.contains(key)),
+                || format!("{what}: {name}: the Secret template {secret} has no {key}"),
+            );
         }
     }
-    // PostgreSQL for the replicas: the store, the host it may reach, and a login.
     for needed in [
         "secret_token",
         "auth_username",
@@ -1276,112 +899,140 @@ fn spinapp_variables_are_manifest_variables_and_credentials_come_from_the_secret
         "db_host",
         "trusted_proxy_hops",
     ] {
-        assert!(names.contains(needed), "{what}: {needed} is not set");
+        need(&mut out, names.contains(needed), || {
+            format!("{what}: {needed} is not set")
+        });
     }
-    assert!(
+    need(
+        &mut out,
         names.contains("auth_password_hash") || names.contains("auth_password"),
-        "{what}: no password"
+        || format!("{what}: no password"),
     );
     for (secret, ks) in templates.iter().chain(&created) {
         for key in ks {
-            assert!(
+            need(
+                &mut out,
                 read.contains(&(secret.clone(), key.clone())),
-                "Secret {secret}: key {key} is read by no SpinApp variable"
+                || format!("Secret {secret}: key {key} is read by no SpinApp variable"),
             );
         }
     }
+    out
 }
 
-#[test]
-fn no_file_under_deploy_ships_a_usable_signing_secret() {
-    let mut checked = 0;
-    for (path, secret) in of_kind("Secret") {
-        assert_none(&rel(&path), usable_signing_secrets_in_secret(&secret));
-        checked += 1;
+/// No signing secret a reader could use (32 bytes or more) in a Secret
+/// template, a command or a manifest default.
+fn no_usable_signing_secret(repo: &Repo) -> Findings {
+    let (mut out, mut checked) = (Findings::new(), 0);
+    for (path, secret) in repo.yaml("Secret") {
+        for (name, value) in secret_values(&secret)
+            .into_iter()
+            .filter(|(k, _)| SIGNING_SECRETS.contains(&k.as_str()))
+        {
+            need(&mut out, value.len() < MIN_SECRET_BYTES, || {
+                format!("{path}: {name} is a usable signing secret")
+            });
+            checked += 1;
+        }
     }
-    for path in instruction_files() {
-        let (n, findings) = usable_signing_secrets_in_commands(&read(&path), is_markdown(&path));
-        assert_none(&rel(&path), findings);
-        checked += n;
+    for (path, c) in repo.commands() {
+        for (name, value) in c
+            .settings()
+            .into_iter()
+            .filter(|(k, _)| SIGNING_SECRETS.contains(&k.as_str()))
+        {
+            let usable = !value.contains('$') && value.len() >= MIN_SECRET_BYTES;
+            need(&mut out, !usable, || {
+                format!("{path} line {}: {name} is a usable literal: generate it (openssl rand -base64 48) or read it from the shell", c.line)
+            });
+            checked += 1;
+        }
     }
-    for m in deploy_manifests() {
-        for s in SIGNING_SECRETS {
-            let default = m.variables[s.variable_name()].default.as_deref();
-            assert_eq!(
-                default.unwrap_or(""),
-                "",
-                "{}: {s:?} has a default",
-                rel(&m.path)
-            );
+    for path in repo
+        .deploy_files(&["toml"])
+        .into_iter()
+        .filter(|p| p.ends_with("/spin.toml"))
+    {
+        for name in SIGNING_SECRETS {
+            let default = str_at(&repo.toml(path), &["variables", name, "default"])
+                .unwrap_or("")
+                .to_string();
+            need(&mut out, default.is_empty(), || {
+                format!("{path}: {name} has a default")
+            });
         }
     }
     // The SpinKube Secret (template and command), Akamai and Fermyon Cloud.
-    assert!(
-        checked >= 4,
-        "only {checked} signing secrets found to check"
-    );
+    need(&mut out, checked >= 4, || {
+        format!("only {checked} signing secrets found to check")
+    });
+    out
 }
 
-#[test]
-fn runtime_configs_configure_only_granted_sqlite_databases() {
-    let m = spin_toml();
-    let granted = m.sqlite_databases();
-    let files: Vec<PathBuf> = deploy_files()
+/// The runtime configurations configure only SQLite databases spin.toml
+/// grants: a local file at an absolute path, or libSQL with a url and token.
+fn runtime_configs_configure_granted_sqlite(repo: &Repo) -> Findings {
+    let (mut out, mut types) = (Findings::new(), BTreeSet::new());
+    let granted = union(&repo.toml("spin.toml"), "sqlite_databases");
+    for path in repo
+        .deploy_files(&["toml"])
         .into_iter()
-        .filter(|p| {
-            extension(p) == "toml"
-                && p.parent().and_then(Path::file_name) == Some("runtime-config".as_ref())
-        })
-        .collect();
-    assert!(files.len() >= 2, "{files:?}");
-    let mut types = BTreeSet::new();
-    for path in files {
-        let what = rel(&path);
-        let doc: Toml = toml::from_str(&read(&path)).expect("TOML");
-        let top: Vec<&String> = doc.as_table().expect("a table").keys().collect();
-        assert_eq!(top, ["sqlite_database"], "{what}: only SQLite databases");
-        for (label, db) in doc["sqlite_database"]
-            .as_table()
-            .expect("[sqlite_database.*]")
-        {
-            assert!(
-                granted.contains(label),
-                "{what}: {label} is not granted by spin.toml ({granted:?})"
-            );
-            let db = db.as_table().expect("a table");
-            let kind = db.get("type").and_then(Toml::as_str).unwrap_or("spin");
-            let fields: BTreeSet<&str> = db.keys().map(String::as_str).collect();
-            match kind {
+        .filter(|p| p.starts_with("deploy/runtime-config/"))
+    {
+        let doc = repo.toml(path);
+        need(
+            &mut out,
+            table(&doc, "sqlite_database").len() == doc.as_table().map_or(0, |t| t.len()),
+            || format!("{path}: only [sqlite_database.*]"),
+        );
+        for (label, db) in table(&doc, "sqlite_database") {
+            need(&mut out, granted.contains(&label), || {
+                format!("{path}: {label} is not granted by spin.toml")
+            });
+            let kind = str_at(&db, &["type"]).unwrap_or("spin").to_string();
+            let fields: Vec<&String> = db
+                .as_table()
+                .map(|t| t.keys().collect())
+                .unwrap_or_default();
+            let right = match kind.as_str() {
                 "spin" => {
-                    assert_eq!(fields, ["path", "type"].into(), "{what}");
-                    let p = db["path"].as_str().expect("path");
-                    assert!(p.starts_with('/'), "{what}: an absolute path, not {p:?}");
+                    fields == ["path", "type"]
+                        && str_at(&db, &["path"]).is_some_and(|p| p.starts_with('/'))
                 }
                 "libsql" => {
-                    assert_eq!(fields, ["token", "type", "url"].into(), "{what}");
-                    let url = db["url"].as_str().expect("url");
-                    assert!(
-                        url.starts_with("https://") || url.starts_with("libsql://"),
-                        "{what}: url {url:?}"
-                    );
-                    assert!(db["token"].is_str(), "{what}: token");
+                    fields == ["token", "type", "url"]
+                        && str_at(&db, &["url"]).is_some_and(|u| {
+                            u.starts_with("https://") || u.starts_with("libsql://")
+                        })
                 }
-                other => panic!("{what}: type {other:?}"),
-            }
-            types.insert(kind.to_string());
+                _ => false,
+            };
+            need(&mut out, right, || {
+                format!("{path}: {label}: type {kind} with {fields:?}")
+            });
+            types.insert(kind);
         }
     }
-    assert_eq!(types, ["libsql", "spin"].map(String::from).into());
+    need(
+        &mut out,
+        types == BTreeSet::from(["libsql".into(), "spin".into()]),
+        || format!("runtime configs of types {types:?}"),
+    );
+    out
 }
 
-#[test]
-fn every_variable_the_files_name_is_a_manifest_variable() {
-    let m = spin_toml();
+/// Every variable a file names is one of spin.toml, and the instructions set
+/// the ones each platform needs.
+fn every_variable_named_is_a_manifest_variable(repo: &Repo) -> Findings {
+    let (mut out, variables) = (Findings::new(), table(&repo.toml("spin.toml"), "variables"));
     let mut seen = BTreeSet::new();
-    for path in deploy_files() {
-        let text = read(&path);
-        assert_none(&rel(&path), unknown_variables(&text, &m));
-        seen.extend(variable_mentions(&text));
+    for path in repo.deploy_files(&["toml", "yaml", "yml", "md", "sh"]) {
+        for name in variable_mentions(repo.text(path)) {
+            need(&mut out, variables.contains_key(&name), || {
+                format!("{path}: {name} is not a variable of spin.toml")
+            });
+            seen.insert(name);
+        }
     }
     for needed in [
         "secret_token",
@@ -1390,198 +1041,213 @@ fn every_variable_the_files_name_is_a_manifest_variable() {
         "db_host",
         "client_ip_header",
     ] {
-        assert!(seen.contains(needed), "no instructions set {needed}");
+        need(&mut out, seen.contains(needed), || {
+            format!("no instructions set {needed}")
+        });
     }
+    out
 }
 
-#[test]
-fn spin_up_variable_examples_work_on_spin_2_6() {
-    for path in instruction_files() {
-        assert_none(
-            &rel(&path),
-            spin_up_variables_without_3_4(&read(&path), is_markdown(&path)),
-        );
-    }
+/// `spin up --variable` is Spin 3.4+: the command or the three lines before
+/// it say so (older Spin takes SPIN_VARIABLE_*).
+fn spin_up_variable_says_spin_3_4(repo: &Repo) -> Findings {
+    let commands = repo.commands();
+    let bad = commands.iter().filter(|(_, c)| {
+        c.runs("spin up")
+            && c.text().contains("--variable")
+            && !format!("{}\n{}", c.before, c.text()).contains("3.4")
+    });
+    bad.map(|(path, c)| {
+        format!(
+            "{path} line {}: `spin up --variable` needs Spin 3.4: use SPIN_VARIABLE_* or say 3.4",
+            c.line
+        )
+    })
+    .collect()
 }
 
-#[test]
-fn no_file_runs_a_bare_spin_deploy() {
-    let mut plugin_deploys = 0;
-    for path in instruction_files() {
-        let text = read(&path);
-        assert_none(&rel(&path), bare_spin_deploys(&text, is_markdown(&path)));
-        plugin_deploys += commands(&text, is_markdown(&path))
-            .iter()
-            .filter(|c| {
-                runs(&c.text, &["spin", "cloud", "deploy"])
-                    || runs(&c.text, &["spin", "aka", "deploy"])
-            })
-            .count();
-    }
-    assert!(plugin_deploys >= 3, "{plugin_deploys} plugin deploys");
+/// No bare `spin deploy` (Spin 4 asks which plugin); the plugins' own deploys instead.
+fn no_bare_spin_deploy(repo: &Repo) -> Findings {
+    let commands = repo.commands();
+    let bare = commands
+        .iter()
+        .filter(|(_, c)| c.runs("spin deploy") && !c.text().contains("SPIN_DEPLOY_PLUGIN="));
+    let mut out: Findings = bare
+        .map(|(path, c)| format!("{path} line {}: a bare `spin deploy`", c.line))
+        .collect();
+    let plugin = commands
+        .iter()
+        .filter(|(_, c)| c.runs("spin cloud deploy") || c.runs("spin aka deploy"))
+        .count();
+    need(&mut out, plugin >= 3, || format!("{plugin} plugin deploys"));
+    out
 }
 
-#[test]
-fn every_path_the_readmes_curl_is_routed() {
-    let mut checked = 0;
-    for path in deploy_files() {
-        if extension(&path) != "md" {
-            continue;
-        }
-        for line in read(&path).lines().filter(|l| l.contains("curl ")) {
-            for word in line.split_whitespace() {
-                let Some(after_scheme) = word.split_once("://").map(|(_, rest)| rest) else {
-                    continue;
-                };
-                let request_path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
-                let request_path = request_path.trim_end_matches(['\'', '"', '`']);
-                let routed = route("GET", request_path);
-                assert!(
-                    routed.is_ok(),
-                    "{}: curl of {request_path} is not routed",
-                    rel(&path)
-                );
-                if request_path == HEALTH_PATH {
-                    assert_public_health_path(request_path, &rel(&path));
+/// Every URL the READMEs `curl` is routed; `/health` is the public health check.
+fn every_path_curled_is_routed(repo: &Repo) -> Findings {
+    let (mut out, mut checked) = (Findings::new(), 0);
+    for path in repo.deploy_files(&["md"]) {
+        for line in repo.text(path).lines().filter(|l| l.contains("curl ")) {
+            for url in line
+                .split_whitespace()
+                .filter_map(|w| w.split_once("://").map(|(_, rest)| rest))
+            {
+                let request = url
+                    .find('/')
+                    .map_or("/", |i| &url[i..])
+                    .trim_end_matches(['\'', '"', '`']);
+                need(&mut out, route("GET", request).is_ok(), || {
+                    format!("{path}: curl of {request} is not routed")
+                });
+                if request == HEALTH_PATH {
+                    public_health_path(repo, request, path, &mut out);
                 }
                 checked += 1;
             }
         }
     }
-    assert!(checked >= 4, "the READMEs show how to check /health");
+    need(&mut out, checked >= 4, || {
+        "the READMEs do not show how to check /health".into()
+    });
+    out
 }
 
-#[test]
-fn every_db_host_is_the_host_and_port_of_its_db_url() {
-    let mut checked = 0;
-    for path in instruction_files() {
-        let (n, findings) = db_host_mismatches_in_commands(&read(&path), is_markdown(&path));
-        assert_none(&rel(&path), findings);
-        checked += n;
-    }
-    for (path, secret) in of_kind("Secret") {
-        let values = secret_values(&secret);
-        if let (Some(url), Some(host)) = (values.get("db_url"), values.get("db_host")) {
-            let url = String::from_utf8_lossy(url);
-            let host = String::from_utf8_lossy(host);
-            if let Some(problem) = db_host_mismatch(&url, &host) {
-                panic!("{}: {problem}", rel(&path));
-            }
+/// Wherever both are written, `db_host` is the `host:port` of `db_url`: the
+/// manifest allows `postgres://{{ db_host }}` only.
+fn db_host_is_the_host_of_db_url(repo: &Repo) -> Findings {
+    let (mut out, mut checked) = (Findings::new(), 0);
+    let pairs = repo
+        .commands()
+        .into_iter()
+        .map(|(p, c)| (format!("{p} line {}", c.line), c.settings()));
+    let secrets = repo
+        .yaml("Secret")
+        .into_iter()
+        .map(|(p, s)| (p, secret_values(&s)));
+    for (what, settings) in pairs.chain(secrets) {
+        if let (Some(url), Some(host)) = (
+            settings.get("db_url"),
+            settings.get("db_host").filter(|h| !h.contains('$')),
+        ) {
+            out.extend(db_host_mismatch(url, host).map(|problem| format!("{what}: {problem}")));
             checked += 1;
         }
     }
     // SpinKube (command and template), Akamai, Fermyon Cloud.
-    assert!(checked >= 4, "only {checked} db_url/db_host pairs found");
+    need(&mut out, checked >= 4, || {
+        format!("only {checked} db_url/db_host pairs found")
+    });
+    out
 }
 
-#[test]
-fn postgres_tls_modes_are_ones_spin_accepts_and_the_rule_is_said() {
-    for path in deploy_files() {
-        assert_none(&rel(&path), unsupported_sslmodes(&read(&path)));
+/// Spin 4.0.2 parses `sslmode` disable, prefer and require only (a URL
+/// parameter; prose may name others), and the READMEs say that it verifies
+/// the certificate in every mode but `disable`.
+fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
+    let mut out = Findings::new();
+    for path in repo.deploy_files(&["toml", "yaml", "yml", "md", "sh"]) {
+        let text = repo.text(path);
+        for (at, marker) in text
+            .match_indices("sslmode=")
+            .filter(|(at, _)| text[..*at].ends_with(['?', '&']))
+        {
+            let mode: String = text[at + marker.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            need(
+                &mut out,
+                ["disable", "prefer", "require"].contains(&mode.as_str()),
+                || format!("{path}: sslmode={mode}: Spin accepts disable, prefer and require only"),
+            );
+        }
     }
-    // Spin verifies the certificate and host name in every sslmode but
-    // disable: the SpinKube README and the SpinApp's comment say what that
-    // asks of db_url, and so does the Akamai README.
-    for file in [
+    for path in [
         "deploy/spinkube/README.md",
         "deploy/spinkube/spinapp.yaml",
         "deploy/akamai/README.md",
     ] {
-        // The words, comment markers left out (a sentence may span comment lines).
-        let text = read(&root().join(file))
+        // The words, comment markers left out: a sentence may span comment lines.
+        let words: Vec<&str> = repo
+            .text(path)
             .lines()
             .map(|l| l.trim_start().trim_start_matches('#'))
             .flat_map(str::split_whitespace)
-            .collect::<Vec<_>>()
-            .join(" ");
-        for needed in [
+            .collect();
+        let text = words.join(" ").replace('`', "");
+        for said in [
             "sslmode=require",
             "sslmode=disable",
             "host name",
-            "except `disable`",
+            "except disable",
         ] {
-            let needed_plain = needed.replace('`', "");
-            assert!(
-                text.contains(needed) || text.contains(&needed_plain),
-                "{file} does not say {needed:?}"
-            );
+            need(&mut out, text.contains(said), || {
+                format!("{path} does not say {said:?}")
+            });
         }
     }
+    out
 }
 
-#[test]
-fn akamai_deploys_the_postgres_only_build_with_true_client_ip() {
-    let path = root().join("deploy/akamai/spin.toml");
-    let akamai = manifest(&path);
-    let header = akamai.variables["client_ip_header"].default.as_deref();
-    assert_eq!(
-        header.and_then(parse_header_name).as_deref(),
-        Some("true-client-ip"),
-        "deploy/akamai/spin.toml: client_ip_header defaults to true-client-ip"
+/// Akamai: the PostgreSQL-only build, `client_ip_header = true-client-ip`
+/// (its edge's header), and a `spin aka deploy` that sets what it needs.
+fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Findings {
+    let (mut out, path, readme) = (
+        Findings::new(),
+        "deploy/akamai/spin.toml",
+        "deploy/akamai/README.md",
     );
-    let dir = path.parent().expect("a folder");
-    for (id, component) in &akamai.components {
-        assert_eq!(
-            normalize(&dir.join(&component.source)),
-            postgres_only_wasm(),
-            "{id}: the PostgreSQL-only build"
-        );
-        assert!(
-            component.sqlite_databases.is_empty(),
-            "{id}: no SQLite on Akamai"
-        );
-        assert_eq!(
-            component
-                .variables
-                .get("client_ip_header")
-                .map(String::as_str),
-            Some("{{ client_ip_header }}"),
-            "{id}: client_ip_header reaches the component"
+    let akamai = repo.toml(path);
+    let header = str_at(&akamai, &["variables", "client_ip_header", "default"]).unwrap_or("");
+    need(
+        &mut out,
+        header.trim().eq_ignore_ascii_case("true-client-ip"),
+        || format!("{path}: client_ip_header defaults to {header:?}"),
+    );
+    for (id, c) in table(&akamai, "component") {
+        need(&mut out, strings(&c, "sqlite_databases").is_empty(), || {
+            format!("{path}: {id}: no SQLite on Akamai")
+        });
+        need(
+            &mut out,
+            str_at(&c, &["variables", "client_ip_header"]) == Some("{{ client_ip_header }}"),
+            || format!("{path}: {id}: client_ip_header reaches the component"),
         );
     }
-
-    let readme_path = root().join("deploy/akamai/README.md");
-    let readme = read(&readme_path);
-    let deploys: Vec<Command> = commands(&readme, true)
-        .into_iter()
-        .filter(|c| runs(&c.text, &["spin", "aka", "deploy"]))
+    let commands = commands(repo.text(readme), true);
+    need(
+        &mut out,
+        commands.iter().any(|c| c.runs("make variants")),
+        || format!("{readme}: build with `make variants`"),
+    );
+    let deploys: Vec<&Command> = commands
+        .iter()
+        .filter(|c| c.runs("spin aka deploy"))
         .collect();
-    assert!(
-        commands(&readme, true)
-            .iter()
-            .any(|c| runs(&c.text, &["make", "variants"])),
-        "deploy/akamai/README.md: build with `make variants`"
-    );
-    assert!(
-        !deploys.is_empty(),
-        "deploy/akamai/README.md: no `spin aka deploy`"
-    );
+    need(&mut out, !deploys.is_empty(), || {
+        format!("{readme}: no `spin aka deploy`")
+    });
     for deploy in &deploys {
-        let at = format!("deploy/akamai/README.md line {}", deploy.line);
-        let from = flag_value(&deploy.text, &["-f", "--from"])
-            .unwrap_or_else(|| panic!("{at}: -f names the manifest"));
-        assert!(
+        let from = deploy.flag(&["-f", "--from"]).unwrap_or_default();
+        need(
+            &mut out,
             ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"].contains(&from.as_str()),
-            "{at}: -f {from}: a PostgreSQL-only manifest"
+            || {
+                format!(
+                    "{readme} line {}: -f {from:?}: not a PostgreSQL-only manifest",
+                    deploy.line
+                )
+            },
         );
-        let settings: BTreeMap<String, Value> = settings_in(&deploy.text).into_iter().collect();
-        match settings.get("client_ip_header") {
-            Some(value) => assert_eq!(
-                value,
-                &Value::Literal("true-client-ip".into()),
-                "{at}: client_ip_header"
-            ),
-            None => assert_eq!(
-                from, "deploy/akamai/spin.toml",
-                "{at}: set client_ip_header"
-            ),
-        }
+        let header = deploy.settings().get("client_ip_header").cloned();
+        let right = header
+            .as_deref()
+            .map_or(from == path, |h| h == "true-client-ip");
+        need(&mut out, right, || {
+            format!("{readme} line {}: client_ip_header {header:?}", deploy.line)
+        });
     }
-    let first = &deploys[0];
-    let settings: BTreeSet<String> = settings_in(&first.text)
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
+    let first = deploys.first().map(|c| c.settings()).unwrap_or_default();
     for needed in [
         "db_url",
         "db_host",
@@ -1589,158 +1255,253 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip() {
         "auth_username",
         "client_ip_header",
     ] {
-        assert!(
-            settings.contains(needed),
-            "deploy/akamai/README.md line {}: the deploy sets no {needed}",
-            first.line
-        );
+        need(&mut out, first.contains_key(needed), || {
+            format!("{readme}: the deploy sets no {needed}")
+        });
     }
-    assert!(
-        settings.contains("auth_password_hash") || settings.contains("auth_password"),
-        "deploy/akamai/README.md: the deploy sets no password"
+    need(
+        &mut out,
+        first.contains_key("auth_password_hash") || first.contains_key("auth_password"),
+        || format!("{readme}: the deploy sets no password"),
     );
-    assert!(
-        readme.contains("nothing was deployed"),
-        "deploy/akamai/README.md says that nothing was deployed"
+    need(
+        &mut out,
+        repo.text(readme).contains("nothing was deployed"),
+        || format!("{readme} does not say that nothing was deployed"),
     );
+    out
 }
 
-#[test]
-fn fermyon_cloud_deploys_with_the_cloud_plugin() {
-    let m = spin_toml();
-    let mut deploys = 0;
-    let mut links = 0;
-    for file in [
+/// Fermyon Cloud: `spin cloud deploy` in the README and in deploy.sh, linking
+/// only SQLite labels spin.toml grants, naming spin.toml's application.
+fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
+    let (mut out, m) = (Findings::new(), repo.toml("spin.toml"));
+    let (mut deploys, mut links) = (0, 0);
+    for path in [
         "deploy/fermyon-cloud/README.md",
         "deploy/fermyon-cloud/deploy.sh",
     ] {
-        let path = root().join(file);
-        let text = read(&path);
-        let cmds = commands(&text, is_markdown(&path));
-        let file_deploys = cmds
+        let commands = commands(repo.text(path), path.ends_with(".md"));
+        let here = commands
             .iter()
-            .filter(|c| runs(&c.text, &["spin", "cloud", "deploy"]))
+            .filter(|c| c.runs("spin cloud deploy"))
             .count();
-        assert!(file_deploys >= 1, "{file}: no `spin cloud deploy`");
-        deploys += file_deploys;
-        for command in &cmds {
-            let words: Vec<&str> = command.text.split_whitespace().collect();
+        need(&mut out, here >= 1, || {
+            format!("{path}: no `spin cloud deploy`")
+        });
+        deploys += here;
+        for text in commands.iter().map(Command::text) {
+            let words: Vec<&str> = text
+                .split_whitespace()
+                .map(|w| w.trim_matches(['"', '\'']))
+                .collect();
             for pair in words.windows(2) {
                 if pair[0] == "--link" {
-                    let link = unquote(pair[1]);
-                    let label = link
+                    let label = pair[1]
                         .strip_prefix("sqlite:")
                         .and_then(|l| l.split_once('='))
-                        .map(|(label, _)| label)
-                        .unwrap_or_else(|| panic!("{file}: --link {link}: sqlite:label=database"));
-                    assert!(
-                        m.sqlite_databases().contains(label),
-                        "{file}: --link {label}: not a SQLite label of spin.toml"
+                        .map(|(l, _)| l.to_string());
+                    need(
+                        &mut out,
+                        label.is_some_and(|l| union(&m, "sqlite_databases").contains(&l)),
+                        || {
+                            format!("{path}: --link {}: not sqlite:LABEL=db of a label spin.toml grants", pair[1])
+                        },
                     );
                     links += 1;
                 }
                 if pair[0] == "--app" {
-                    assert_eq!(
-                        pair[1], m.name,
-                        "{file}: --app is spin.toml's application name"
+                    need(
+                        &mut out,
+                        Some(pair[1]) == str_at(&m, &["application", "name"]),
+                        || format!("{path}: --app {} is not spin.toml's application", pair[1]),
                     );
                 }
             }
         }
     }
-    assert!(
-        deploys >= 2 && links >= 2,
-        "{deploys} deploys, {links} --link"
-    );
+    need(&mut out, deploys >= 2 && links >= 2, || {
+        format!("{deploys} deploys, {links} --link")
+    });
+    out
 }
 
-#[test]
-fn each_readme_names_commands_and_says_what_was_verified() {
-    for folder in ["akamai", "fermyon-cloud", "spinkube"] {
-        let path = root().join("deploy").join(folder).join("README.md");
-        let text = read(&path);
-        assert!(
+/// Each platform README gives the exact commands and says what was verified
+/// and what was not run.
+fn readmes_say_what_was_verified(repo: &Repo) -> Findings {
+    let mut out = Findings::new();
+    for path in [
+        "deploy/akamai/README.md",
+        "deploy/fermyon-cloud/README.md",
+        "deploy/spinkube/README.md",
+    ] {
+        let text = repo.text(path);
+        need(
+            &mut out,
             text.lines()
                 .any(|l| l.starts_with('#') && l.contains("verified")),
-            "{}: a section on what was verified",
-            rel(&path)
+            || format!("{path}: no section on what was verified"),
         );
-        assert!(text.contains("Not run"), "{}: what was not run", rel(&path));
+        need(&mut out, text.contains("Not run"), || {
+            format!("{path}: does not say what was not run")
+        });
+        need(&mut out, commands(text, true).len() >= 3, || {
+            format!("{path}: the exact commands, in a code block")
+        });
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+
+type Check = fn(&Repo) -> Findings;
+
+macro_rules! named {
+    ($($check:ident),* $(,)?) => { [$((stringify!($check), $check as Check)),*] };
+}
+
+const CHECKS: [(&str, Check); 17] = named![
+    files_parse,
+    manifest_variables_are_the_settings,
+    deploy_manifests_keep_spin_toml,
+    spinapp_runs_three_replicas_with_probes_and_resources,
+    spinapp_trusts_one_proxy_reached_only_through_its_ingress,
+    spinapp_credentials_come_from_the_secret,
+    no_usable_signing_secret,
+    runtime_configs_configure_granted_sqlite,
+    every_variable_named_is_a_manifest_variable,
+    spin_up_variable_says_spin_3_4,
+    no_bare_spin_deploy,
+    every_path_curled_is_routed,
+    db_host_is_the_host_of_db_url,
+    postgres_tls_modes_are_ones_spin_accepts,
+    akamai_deploys_the_postgres_only_build_with_true_client_ip,
+    fermyon_cloud_deploys_with_the_cloud_plugin,
+    readmes_say_what_was_verified,
+];
+
+#[test]
+fn deploy_files_pass_every_check() {
+    let repo = Repo::load();
+    let failed: Vec<String> = CHECKS
+        .iter()
+        .flat_map(|(name, check)| {
+            check(&repo)
+                .into_iter()
+                .map(move |f| format!("{name}: {f}"))
+        })
+        .collect();
+    assert!(failed.is_empty(), "\n  {}", failed.join("\n  "));
+}
+
+/// One broken example a line, `check | file | text | replacement` (`\n`: a
+/// line break): the files with that one change must fail the check.
+const BROKEN: &str = r#"
+files_parse | deploy/akamai/spin.toml | [application] | [application
+files_parse | deploy/fermyon-cloud/deploy.sh | #!/usr/bin/env bash | # bash
+manifest_variables_are_the_settings | spin.toml | trusted_proxy_hops = "{{ trusted_proxy_hops }}" | 
+manifest_variables_are_the_settings | spin.toml | secret_token = { default = "" | secret_token = { default = "x"
+deploy_manifests_keep_spin_toml | deploy/postgres-only/spin.toml | route = "/..." | route = "/api/..."
+deploy_manifests_keep_spin_toml | deploy/akamai/spin.toml | book-catalog-postgres.wasm | book_catalog.wasm
+spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | replicas: 3 | replicas: 2
+spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | memory: 128Mi | memory: 1Gi
+spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | path: /health | path: /books
+spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | timeoutSeconds: 6 | timeoutSeconds: 5
+spinapp_trusts_one_proxy_reached_only_through_its_ingress | deploy/spinkube/spinapp.yaml | value: "1" | value: 1
+spinapp_trusts_one_proxy_reached_only_through_its_ingress | deploy/spinkube/ingress.yaml | number: 80 | number: 8080
+spinapp_trusts_one_proxy_reached_only_through_its_ingress | deploy/spinkube/networkpolicy.yaml |   podSelector:\n            matchLabels:\n              app.kubernetes.io/name: ingress-nginx\n | 
+spinapp_credentials_come_from_the_secret | deploy/spinkube/spinapp.yaml | key: db_host | key: db_hostname
+spinapp_credentials_come_from_the_secret | deploy/spinkube/README.md | --from-literal=auth_username=admin | --from-literal=auth_user=admin
+no_usable_signing_secret | deploy/spinkube/secret.yaml | secret_token: "REPLACE-ME" | secret_token: "0123456789abcdef0123456789abcdef"
+no_usable_signing_secret | deploy/spinkube/secret.yaml | type: Opaque | type: Opaque\ndata:\n  secret_token_previous: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+no_usable_signing_secret | deploy/akamai/README.md | secret_token="$BOOK_SECRET_TOKEN" | secret_token='0123456789abcdef0123456789abcdef'
+runtime_configs_configure_granted_sqlite | deploy/runtime-config/sqlite-path.toml | [sqlite_database.default] | [sqlite_database.books]
+runtime_configs_configure_granted_sqlite | deploy/runtime-config/sqlite-path.toml | path = "/var | path = "var
+every_variable_named_is_a_manifest_variable | deploy/fermyon-cloud/README.md | SPIN_VARIABLE_DB_HOST | SPIN_VARIABLE_DATABASE_HOST
+every_variable_named_is_a_manifest_variable | deploy/spinkube/README.md | --from-literal=db_url= | --from-literal=database_url=
+spin_up_variable_says_spin_3_4 | deploy/runtime-config/README.md | spin up --runtime-config-file runtime-config.local.toml | spin up --variable db_host=h:1 \\n  --runtime-config-file runtime-config.local.toml
+no_bare_spin_deploy | deploy/fermyon-cloud/deploy.sh | exec spin cloud deploy | exec spin deploy
+every_path_curled_is_routed | deploy/akamai/README.md | .fwf.app/health | .fwf.app/healthz
+db_host_is_the_host_of_db_url | deploy/akamai/README.md | --variable db_host=db.example.com:5432 | --variable db_host=db.example.com:5433
+db_host_is_the_host_of_db_url | deploy/spinkube/secret.yaml | db_host: "postgres.books.svc.cluster.local:5432" | db_host: "postgres.books.svc.cluster.local:5433"
+db_host_is_the_host_of_db_url | deploy/spinkube/README.md | db_host=postgres.books.svc.cluster.local:5432 | db_host=postgres:5432
+postgres_tls_modes_are_ones_spin_accepts | deploy/akamai/README.md | 5432/books?sslmode=require | 5432/books?sslmode=verify-full
+postgres_tls_modes_are_ones_spin_accepts | deploy/spinkube/secret.yaml | books?sslmode=disable | books?user=u&sslmode=allow
+postgres_tls_modes_are_ones_spin_accepts | deploy/akamai/README.md | except `disable` | but `disable`
+akamai_deploys_the_postgres_only_build_with_true_client_ip | deploy/akamai/README.md | client_ip_header=true-client-ip | client_ip_header=x-real-ip
+akamai_deploys_the_postgres_only_build_with_true_client_ip | deploy/akamai/spin.toml | default = "true-client-ip" | default = ""
+akamai_deploys_the_postgres_only_build_with_true_client_ip | deploy/akamai/README.md | spin aka deploy -f deploy/akamai/spin.toml | spin aka deploy -f spin.toml
+fermyon_cloud_deploys_with_the_cloud_plugin | deploy/fermyon-cloud/deploy.sh | sqlite:default= | sqlite:books=
+fermyon_cloud_deploys_with_the_cloud_plugin | deploy/fermyon-cloud/README.md | --app book-catalog | --app books
+readmes_say_what_was_verified | deploy/spinkube/README.md | Not run | Skipped
+"#;
+
+#[test]
+fn each_check_fails_on_a_broken_example() {
+    let repo = Repo::load();
+    let examples = BROKEN.trim().lines().map(|l| l.replace("\\n", "\n"));
+    let examples: Vec<Vec<String>> = examples
+        .map(|l| l.split(" | ").map(String::from).collect())
+        .collect();
+    for example in &examples {
+        let [check, file, text, replacement] = &example[..] else {
+            panic!("{example:?}")
+        };
+        let mut broken = repo.clone();
+        let original = broken
+            .0
+            .get_mut(file)
+            .unwrap_or_else(|| panic!("{file} is not read"));
         assert!(
-            commands(&text, true).len() >= 3,
-            "{}: the exact commands, in a code block",
-            rel(&path)
+            original.contains(text.as_str()),
+            "{check}: {file} no longer has {text:?}"
+        );
+        *original = original.replacen(text.as_str(), replacement, 1);
+        let run = CHECKS
+            .iter()
+            .find(|(name, _)| name == check)
+            .unwrap_or_else(|| panic!("no check {check:?}"))
+            .1;
+        assert!(
+            !run(&broken).is_empty(),
+            "{check} passes {file} with {text:?} -> {replacement:?}"
         );
     }
+    let untested: Vec<&str> = CHECKS
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| !examples.iter().any(|e| e[0] == *n))
+        .collect();
+    assert!(
+        untested.is_empty(),
+        "checks without a broken example: {untested:?}"
+    );
 }
 
 #[test]
-fn checks_catch_bad_examples() {
-    let m = spin_toml();
-    // A bare `spin deploy`, in Markdown and in a script.
+fn settings_are_read_from_shell_lines_as_written() {
+    let line = r#"  --from-literal=auth_password_hash="$(printf '%s' "$P" | argon2 "$(head -c 16 /dev/urandom | base64)" -id -e)" \"#;
+    let hash = r#"$(printf '%s' "$P" | argon2 "$(head -c 16 /dev/urandom | base64)" -id -e)"#;
     assert_eq!(
-        bare_spin_deploys("```sh\nspin deploy --variable a=b\n```\n", true).len(),
-        1
+        settings(line),
+        [("auth_password_hash".to_string(), hash.to_string())]
     );
     assert_eq!(
-        bare_spin_deploys("#!/bin/sh\nexec spin deploy \"$@\"\n", false).len(),
-        1
-    );
-    assert!(bare_spin_deploys(
-        "```sh\nSPIN_DEPLOY_PLUGIN=cloud spin deploy\nspin cloud deploy\n```\n",
-        true
-    )
-    .is_empty());
-    assert!(bare_spin_deploys("Spin 4 refuses a bare `spin deploy`.\n", true).is_empty());
-    // `spin up --variable`, continued over lines, without Spin 3.4 said.
-    let up = "```sh\nspin up \\\n  --variable secret_token=\"$(openssl rand -base64 48)\"\n```\n";
-    assert_eq!(spin_up_variables_without_3_4(up, true).len(), 1);
-    let said = "```sh\n# Spin 3.4 and later:\nspin up --variable db_host=h:1\n```\n";
-    assert!(spin_up_variables_without_3_4(said, true).is_empty());
-    // A usable signing secret, in a command and in a Secret (stringData, data).
-    let long = "x".repeat(MIN_SECRET_BYTES);
-    let cmd = format!("```sh\nspin aka deploy --variable secret_token='{long}'\n```\n");
-    assert_eq!(usable_signing_secrets_in_commands(&cmd, true).1.len(), 1);
-    let ok = "```sh\nkubectl create secret generic s --from-literal=secret_token=\"$(openssl rand -base64 48)\"\n```\n";
-    assert_eq!(usable_signing_secrets_in_commands(ok, true), (1, vec![]));
-    let secret: Yaml = serde_yaml::from_str(&format!(
-        "kind: Secret\nmetadata: {{name: s}}\nstringData: {{secret_token: '{long}'}}\n"
-    ))
-    .expect("YAML");
-    assert_eq!(usable_signing_secrets_in_secret(&secret).len(), 1);
-    let encoded = base64::engine::general_purpose::STANDARD.encode(&long);
-    let secret: Yaml = serde_yaml::from_str(&format!(
-        "kind: Secret\nmetadata: {{name: s}}\ndata: {{secret_token_previous: {encoded}}}\n"
-    ))
-    .expect("YAML");
-    assert_eq!(usable_signing_secrets_in_secret(&secret).len(), 1);
-    // db_host that is not the host:port of db_url (the default port counts).
-    let mismatch = "```sh\nspin aka deploy \\\n  --variable db_url=\"postgres://u:${P}@db.example.com/books\" \\\n  --variable db_host=db.example.com:5433\n```\n";
-    assert_eq!(db_host_mismatches_in_commands(mismatch, true).1.len(), 1);
-    let matching = mismatch.replace("5433", "5432");
-    assert_eq!(db_host_mismatches_in_commands(&matching, true), (1, vec![]));
-    // An sslmode Spin cannot parse.
-    assert_eq!(
-        unsupported_sslmodes("postgres://h/db?sslmode=verify-full").len(),
-        1
+        settings(r#"args+=(--variable "db_host=$H")"#),
+        [("db_host".into(), "$H".into())]
     );
     assert_eq!(
-        unsupported_sslmodes("postgres://h/db?user=u&sslmode=allow").len(),
-        1
+        settings("export SPIN_VARIABLE_DB_URL=postgres://h/db x"),
+        [("db_url".into(), "postgres://h/db".into())]
     );
-    assert!(unsupported_sslmodes("`sslmode=verify-full` does not parse").is_empty());
-    // A variable spin.toml does not declare.
     assert_eq!(
-        unknown_variables("SPIN_VARIABLE_DATABASE_URL=x", &m).len(),
-        1
+        settings("--variable a=b --variable c='d e'"),
+        [("a".into(), "b".into()), ("c".into(), "d e".into())]
     );
-    assert_eq!(unknown_variables("--from-literal=password=x", &m).len(), 1);
-    // The shell words the checks read.
-    assert_eq!(
-        settings_in("x --variable auth_password_hash=\"$(printf '%s' \"$P\" | h)\" --variable \"db_host=$H\""),
-        vec![
-            ("auth_password_hash".to_string(), Value::Reference("$(printf %s $P | h)".into())),
-            ("db_host".to_string(), Value::Reference("$H".into())),
-        ]
-    );
+    assert!(settings(r#": "${SPIN_VARIABLE_SECRET_TOKEN:?set it}""#).is_empty());
+    let script =
+        "#!/bin/sh\n# spin deploy\nspin cloud deploy \\\n  --app x # a comment\necho done\n";
+    let texts: Vec<String> = commands(script, false).iter().map(Command::text).collect();
+    assert_eq!(texts, ["spin cloud deploy --app x", "echo done"]);
 }
