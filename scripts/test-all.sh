@@ -31,7 +31,8 @@ trap cleanup EXIT
 
 record() { echo "$1 $2" >> "$tally"; }
 
-SPIN=${SPIN:-$( [ -x build/spin/spin ] && echo "$PWD/build/spin/spin" || command -v spin || true)}
+if [ -z "${SPIN:-}" ] && [ -x build/spin/spin ]; then SPIN=$PWD/build/spin/spin; fi
+SPIN=${SPIN:-$(command -v spin || true)}
 skipped=()
 
 summary() {
@@ -134,7 +135,7 @@ spin_leg() {
     if [ -n "$have_spin" ]; then
         "$@" || true
     else
-        skipped+=("$label: no Spin binary (set SPIN=path, or put spin on PATH)")
+        skipped+=("$label: no Spin binary (set SPIN=path, unpack it to build/spin/spin, or put spin on PATH)")
     fi
 }
 spin_leg "e2e under spin up: default build on SQLite" \
