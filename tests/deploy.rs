@@ -30,10 +30,13 @@ const SETTING_MARKERS: [&str; 4] = [
 
 type Findings = Vec<String>;
 
-fn need(out: &mut Findings, ok: bool, finding: impl FnOnce() -> String) {
-    if !ok {
-        out.push(finding());
-    }
+/// Adds the finding (`format!` arguments) unless `ok`.
+macro_rules! need {
+    ($out:expr, $ok:expr, $($finding:tt)+) => {
+        if !$ok {
+            $out.push(format!($($finding)+));
+        }
+    };
 }
 
 /// The files the checks read, by path from the repository root: every file
@@ -347,10 +350,8 @@ fn postgres_host_port(url: &str) -> Option<String> {
 }
 
 fn with_default_port(host_port: &str) -> String {
-    let port = host_port
-        .rsplit_once(':')
-        .map(|(_, p)| p)
-        .filter(|p| !host_port.ends_with(']'));
+    let port = host_port.rsplit_once(':').map(|(_, p)| p);
+    let port = port.filter(|_| !host_port.ends_with(']'));
     match port {
         Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => host_port.to_string(),
         _ => format!("{host_port}:5432"),
@@ -423,74 +424,72 @@ fn quantity(value: &Yaml) -> Option<f64> {
 fn public_health_path(repo: &Repo, path: &str, what: &str, out: &mut Findings) {
     let routed = route("GET", path).ok();
     let public = routed.is_some_and(|r| !r.protected && r.endpoint == Ok(Endpoint::Health));
-    need(out, path == HEALTH_PATH && public, || {
-        format!("{what}: {path} is not the public health check {HEALTH_PATH}")
-    });
+    need!(
+        out,
+        path == HEALTH_PATH && public,
+        "{what}: {path} is not the public health check {HEALTH_PATH}"
+    );
     let served = routes(&repo.toml("spin.toml")).iter().any(|(r, _)| {
         r.strip_suffix("/...")
             .is_some_and(|p| path.starts_with(&format!("{p}/")))
             || r == path
     });
-    need(out, served, || {
-        format!("{what}: no trigger of spin.toml serves {path}")
-    });
+    need!(out, served, "{what}: no trigger of spin.toml serves {path}");
 }
 
 // ---------------------------------------------------------------------------
 // The checks
+
+fn same<T: PartialEq + std::fmt::Debug>(out: &mut Findings, what: &str, actual: T, expected: T) {
+    need!(
+        out,
+        actual == expected,
+        "{what}: {actual:?}, not {expected:?}"
+    );
+}
 
 /// Every file parses (TOML, YAML; a script is executable with a `#!` line),
 /// and each platform folder has its README.
 fn files_parse(repo: &Repo) -> Findings {
     let mut out = Findings::new();
     for path in repo.deploy_files(&["toml"]) {
-        if let Err(e) = toml::from_str::<Toml>(repo.text(path)) {
-            out.push(format!("{path}: {e}"));
-        }
+        let parsed = toml::from_str::<Toml>(repo.text(path));
+        need!(out, parsed.is_ok(), "{path}: {parsed:?}");
     }
     for path in repo.deploy_files(&["yaml", "yml"]) {
-        let docs: Result<Vec<Yaml>, _> = serde_yaml::Deserializer::from_str(repo.text(path))
-            .map(serde::Deserialize::deserialize)
-            .collect();
-        need(&mut out, docs.is_ok_and(|d| !d.is_empty()), || {
-            format!("{path}: not YAML, or empty")
-        });
+        let docs = serde_yaml::Deserializer::from_str(repo.text(path));
+        let docs: Result<Vec<Yaml>, _> = docs.map(serde::Deserialize::deserialize).collect();
+        need!(out, docs.is_ok_and(|d| !d.is_empty()), "{path}: not YAML");
     }
     for path in repo.deploy_files(&["sh"]) {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-                .map_or(0, |m| m.permissions().mode());
-            need(&mut out, mode & 0o111 != 0, || {
-                format!("{path}: not executable")
-            });
+            let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+            let mode = std::fs::metadata(file).map_or(0, |m| m.permissions().mode());
+            need!(out, mode & 0o111 != 0, "{path}: not executable");
         }
-        need(&mut out, repo.text(path).starts_with("#!"), || {
-            format!("{path}: no #! line")
-        });
+        need!(out, repo.text(path).starts_with("#!"), "{path}: no #! line");
     }
-    let known = repo
-        .deploy_files(&["toml", "yaml", "yml", "sh", "md"])
-        .len();
+    let kinds = ["toml", "yaml", "yml", "sh", "md"];
     let all = repo.0.keys().filter(|p| p.starts_with("deploy/")).count();
-    need(&mut out, known == all, || {
-        "deploy/ holds a file that is not TOML, YAML, shell or Markdown".into()
-    });
-    for folder in ["spinkube", "fermyon-cloud", "runtime-config", "akamai"] {
-        need(
-            &mut out,
-            repo.0.contains_key(&format!("deploy/{folder}/README.md")),
-            || format!("deploy/{folder}/README.md is missing"),
-        );
-    }
-    let (yaml, toml) = (
-        repo.deploy_files(&["yaml", "yml"]).len(),
-        repo.deploy_files(&["toml"]).len(),
+    same(
+        &mut out,
+        "files of known kinds",
+        repo.deploy_files(&kinds).len(),
+        all,
     );
-    need(&mut out, yaml >= 4 && toml >= 4, || {
-        format!("{yaml} YAML and {toml} TOML files")
-    });
+    for folder in ["spinkube", "fermyon-cloud", "runtime-config", "akamai"] {
+        let readme = format!("deploy/{folder}/README.md");
+        need!(out, repo.0.contains_key(&readme), "{readme} is missing");
+    }
+    let yaml = repo.deploy_files(&["yaml", "yml"]).len();
+    let toml = repo.deploy_files(&["toml"]).len();
+    need!(
+        out,
+        yaml >= 4 && toml >= 4,
+        "{yaml} YAML, {toml} TOML files"
+    );
     out
 }
 
@@ -498,120 +497,102 @@ fn files_parse(repo: &Repo) -> Findings {
 /// only other variable is the PostgreSQL host it may reach; no default secret.
 fn manifest_variables_are_the_settings(repo: &Repo) -> Findings {
     let (mut out, m) = (Findings::new(), repo.toml("spin.toml"));
-    let (variables, hosts) = (table(&m, "variables"), union(&m, "allowed_outbound_hosts"));
+    let variables = table(&m, "variables");
     let passed = table(&table(&m, "component")["book-catalog"], "variables");
     for name in Setting::ALL.map(Setting::variable_name) {
-        need(&mut out, variables.contains_key(name), || {
-            format!("spin.toml does not declare {name}")
-        });
-        let template = passed.get(name).and_then(Toml::as_str);
-        need(
-            &mut out,
-            template == Some(&format!("{{{{ {name} }}}}")),
-            || format!("spin.toml does not pass {name} to the component"),
-        );
+        need!(out, variables.contains_key(name), "{name} is not declared");
+        let template = format!("{{{{ {name} }}}}");
+        let given = passed.get(name).and_then(Toml::as_str);
+        same(&mut out, name, given, Some(template.as_str()));
     }
-    let others: Vec<&String> = variables
-        .keys()
-        .filter(|n| !Setting::ALL.iter().any(|s| s.variable_name() == *n))
-        .collect();
-    need(&mut out, others == ["db_host"], || {
-        format!("spin.toml: {others:?} are not settings; only db_host may be")
-    });
-    need(&mut out, hosts.contains("postgres://{{ db_host }}"), || {
-        format!("spin.toml: allowed_outbound_hosts {hosts:?}")
-    });
-    let default = str_at(&m, &["variables", "secret_token", "default"]).unwrap_or("");
-    need(&mut out, default.is_empty(), || {
-        "spin.toml: a default signing secret".into()
-    });
+    let is_setting = |n: &&String| Setting::ALL.iter().any(|s| s.variable_name() == *n);
+    let others: Vec<&String> = variables.keys().filter(|n| !is_setting(n)).collect();
+    same(
+        &mut out,
+        "variables not settings",
+        others,
+        vec![&"db_host".to_string()],
+    );
+    let hosts = union(&m, "allowed_outbound_hosts");
+    need!(out, hosts.contains("postgres://{{ db_host }}"), "{hosts:?}");
+    let default = str_at(&m, &["variables", "secret_token", "default"]);
+    same(&mut out, "secret_token's default", default, Some(""));
     out
 }
 
-/// deploy/akamai and deploy/postgres-only keep spin.toml's variables,
-/// component, routes and hosts, and run `make variants`' PostgreSQL-only build.
+/// A manifest without what a deploy manifest may change: the application's
+/// name and description, `client_ip_header`'s default, each component's
+/// source, SQLite databases and build.
+fn comparable(manifest: &Toml) -> Toml {
+    let mut m = manifest.clone();
+    let table = m.as_table_mut().expect("a table");
+    table.remove("application");
+    if let Some(Toml::Table(header)) = table["variables"].get_mut("client_ip_header") {
+        header.remove("default");
+    }
+    if let Some(Toml::Table(components)) = table.get_mut("component") {
+        for (_, component) in components.iter_mut() {
+            for key in ["source", "sqlite_databases", "build"] {
+                component.as_table_mut().map(|c| c.remove(key));
+            }
+        }
+    }
+    m
+}
+
+/// deploy/akamai and deploy/postgres-only are spin.toml (its variables,
+/// secret ones included, defaults, component, routes and hosts) but for
+/// serving `make variants`' PostgreSQL-only build, without SQLite.
 fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
     let (mut out, main) = (Findings::new(), repo.toml("spin.toml"));
-    let paths: Vec<&str> = repo
-        .deploy_files(&["toml"])
+    let paths = repo.deploy_files(&["toml"]);
+    let paths: Vec<&str> = paths
         .into_iter()
         .filter(|p| p.ends_with("/spin.toml"))
         .collect();
-    need(
+    let expected = ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"];
+    same(
         &mut out,
-        paths == ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"],
-        || format!("the Spin manifests under deploy/: {paths:?}"),
+        "Spin manifests under deploy/",
+        &paths[..],
+        &expected[..],
     );
     let makefile = repo.text("Makefile");
-    need(
-        &mut out,
-        makefile.contains("\nvariants:") && makefile.contains(POSTGRES_ONLY_WASM),
-        || format!("the Makefile's `variants` does not write {POSTGRES_ONLY_WASM}"),
+    let variants = makefile.contains("\nvariants:") && makefile.contains(POSTGRES_ONLY_WASM);
+    need!(
+        out,
+        variants,
+        "`make variants` does not write {POSTGRES_ONLY_WASM}"
     );
-    let (main_vars, main_components) = (table(&main, "variables"), table(&main, "component"));
     for path in paths {
         let m = repo.toml(path);
-        let (vars, components) = (table(&m, "variables"), table(&m, "component"));
-        need(
-            &mut out,
-            vars.keys().collect::<BTreeSet<_>>() == main_vars.keys().collect(),
-            || format!("{path}: not the variables of spin.toml"),
+        need!(
+            out,
+            comparable(&m) == comparable(&main),
+            "{path} is not spin.toml"
         );
-        for (name, spec) in &main_vars {
-            let secret = |s: &Toml| s.get("secret").and_then(Toml::as_bool).unwrap_or(false);
-            let default = |s: &Toml| s.get("default").cloned();
-            let theirs = vars
-                .get(name)
-                .cloned()
-                .unwrap_or(Toml::Table(Default::default()));
-            need(&mut out, !secret(spec) || secret(&theirs), || {
-                format!("{path}: {name} is secret in spin.toml")
-            });
-            need(
-                &mut out,
-                name == "client_ip_header" || default(spec) == default(&theirs),
-                || format!("{path}: the default of {name}"),
-            );
-        }
-        need(
-            &mut out,
-            components.keys().collect::<BTreeSet<_>>() == main_components.keys().collect(),
-            || format!("{path}: component ids"),
-        );
-        need(&mut out, routes(&m) == routes(&main), || {
-            format!("{path}: routes")
-        });
-        for key in ["allowed_outbound_hosts", "sqlite_databases"] {
-            let expected = if key == "sqlite_databases" {
-                BTreeSet::new()
-            } else {
-                union(&main, key)
-            };
-            need(&mut out, union(&m, key) == expected, || {
-                format!("{path}: {key} (the PostgreSQL-only build grants no SQLite)")
-            });
-        }
         let dir = path.trim_end_matches("/spin.toml");
-        for (id, c) in &components {
-            need(
+        for (id, c) in table(&m, "component") {
+            let source = resolve(dir, str_at(&c, &["source"]).unwrap_or(""));
+            same(
                 &mut out,
-                c.get("variables") == main_components.get(id).and_then(|c| c.get("variables")),
-                || format!("{path}: {id}: the component variables of spin.toml"),
+                &format!("{path}: {id}: source"),
+                source.as_str(),
+                POSTGRES_ONLY_WASM,
             );
-            need(
+            let build = str_at(&c, &["build", "command"]);
+            same(
                 &mut out,
-                resolve(dir, str_at(c, &["source"]).unwrap_or("")) == POSTGRES_ONLY_WASM,
-                || format!("{path}: {id}: source is not {POSTGRES_ONLY_WASM}"),
+                &format!("{path}: {id}: build"),
+                build,
+                Some("make variants"),
             );
-            need(
-                &mut out,
-                str_at(c, &["build", "command"]) == Some("make variants"),
-                || format!("{path}: {id}: build command"),
-            );
-            need(
-                &mut out,
-                resolve(dir, str_at(c, &["build", "workdir"]).unwrap_or(".")).is_empty(),
-                || format!("{path}: {id}: the build runs at the repository root"),
+            let workdir = resolve(dir, str_at(&c, &["build", "workdir"]).unwrap_or("."));
+            need!(out, workdir.is_empty(), "{path}: {id}: builds in {workdir}");
+            need!(
+                out,
+                c.get("sqlite_databases").is_none(),
+                "{path}: {id}: SQLite"
             );
         }
     }
@@ -624,92 +605,87 @@ fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
 fn spinapp_runs_three_replicas_with_probes_and_resources(repo: &Repo) -> Findings {
     let (mut out, (what, app)) = (Findings::new(), repo.the_spinapp());
     let spec = &app["spec"];
-    need(
+    same(
         &mut out,
-        app["apiVersion"].as_str() == Some("core.spinkube.dev/v1alpha1"),
-        || format!("{what}: apiVersion"),
+        "apiVersion",
+        app["apiVersion"].as_str(),
+        Some("core.spinkube.dev/v1alpha1"),
     );
-    let fields = "executor image imagePullSecrets checks replicas enableAutoscaling runtimeConfig volumes volumeMounts variables serviceAnnotations deploymentAnnotations podAnnotations podLabels resources components serviceAccountName invocationLimits";
-    let unknown: Vec<String> = keys(spec)
-        .into_iter()
-        .filter(|k| !fields.split(' ').any(|f| f == k))
-        .collect();
-    need(&mut out, unknown.is_empty(), || {
-        format!("{what}: unknown spec fields {unknown:?}")
-    });
-    need(&mut out, spec["replicas"].as_u64() == Some(3), || {
-        format!("{what}: replicas")
-    });
-    need(
-        &mut out,
-        spec["executor"].as_str() == Some("containerd-shim-spin"),
-        || format!("{what}: executor"),
+    let fields = "executor image imagePullSecrets checks replicas enableAutoscaling runtimeConfig \
+                  volumes volumeMounts variables serviceAnnotations deploymentAnnotations \
+                  podAnnotations podLabels resources components serviceAccountName invocationLimits";
+    let fields: BTreeSet<String> = fields.split_whitespace().map(String::from).collect();
+    let unknown: Vec<String> = keys(spec).difference(&fields).cloned().collect();
+    need!(
+        out,
+        unknown.is_empty(),
+        "{what}: unknown spec fields {unknown:?}"
     );
-    need(
+    same(&mut out, "replicas", spec["replicas"].as_u64(), Some(3));
+    same(
         &mut out,
+        "executor",
+        spec["executor"].as_str(),
+        Some("containerd-shim-spin"),
+    );
+    need!(
+        out,
         spec["image"].as_str().is_some_and(|i| !i.is_empty()),
-        || format!("{what}: image"),
+        "{what}: image"
     );
-    let components: BTreeSet<String> = spec["components"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.as_str().map(str::to_string))
-        .collect();
-    need(
+    let components = spec["components"].as_sequence().into_iter().flatten();
+    let components: Vec<&str> = components.filter_map(Yaml::as_str).collect();
+    let ids = table(&repo.toml("spin.toml"), "component");
+    same(
         &mut out,
-        components
-            .iter()
-            .eq(table(&repo.toml("spin.toml"), "component").keys()),
-        || format!("{what}: components are not spin.toml's"),
+        "components",
+        components,
+        ids.keys().map(String::as_str).collect(),
     );
     let resources = &spec["resources"];
-    need(
+    same(
         &mut out,
-        keys(resources) == BTreeSet::from(["limits".into(), "requests".into()]),
-        || format!("{what}: resources"),
+        "resources",
+        keys(resources),
+        ["limits", "requests"].map(String::from).into(),
     );
     for resource in ["cpu", "memory"] {
-        let (request, limit) = (
-            quantity(&resources["requests"][resource]),
-            quantity(&resources["limits"][resource]),
+        let request = quantity(&resources["requests"][resource]).unwrap_or(0.0);
+        let limit = quantity(&resources["limits"][resource]).unwrap_or(0.0);
+        need!(
+            out,
+            0.0 < request && request <= limit,
+            "{resource}: {request} > {limit}"
         );
-        let fits = matches!((request, limit), (Some(r), Some(l)) if r > 0.0 && r <= l);
-        need(&mut out, fits, || {
-            format!("{what}: {resource}: request {request:?} must be > 0 and <= limit {limit:?}")
-        });
     }
     let checks = &spec["checks"];
-    need(
+    same(
         &mut out,
-        keys(checks) == BTreeSet::from(["liveness".into(), "readiness".into()]),
-        || format!("{what}: checks"),
+        "checks",
+        keys(checks),
+        ["liveness", "readiness"].map(String::from).into(),
     );
+    let probe_fields = "httpGet initialDelaySeconds timeoutSeconds periodSeconds successThreshold \
+                        failureThreshold";
     for check in ["liveness", "readiness"] {
         let probe = &checks[check];
-        let fields = [
-            "httpGet",
-            "initialDelaySeconds",
-            "timeoutSeconds",
-            "periodSeconds",
-            "successThreshold",
-            "failureThreshold",
-        ];
-        need(
-            &mut out,
-            keys(probe).iter().all(|k| fields.contains(&k.as_str())),
-            || format!("{what}: {check}: unknown fields"),
+        let unknown = keys(probe)
+            .into_iter()
+            .filter(|k| !probe_fields.contains(k.as_str()));
+        let unknown: Vec<String> = unknown.collect();
+        need!(
+            out,
+            unknown.is_empty(),
+            "{check}: unknown fields {unknown:?}"
         );
-        public_health_path(
-            repo,
-            probe["httpGet"]["path"].as_str().unwrap_or(""),
-            &format!("{what}: {check}"),
-            &mut out,
-        );
+        let path = probe["httpGet"]["path"].as_str().unwrap_or("");
+        public_health_path(repo, path, &format!("{what}: {check}"), &mut out);
         let timeout = probe["timeoutSeconds"].as_u64().unwrap_or(1);
-        need(&mut out, timeout > 5, || {
-            format!("{what}: {check}.timeoutSeconds {timeout} <= 5, the store's connect timeout")
-        });
+        need!(
+            out,
+            timeout > 5,
+            "{check}.timeoutSeconds {timeout} <= 5 s connect"
+        );
     }
     out
 }
@@ -718,179 +694,151 @@ fn spinapp_runs_three_replicas_with_probes_and_resources(repo: &Repo) -> Finding
 /// Ingress is the one proxy, it leads to the operator's Service (the app's
 /// name, port 80), and the NetworkPolicy admits only the Ingress controller.
 fn spinapp_trusts_one_proxy_reached_only_through_its_ingress(repo: &Repo) -> Findings {
-    let (mut out, (what, app)) = (Findings::new(), repo.the_spinapp());
+    let (mut out, (_, app)) = (Findings::new(), repo.the_spinapp());
     let name = app["metadata"]["name"].as_str().unwrap_or("");
-    let variables: BTreeMap<&str, &Yaml> = app["spec"]["variables"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .map(|v| (v["name"].as_str().unwrap_or(""), v))
-        .collect();
+    let variables = spin_app_variables(&app);
     // SpinVar.value is a string: an unquoted 1 is refused by the CRD.
-    let hops = variables
-        .get("trusted_proxy_hops")
-        .and_then(|v| v["value"].as_str());
-    need(&mut out, hops == Some("1"), || {
-        format!("{what}: trusted_proxy_hops is not \"1\"")
-    });
+    let hops = variables.get("trusted_proxy_hops").map(|v| &v["value"]);
+    same(
+        &mut out,
+        "trusted_proxy_hops",
+        hops.and_then(Yaml::as_str),
+        Some("1"),
+    );
     for other in ["client_ip_header", "trust_forwarded_for"] {
-        need(&mut out, !variables.contains_key(other), || {
-            format!("{what}: {other}: the Ingress is the one proxy")
-        });
+        need!(out, !variables.contains_key(other), "{other}: one proxy");
     }
     let ingresses = repo.yaml("Ingress");
-    need(&mut out, ingresses.len() == 1, || {
-        "one Ingress under deploy/".into()
-    });
-    let paths = ingresses.iter().flat_map(|(_, i)| {
-        i["spec"]["rules"]
-            .as_sequence()
-            .into_iter()
-            .flatten()
-            .flat_map(|r| r["http"]["paths"].as_sequence().into_iter().flatten())
-    });
+    same(&mut out, "Ingresses", ingresses.len(), 1);
     let mut backends = 0;
-    for p in paths {
-        let service = &p["backend"]["service"];
-        let right = service["name"].as_str() == Some(name)
-            && service["port"]["number"].as_u64() == Some(80);
-        need(
-            &mut out,
-            right && p["path"].as_str() == Some("/") && p["pathType"].as_str() == Some("Prefix"),
-            || format!("Ingress: every path (/ Prefix) leads to Service {name}, port 80"),
-        );
-        backends += 1;
+    for (_, ingress) in &ingresses {
+        for rule in sequence(&ingress["spec"]["rules"]) {
+            for p in sequence(&rule["http"]["paths"]) {
+                let service = &p["backend"]["service"];
+                let to = (service["name"].as_str(), service["port"]["number"].as_u64());
+                same(&mut out, "backend", to, (Some(name), Some(80)));
+                let path = (p["path"].as_str(), p["pathType"].as_str());
+                same(&mut out, "Ingress path", path, (Some("/"), Some("Prefix")));
+                backends += 1;
+            }
+        }
     }
-    need(&mut out, backends >= 1, || "Ingress: no backend".into());
+    need!(out, backends >= 1, "the Ingress has no backend");
     let policies = repo.yaml("NetworkPolicy");
-    need(&mut out, policies.len() == 1, || {
-        "one NetworkPolicy under deploy/".into()
-    });
-    for (what, policy) in &policies {
+    same(&mut out, "NetworkPolicies", policies.len(), 1);
+    for (_, policy) in &policies {
         let spec = &policy["spec"];
-        let selector = &spec["podSelector"]["matchLabels"];
-        need(
+        let pods = &spec["podSelector"]["matchLabels"];
+        same(&mut out, "pods", keys(pods).len(), 1);
+        let app_name = pods["core.spinkube.dev/app-name"].as_str();
+        same(
             &mut out,
-            keys(selector).len() == 1
-                && selector["core.spinkube.dev/app-name"].as_str() == Some(name),
-            || format!("{what}: select the app's pods by the operator's label"),
+            "pods by the operator's label",
+            app_name,
+            Some(name),
         );
-        need(
-            &mut out,
-            spec["policyTypes"]
-                .as_sequence()
-                .is_some_and(|t| t.iter().any(|t| t.as_str() == Some("Ingress"))),
-            || format!("{what}: policyTypes Ingress"),
+        let types = sequence(&spec["policyTypes"]);
+        need!(
+            out,
+            types.iter().any(|t| t.as_str() == Some("Ingress")),
+            "policyTypes"
         );
-        let rules = spec["ingress"].as_sequence().cloned().unwrap_or_default();
-        need(&mut out, !rules.is_empty(), || {
-            format!("{what}: no rule admits the Ingress controller")
-        });
-        for rule in &rules {
-            let peers = rule["from"].as_sequence().cloned().unwrap_or_default();
+        let rules = sequence(&spec["ingress"]);
+        need!(
+            out,
+            !rules.is_empty(),
+            "no rule admits the Ingress controller"
+        );
+        for rule in rules {
+            // An ipBlock, an empty selector or none at all admits clients.
             let named = |peer: &Yaml| {
-                peer["ipBlock"].is_null()
-                    && ["namespaceSelector", "podSelector"]
-                        .iter()
-                        .all(|s| !keys(&peer[s]["matchLabels"]).is_empty())
+                let selectors = ["namespaceSelector", "podSelector"];
+                let labelled = selectors
+                    .iter()
+                    .all(|s| !keys(&peer[s]["matchLabels"]).is_empty());
+                peer["ipBlock"].is_null() && labelled
             };
-            need(
-                &mut out,
-                !peers.is_empty() && peers.iter().all(named),
-                || {
-                    format!("{what}: a rule admits more than the Ingress controller (no `from`, an ipBlock or an empty selector)")
-                },
+            let peers = sequence(&rule["from"]);
+            need!(
+                out,
+                !peers.is_empty() && peers.iter().all(|p| named(p)),
+                "admits clients"
             );
-            let ports: Vec<u64> = rule["ports"]
-                .as_sequence()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p["port"].as_u64())
-                .collect();
-            need(&mut out, ports == [80], || {
-                format!("{what}: ports {ports:?}, not the pods' 80")
-            });
+            let ports = sequence(&rule["ports"]);
+            let ports: Vec<u64> = ports.iter().filter_map(|p| p["port"].as_u64()).collect();
+            same(&mut out, "ports", ports, vec![80]);
         }
     }
     out
+}
+
+/// The SpinApp's variables by name.
+fn spin_app_variables(app: &Yaml) -> BTreeMap<&str, &Yaml> {
+    let variables = sequence(&app["spec"]["variables"]).into_iter();
+    variables
+        .map(|v| (v["name"].as_str().unwrap_or(""), v))
+        .collect()
+}
+
+fn sequence(value: &Yaml) -> Vec<&Yaml> {
+    value.as_sequence().into_iter().flatten().collect()
 }
 
 /// The SpinApp sets only spin.toml's variables, each once; credentials come
 /// from the Secret that `kubectl create secret generic` makes (and
 /// secret.yaml templates), and every key of it is read.
 fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
-    let (mut out, (what, app)) = (Findings::new(), repo.the_spinapp());
+    let (mut out, (_, app)) = (Findings::new(), repo.the_spinapp());
     let manifest = table(&repo.toml("spin.toml"), "variables");
     let mut created: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (_, c) in repo
-        .commands()
-        .into_iter()
-        .filter(|(_, c)| c.runs("kubectl create secret generic"))
-    {
-        let name = c.flag(&["generic"]).unwrap_or_default();
-        created
-            .entry(name)
-            .or_default()
-            .extend(c.settings().into_keys());
-    }
-    need(&mut out, !created.is_empty(), || {
-        "no README creates the Secret with `kubectl create secret generic`".into()
-    });
-    let templates: BTreeMap<String, BTreeSet<String>> = repo
-        .yaml("Secret")
-        .iter()
-        .map(|(_, s)| {
-            (
-                s["metadata"]["name"].as_str().unwrap_or("").into(),
-                secret_values(s).into_keys().collect(),
-            )
-        })
-        .collect();
-    let (mut names, mut read) = (BTreeSet::new(), BTreeSet::new());
-    for var in app["spec"]["variables"].as_sequence().into_iter().flatten() {
-        let name = var["name"].as_str().unwrap_or("");
-        need(&mut out, names.insert(name.to_string()), || {
-            format!("{what}: {name} set twice")
-        });
-        need(&mut out, manifest.contains_key(name), || {
-            format!("{what}: {name} is not a variable of spin.toml")
-        });
-        need(
-            &mut out,
-            var["value"].is_null() != var["valueFrom"].is_null(),
-            || format!("{what}: {name}: exactly one of value and valueFrom"),
-        );
-        let reference = &var["valueFrom"]["secretKeyRef"];
-        let secret = manifest
-            .get(name)
-            .and_then(|v| v.get("secret"))
-            .and_then(Toml::as_bool)
-            .unwrap_or(false);
-        let credential = secret || ["db_url", "auth_username"].contains(&name);
-        need(&mut out, !credential || !reference.is_null(), || {
-            format!("{what}: {name} is a credential: set it with valueFrom.secretKeyRef")
-        });
-        let (Some(secret), Some(key)) = (reference["name"].as_str(), reference["key"].as_str())
-        else {
-            continue;
-        };
-        read.insert((secret.to_string(), key.to_string()));
-        if !reference["optional"].as_bool().unwrap_or(false) {
-            need(
-                &mut out,
-                created.get(secret).is_some_and(|k| k.contains(key)),
-                || {
-                    format!(
-                        "{what}: {name}: `kubectl create secret generic {secret}` sets no {key}"
-                    )
-                },
-            );
-            need(
-                &mut out,
-                templates.get(secret).is_none_or(|k| k.contains(key)),
-                || format!("{what}: {name}: the Secret template {secret} has no {key}"),
-            );
+    for (_, c) in repo.commands() {
+        if c.runs("kubectl create secret generic") {
+            let keys = created.entry(c.flag(&["generic"]).unwrap_or_default());
+            keys.or_default().extend(c.settings().into_keys());
         }
+    }
+    need!(
+        out,
+        !created.is_empty(),
+        "no `kubectl create secret generic`"
+    );
+    let mut templates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, secret) in repo.yaml("Secret") {
+        let name = secret["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        templates.insert(name, secret_values(&secret).into_keys().collect());
+    }
+    let (mut names, mut read) = (BTreeSet::new(), BTreeSet::new());
+    for var in sequence(&app["spec"]["variables"]) {
+        let name = var["name"].as_str().unwrap_or("");
+        need!(out, names.insert(name), "{name} set twice");
+        need!(
+            out,
+            manifest.contains_key(name),
+            "{name} is not in spin.toml"
+        );
+        let one = var["value"].is_null() != var["valueFrom"].is_null();
+        need!(out, one, "{name}: exactly one of value and valueFrom");
+        let reference = &var["valueFrom"]["secretKeyRef"];
+        let secret = manifest.get(name).and_then(|v| v.get("secret"));
+        let credential = secret == Some(&Toml::Boolean(true));
+        let credential = credential || ["db_url", "auth_username"].contains(&name);
+        need!(
+            out,
+            !credential || !reference.is_null(),
+            "{name}: not from a Secret"
+        );
+        let secret = reference["name"].as_str().unwrap_or("").to_string();
+        let key = reference["key"].as_str().unwrap_or("").to_string();
+        if !reference.is_null() && !reference["optional"].as_bool().unwrap_or(false) {
+            let made = created.get(&secret).is_some_and(|k| k.contains(&key));
+            need!(out, made, "{name}: no `kubectl create secret` sets {key}");
+            let templated = templates.get(&secret).is_none_or(|k| k.contains(&key));
+            need!(out, templated, "{name}: the template {secret} has no {key}");
+        }
+        read.insert((secret, key));
     }
     for needed in [
         "secret_token",
@@ -899,21 +847,17 @@ fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
         "db_host",
         "trusted_proxy_hops",
     ] {
-        need(&mut out, names.contains(needed), || {
-            format!("{what}: {needed} is not set")
-        });
+        need!(out, names.contains(needed), "{needed} is not set");
     }
-    need(
-        &mut out,
-        names.contains("auth_password_hash") || names.contains("auth_password"),
-        || format!("{what}: no password"),
-    );
-    for (secret, ks) in templates.iter().chain(&created) {
-        for key in ks {
-            need(
-                &mut out,
-                read.contains(&(secret.clone(), key.clone())),
-                || format!("Secret {secret}: key {key} is read by no SpinApp variable"),
+    let password = names.contains("auth_password_hash") || names.contains("auth_password");
+    need!(out, password, "no password");
+    for (secret, keys) in templates.iter().chain(&created) {
+        for key in keys {
+            let pair = (secret.clone(), key.clone());
+            need!(
+                out,
+                read.contains(&pair),
+                "Secret {secret}: {key} is never read"
             );
         }
     }
@@ -929,9 +873,11 @@ fn no_usable_signing_secret(repo: &Repo) -> Findings {
             .into_iter()
             .filter(|(k, _)| SIGNING_SECRETS.contains(&k.as_str()))
         {
-            need(&mut out, value.len() < MIN_SECRET_BYTES, || {
-                format!("{path}: {name} is a usable signing secret")
-            });
+            need!(
+                out,
+                value.len() < MIN_SECRET_BYTES,
+                "{path}: {name} is a usable signing secret"
+            );
             checked += 1;
         }
     }
@@ -942,9 +888,7 @@ fn no_usable_signing_secret(repo: &Repo) -> Findings {
             .filter(|(k, _)| SIGNING_SECRETS.contains(&k.as_str()))
         {
             let usable = !value.contains('$') && value.len() >= MIN_SECRET_BYTES;
-            need(&mut out, !usable, || {
-                format!("{path} line {}: {name} is a usable literal: generate it (openssl rand -base64 48) or read it from the shell", c.line)
-            });
+            need!(out, !usable, "{path} line {}: {name} is a usable literal: generate it (openssl rand -base64 48) or read it from the shell", c.line);
             checked += 1;
         }
     }
@@ -957,15 +901,15 @@ fn no_usable_signing_secret(repo: &Repo) -> Findings {
             let default = str_at(&repo.toml(path), &["variables", name, "default"])
                 .unwrap_or("")
                 .to_string();
-            need(&mut out, default.is_empty(), || {
-                format!("{path}: {name} has a default")
-            });
+            need!(out, default.is_empty(), "{path}: {name} has a default");
         }
     }
     // The SpinKube Secret (template and command), Akamai and Fermyon Cloud.
-    need(&mut out, checked >= 4, || {
-        format!("only {checked} signing secrets found to check")
-    });
+    need!(
+        out,
+        checked >= 4,
+        "only {checked} signing secrets found to check"
+    );
     out
 }
 
@@ -980,15 +924,17 @@ fn runtime_configs_configure_granted_sqlite(repo: &Repo) -> Findings {
         .filter(|p| p.starts_with("deploy/runtime-config/"))
     {
         let doc = repo.toml(path);
-        need(
-            &mut out,
+        need!(
+            out,
             table(&doc, "sqlite_database").len() == doc.as_table().map_or(0, |t| t.len()),
-            || format!("{path}: only [sqlite_database.*]"),
+            "{path}: only [sqlite_database.*]"
         );
         for (label, db) in table(&doc, "sqlite_database") {
-            need(&mut out, granted.contains(&label), || {
-                format!("{path}: {label} is not granted by spin.toml")
-            });
+            need!(
+                out,
+                granted.contains(&label),
+                "{path}: {label} is not granted by spin.toml"
+            );
             let kind = str_at(&db, &["type"]).unwrap_or("spin").to_string();
             let fields: Vec<&String> = db
                 .as_table()
@@ -1007,16 +953,14 @@ fn runtime_configs_configure_granted_sqlite(repo: &Repo) -> Findings {
                 }
                 _ => false,
             };
-            need(&mut out, right, || {
-                format!("{path}: {label}: type {kind} with {fields:?}")
-            });
+            need!(out, right, "{path}: {label}: type {kind} with {fields:?}");
             types.insert(kind);
         }
     }
-    need(
-        &mut out,
+    need!(
+        out,
         types == BTreeSet::from(["libsql".into(), "spin".into()]),
-        || format!("runtime configs of types {types:?}"),
+        "runtime configs of types {types:?}"
     );
     out
 }
@@ -1028,9 +972,11 @@ fn every_variable_named_is_a_manifest_variable(repo: &Repo) -> Findings {
     let mut seen = BTreeSet::new();
     for path in repo.deploy_files(&["toml", "yaml", "yml", "md", "sh"]) {
         for name in variable_mentions(repo.text(path)) {
-            need(&mut out, variables.contains_key(&name), || {
-                format!("{path}: {name} is not a variable of spin.toml")
-            });
+            need!(
+                out,
+                variables.contains_key(&name),
+                "{path}: {name} is not a variable of spin.toml"
+            );
             seen.insert(name);
         }
     }
@@ -1041,9 +987,7 @@ fn every_variable_named_is_a_manifest_variable(repo: &Repo) -> Findings {
         "db_host",
         "client_ip_header",
     ] {
-        need(&mut out, seen.contains(needed), || {
-            format!("no instructions set {needed}")
-        });
+        need!(out, seen.contains(needed), "no instructions set {needed}");
     }
     out
 }
@@ -1079,7 +1023,7 @@ fn no_bare_spin_deploy(repo: &Repo) -> Findings {
         .iter()
         .filter(|(_, c)| c.runs("spin cloud deploy") || c.runs("spin aka deploy"))
         .count();
-    need(&mut out, plugin >= 3, || format!("{plugin} plugin deploys"));
+    need!(out, plugin >= 3, "{plugin} plugin deploys");
     out
 }
 
@@ -1096,9 +1040,11 @@ fn every_path_curled_is_routed(repo: &Repo) -> Findings {
                     .find('/')
                     .map_or("/", |i| &url[i..])
                     .trim_end_matches(['\'', '"', '`']);
-                need(&mut out, route("GET", request).is_ok(), || {
-                    format!("{path}: curl of {request} is not routed")
-                });
+                need!(
+                    out,
+                    route("GET", request).is_ok(),
+                    "{path}: curl of {request} is not routed"
+                );
                 if request == HEALTH_PATH {
                     public_health_path(repo, request, path, &mut out);
                 }
@@ -1106,9 +1052,11 @@ fn every_path_curled_is_routed(repo: &Repo) -> Findings {
             }
         }
     }
-    need(&mut out, checked >= 4, || {
-        "the READMEs do not show how to check /health".into()
-    });
+    need!(
+        out,
+        checked >= 4,
+        "the READMEs do not show how to check /health"
+    );
     out
 }
 
@@ -1134,9 +1082,11 @@ fn db_host_is_the_host_of_db_url(repo: &Repo) -> Findings {
         }
     }
     // SpinKube (command and template), Akamai, Fermyon Cloud.
-    need(&mut out, checked >= 4, || {
-        format!("only {checked} db_url/db_host pairs found")
-    });
+    need!(
+        out,
+        checked >= 4,
+        "only {checked} db_url/db_host pairs found"
+    );
     out
 }
 
@@ -1155,10 +1105,10 @@ fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
                 .collect();
-            need(
-                &mut out,
+            need!(
+                out,
                 ["disable", "prefer", "require"].contains(&mode.as_str()),
-                || format!("{path}: sslmode={mode}: Spin accepts disable, prefer and require only"),
+                "{path}: sslmode={mode}: Spin accepts disable, prefer and require only"
             );
         }
     }
@@ -1181,9 +1131,7 @@ fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
             "host name",
             "except disable",
         ] {
-            need(&mut out, text.contains(said), || {
-                format!("{path} does not say {said:?}")
-            });
+            need!(out, text.contains(said), "{path} does not say {said:?}");
         }
     }
     out
@@ -1199,53 +1147,52 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
     );
     let akamai = repo.toml(path);
     let header = str_at(&akamai, &["variables", "client_ip_header", "default"]).unwrap_or("");
-    need(
-        &mut out,
+    need!(
+        out,
         header.trim().eq_ignore_ascii_case("true-client-ip"),
-        || format!("{path}: client_ip_header defaults to {header:?}"),
+        "{path}: client_ip_header defaults to {header:?}"
     );
     for (id, c) in table(&akamai, "component") {
-        need(&mut out, strings(&c, "sqlite_databases").is_empty(), || {
-            format!("{path}: {id}: no SQLite on Akamai")
-        });
-        need(
-            &mut out,
+        need!(
+            out,
+            strings(&c, "sqlite_databases").is_empty(),
+            "{path}: {id}: no SQLite on Akamai"
+        );
+        need!(
+            out,
             str_at(&c, &["variables", "client_ip_header"]) == Some("{{ client_ip_header }}"),
-            || format!("{path}: {id}: client_ip_header reaches the component"),
+            "{path}: {id}: client_ip_header reaches the component"
         );
     }
     let commands = commands(repo.text(readme), true);
-    need(
-        &mut out,
+    need!(
+        out,
         commands.iter().any(|c| c.runs("make variants")),
-        || format!("{readme}: build with `make variants`"),
+        "{readme}: build with `make variants`"
     );
     let deploys: Vec<&Command> = commands
         .iter()
         .filter(|c| c.runs("spin aka deploy"))
         .collect();
-    need(&mut out, !deploys.is_empty(), || {
-        format!("{readme}: no `spin aka deploy`")
-    });
+    need!(out, !deploys.is_empty(), "{readme}: no `spin aka deploy`");
     for deploy in &deploys {
         let from = deploy.flag(&["-f", "--from"]).unwrap_or_default();
-        need(
-            &mut out,
+        need!(
+            out,
             ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"].contains(&from.as_str()),
-            || {
-                format!(
-                    "{readme} line {}: -f {from:?}: not a PostgreSQL-only manifest",
-                    deploy.line
-                )
-            },
+            "{readme} line {}: -f {from:?}: not a PostgreSQL-only manifest",
+            deploy.line
         );
         let header = deploy.settings().get("client_ip_header").cloned();
         let right = header
             .as_deref()
             .map_or(from == path, |h| h == "true-client-ip");
-        need(&mut out, right, || {
-            format!("{readme} line {}: client_ip_header {header:?}", deploy.line)
-        });
+        need!(
+            out,
+            right,
+            "{readme} line {}: client_ip_header {header:?}",
+            deploy.line
+        );
     }
     let first = deploys.first().map(|c| c.settings()).unwrap_or_default();
     for needed in [
@@ -1255,19 +1202,21 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
         "auth_username",
         "client_ip_header",
     ] {
-        need(&mut out, first.contains_key(needed), || {
-            format!("{readme}: the deploy sets no {needed}")
-        });
+        need!(
+            out,
+            first.contains_key(needed),
+            "{readme}: the deploy sets no {needed}"
+        );
     }
-    need(
-        &mut out,
+    need!(
+        out,
         first.contains_key("auth_password_hash") || first.contains_key("auth_password"),
-        || format!("{readme}: the deploy sets no password"),
+        "{readme}: the deploy sets no password"
     );
-    need(
-        &mut out,
+    need!(
+        out,
         repo.text(readme).contains("nothing was deployed"),
-        || format!("{readme} does not say that nothing was deployed"),
+        "{readme} does not say that nothing was deployed"
     );
     out
 }
@@ -1286,9 +1235,7 @@ fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
             .iter()
             .filter(|c| c.runs("spin cloud deploy"))
             .count();
-        need(&mut out, here >= 1, || {
-            format!("{path}: no `spin cloud deploy`")
-        });
+        need!(out, here >= 1, "{path}: no `spin cloud deploy`");
         deploys += here;
         for text in commands.iter().map(Command::text) {
             let words: Vec<&str> = text
@@ -1301,28 +1248,30 @@ fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
                         .strip_prefix("sqlite:")
                         .and_then(|l| l.split_once('='))
                         .map(|(l, _)| l.to_string());
-                    need(
-                        &mut out,
+                    need!(
+                        out,
                         label.is_some_and(|l| union(&m, "sqlite_databases").contains(&l)),
-                        || {
-                            format!("{path}: --link {}: not sqlite:LABEL=db of a label spin.toml grants", pair[1])
-                        },
+                        "{path}: --link {}: not sqlite:LABEL=db of a label spin.toml grants",
+                        pair[1]
                     );
                     links += 1;
                 }
                 if pair[0] == "--app" {
-                    need(
-                        &mut out,
+                    need!(
+                        out,
                         Some(pair[1]) == str_at(&m, &["application", "name"]),
-                        || format!("{path}: --app {} is not spin.toml's application", pair[1]),
+                        "{path}: --app {} is not spin.toml's application",
+                        pair[1]
                     );
                 }
             }
         }
     }
-    need(&mut out, deploys >= 2 && links >= 2, || {
-        format!("{deploys} deploys, {links} --link")
-    });
+    need!(
+        out,
+        deploys >= 2 && links >= 2,
+        "{deploys} deploys, {links} --link"
+    );
     out
 }
 
@@ -1336,18 +1285,22 @@ fn readmes_say_what_was_verified(repo: &Repo) -> Findings {
         "deploy/spinkube/README.md",
     ] {
         let text = repo.text(path);
-        need(
-            &mut out,
+        need!(
+            out,
             text.lines()
                 .any(|l| l.starts_with('#') && l.contains("verified")),
-            || format!("{path}: no section on what was verified"),
+            "{path}: no section on what was verified"
         );
-        need(&mut out, text.contains("Not run"), || {
-            format!("{path}: does not say what was not run")
-        });
-        need(&mut out, commands(text, true).len() >= 3, || {
-            format!("{path}: the exact commands, in a code block")
-        });
+        need!(
+            out,
+            text.contains("Not run"),
+            "{path}: does not say what was not run"
+        );
+        need!(
+            out,
+            commands(text, true).len() >= 3,
+            "{path}: the exact commands, in a code block"
+        );
     }
     out
 }
