@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""The load benchmark (`make bench`; bench/README.md says what each figure means).
+
+Serves the API on loopback in each comparator and drives it with wrk
+(bench/wrk.lua) at each concurrency, on SQLite and on a throwaway
+PostgreSQL cluster. The hosts are started by tests/launch.py, which runs
+`bench/run.py measure ...` against each; `book-native` is started here (it
+is no Spin host). Every run records the serving process's CPU time (user +
+system of it and its children, from /proc) and context switches over the
+run, and wrk's requests/s and p99. Output: build/bench/runs.jsonl (a line a
+run) and build/bench/results.md (the table).
+
+Knobs (environment): BENCH_DURATION (seconds a run, 2), BENCH_CONCURRENCY
+("1 16 64"), BENCH_STORES ("sqlite postgres"), BENCH_COMPARATORS ("native
+floor spin-lite reuse spin"), BENCH_REUSE (instances reused by `reuse`,
+1000), BENCH_WASM (another build of the component to serve). SPIN_LITE and
+SPIN pick the host binaries (tests/launch.py), BENCH_NATIVE the native one.
+"""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+import launch  # noqa: E402  (tests/launch.py: the one host launcher)
+
+OUT = ROOT / "build/bench"
+NATIVE = Path(os.environ.get("BENCH_NATIVE") or ROOT / "target/release/book-native")
+DURATION = os.environ.get("BENCH_DURATION", "2")
+CONCURRENCY = os.environ.get("BENCH_CONCURRENCY", "1 16 64").split()
+USER, PASSWORD = "bench", "bench-password"
+# TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
+SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
+BOOKS = 10_000
+
+
+def log(text):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+# ---------------------------------------------------------------- the store behind a server
+
+class Store:
+    """Puts books straight into the server's database (much faster than the
+    API, and out of the measured runs), once the component has created its
+    tables (it migrates on first use)."""
+
+    def __init__(self, pg_url, state_dir):
+        self.pg_url = pg_url
+        self.sqlite = None if pg_url else sqlite3.connect(Path(state_dir) / "sqlite_db.db", timeout=30,
+                                                          isolation_level=None)
+
+    def sql(self, statement):
+        """The first column of the first row, as text."""
+        if self.sqlite:
+            row = self.sqlite.execute(statement).fetchone()
+            return str(row[0]) if row else ""
+        return launch.psql(self.pg_url, statement)
+
+    def max_id(self):
+        return int(self.sql("SELECT COALESCE(MAX(id), 0) FROM books"))
+
+    def add(self, count):
+        """Adds `count` books after the highest id; returns the first id. The
+        id counter (AUTOINCREMENT's, the identity sequence) moves past them."""
+        first = self.max_id() + 1
+        if self.sqlite:
+            rows = ((i, f"Title {i}", f"Author {i % 997}", 1900 + i % 125) for i in range(first, first + count))
+            self.sqlite.execute("BEGIN IMMEDIATE")
+            self.sqlite.executemany("INSERT INTO books (id, title, author, year) VALUES (?, ?, ?, ?)", rows)
+            self.sqlite.execute("COMMIT")
+        else:
+            self.sql(f"INSERT INTO books (id, title, author, year) SELECT g, 'Title ' || g, "
+                     f"'Author ' || (g % 997), 1900 + g % 125 FROM generate_series({first}, {first + count - 1}) g; "
+                     "SELECT setval(pg_get_serial_sequence('books', 'id'), (SELECT MAX(id) FROM books)); ANALYZE books")
+        return first
+
+    def ensure(self, n):
+        if self.max_id() < n:
+            self.add(n - self.max_id())
+
+
+# ---------------------------------------------------------------- one wrk run
+
+def proc_tree(pid):
+    """(CPU ticks, context switches) of `pid` and its descendants (`spin up`
+    serves from a child)."""
+    parents = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            parents.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(entry))
+        except OSError:
+            pass
+    ticks = switches = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        todo += parents.get(p, [])
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime + stime
+            for task in os.listdir(f"/proc/{p}/task"):
+                for line in Path(f"/proc/{p}/task/{task}/status").read_text().splitlines():
+                    if "ctxt_switches:" in line:  # voluntary and not
+                        switches += int(line.split()[1])
+        except OSError:
+            pass
+    return ticks, switches
+
+
+def run_wrk(label, pid, scenario, concurrency, **env):
+    threads = "1" if int(concurrency) < 2 else "2"
+    env = dict(os.environ, BENCH_SCENARIO=env.pop("script", scenario), BENCH_THREADS=threads,
+               **{k: str(v) for k, v in env.items()})
+    before = proc_tree(pid)
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{concurrency}", f"-d{DURATION}s", "--timeout", "10s",
+                          "-s", str(ROOT / "bench/wrk.lua"), os.environ["BASE_URL"]],
+                         env=env, capture_output=True, text=True, timeout=int(DURATION) + 60).stdout
+    after = proc_tree(pid)
+    line = next((l[6:] for l in out.splitlines() if l.startswith("BENCH ")), None)
+    if line is None:
+        log(f"{label} {scenario} c{concurrency}: wrk gave no result:\n{out}")
+        return None
+    run = dict(json.loads(line), comparator=label[0], store=label[1], scenario=scenario, concurrency=int(concurrency))
+    requests = max(run["requests"], 1)
+    run["cpu_us"] = (after[0] - before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
+    run["switches"] = (after[1] - before[1]) / requests
+    with open(OUT / "runs.jsonl", "a") as f:
+        f.write(json.dumps(run) + "\n")
+    log(f"  {'/'.join(label):<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s  p99 {run['p99_us'] / 1000:7.2f} ms"
+        f"  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req  errors {run['errors']}")
+    return run
+
+
+def request(method, path, body=None, token=""):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(os.environ["BASE_URL"] + path, data, method=method,
+                                 headers={"Content-Type": "application/json", "Authorization": token})
+    with urllib.request.urlopen(req, timeout=30) as answer:
+        return json.load(answer)
+
+
+def measure(comparator, store, pid, state_dir, pg_url):
+    """Every scenario against the server at BASE_URL (HOST_PID serves it)."""
+    label = (comparator, store)
+    if comparator == "floor":
+        run_wrk(label, pid, "warm-up", 16, script="floor")
+        for c in CONCURRENCY:
+            run_wrk(label, pid, "floor", c)
+        return
+    token = request("POST", "/token", {"username": USER, "password": PASSWORD})["data"]["token"]
+    os.environ.update(BENCH_TOKEN=token, BENCH_USER=USER, BENCH_PASS=PASSWORD, BENCH_IDS=str(BOOKS))
+    request("GET", "/books?limit=1", token=token)  # the component creates its tables
+    books = Store(pg_url, state_dir)
+    books.ensure(BOOKS)
+    run_wrk(label, pid, "warm-up", 16, script="get")
+    for scenario in ["token", "get", "post", "put", "delete", "mix"]:
+        for c in CONCURRENCY:
+            extra = {}
+            if scenario == "delete":  # a fresh book for every DELETE the run can make
+                count = 20_000 * int(DURATION) + 5_000
+                extra = {"BENCH_DELETE_FIRST": books.add(count), "BENCH_DELETE_COUNT": count}
+            run_wrk(label, pid, scenario, c, **extra)
+    books.sql("DELETE FROM books")
+    for n, scenario in [(100, "list100"), (1000, "list1k")]:
+        books.ensure(n)
+        for c in CONCURRENCY:
+            run_wrk(label, pid, scenario, c, script="list")
+    books.ensure(BOOKS)
+    for scenario, after in [("page", ""), ("pagedeep", "9800")]:
+        for c in CONCURRENCY:
+            run_wrk(label, pid, scenario, c, script="page", BENCH_PAGE_AFTER=after)
+    for c in CONCURRENCY:
+        run_wrk(label, pid, "list10k", c, script="list")
+
+
+# ---------------------------------------------------------------- the comparators
+
+def serve_native(store, pg_url):
+    """book-native on a free port; measures it like a host."""
+    port, state = launch.free_port(), tempfile.mkdtemp(prefix="bench-native.")
+    env = dict(os.environ, **SETTINGS, SECRET_TOKEN=launch.random_text(48), DB_URL=pg_url or "",
+               BASE_URL=f"http://127.0.0.1:{port}")
+    server = subprocess.Popen([str(NATIVE), "--listen", f"127.0.0.1:{port}", "--state-dir", state], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        os.environ["BASE_URL"] = env["BASE_URL"]
+        for _ in range(300):
+            try:
+                request("GET", "/health")
+                break
+            except OSError:
+                time.sleep(0.1)
+        measure("native", store, server.pid, state, pg_url)
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def serve(comparator, store, pg_url):
+    """One host through tests/launch.py, which runs `run.py measure` against it."""
+    host = "spin" if comparator == "spin" else "spin-lite"
+    args = [sys.executable, str(ROOT / "tests/launch.py"), "--host", host, "--store", store]
+    args += ["--pg-url", pg_url] if pg_url else []
+    args += ["--reuse", os.environ.get("BENCH_REUSE", "1000")] if comparator == "reuse" else []
+    args += ["--manifest", str(ROOT / "bench/floor/spin.toml")] if comparator == "floor" else []
+    args += ["--wasm", os.environ["BENCH_WASM"]] if os.environ.get("BENCH_WASM") and comparator != "floor" else []
+    for name, value in SETTINGS.items():
+        args += ["--env", f"{name}={value}"]
+    args += ["--", sys.executable, __file__, "measure", comparator, store, pg_url or ""]
+    if subprocess.run(args).returncode != 0:
+        log(f"{comparator}/{store} failed: its runs so far are kept")
+
+
+def report():
+    runs = [json.loads(l) for l in (OUT / "runs.jsonl").read_text().splitlines()]
+    lines = [f"# Benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             f"wrk {DURATION} s a run on {os.cpu_count()} cores; load average now "
+             f"{open('/proc/loadavg').read().split()[0]}. CPU: the serving process's user + system time a "
+             "request; switches: its context switches a request (bench/README.md).", "",
+             "| scenario | store | comparator | c | req/s | p50 ms | p99 ms | CPU us/req | switches/req | errors |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        if r["scenario"] != "warm-up":
+            lines.append(f"| {r['scenario']} | {r['store']} | {r['comparator']} | {r['concurrency']} | {r['rps']:.0f} "
+                         f"| {r['p50_us'] / 1000:.2f} | {r['p99_us'] / 1000:.2f} | {r['cpu_us']:.1f} "
+                         f"| {r['switches']:.2f} | {r['errors']} |")
+    (OUT / "results.md").write_text("\n".join(lines) + "\n")
+    log(f"wrote {OUT / 'results.md'} and runs.jsonl")
+
+
+def main():
+    if sys.argv[1:2] == ["measure"]:
+        comparator, store, pg_url = sys.argv[2:5]
+        measure(comparator, store, int(os.environ["HOST_PID"]), os.environ["STATE_DIR"], pg_url or None)
+        return
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "runs.jsonl").write_text("")
+    stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
+    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin").split()
+    if "spin" in comparators and not launch.spin_binary():
+        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): Spin skipped")
+        comparators.remove("spin")
+    pg = launch.Pg() if "postgres" in stores else None
+    try:
+        for comparator in comparators:
+            for store in ["sqlite"] if comparator == "floor" else stores:
+                pg_url = pg.fresh_database() if store == "postgres" else None
+                log(f"{comparator} on {store}")
+                if comparator == "native":
+                    serve_native(store, pg_url)
+                else:
+                    serve(comparator, store, pg_url)
+    finally:
+        if pg:
+            pg.close()
+    report()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+-- Every benchmark scenario for wrk, picked by BENCH_SCENARIO (bench/run.py):
+--   floor     GET / (the floor component answers anything the same way)
+--   token     POST /token, each login from a client of its own in
+--             X-Forwarded-For (the servers trust one proxy hop): logins of
+--             many users behind one proxy, not one client past the
+--             failed-login limit
+--   get       GET /book/{id}, id at random in 1..BENCH_IDS (all exist)
+--   post      POST /book
+--   put       PUT /book/{id}
+--   delete    DELETE /book/{id}, each request a different seeded book: every
+--             thread walks its own slice of BENCH_DELETE_COUNT ids from
+--             BENCH_DELETE_FIRST; past its end it asks for /book/0 (a 404)
+--   mix       80 % GET, 10 % PUT, 10 % POST
+--   list      GET /books (the whole catalog)
+--   page      GET /books?limit=100, after BENCH_PAGE_AFTER when set
+-- done() prints one line "BENCH {json}" with wrk's exact figures.
+local scenario = os.getenv("BENCH_SCENARIO") or "get"
+local token = os.getenv("BENCH_TOKEN") or ""
+local ids = tonumber(os.getenv("BENCH_IDS") or "100")
+local threads = tonumber(os.getenv("BENCH_THREADS") or "1")
+local first = tonumber(os.getenv("BENCH_DELETE_FIRST") or "1")
+local count = tonumber(os.getenv("BENCH_DELETE_COUNT") or "0")
+local after = os.getenv("BENCH_PAGE_AFTER") or ""
+local auth = { ["Authorization"] = token }
+local json = { ["Authorization"] = token, ["Content-Type"] = "application/json" }
+local new_book = '{"title":"Benchmark book","author":"Load Generator","year":2024}'
+local update = '{"title":"Updated title","year":2025}'
+local login = string.format('{"username":"%s","password":"%s"}',
+   os.getenv("BENCH_USER") or "", os.getenv("BENCH_PASS") or "")
+local started = 0
+
+function setup(thread)
+   thread:set("tid", started)
+   started = started + 1
+end
+
+function init()
+   math.randomseed(os.time() * 1000 + tid * 7919)
+   sent = 0
+   next_id = first + tid * math.floor(count / threads)
+   last_id = next_id + math.floor(count / threads) - 1
+end
+
+local function book() return "/book/" .. math.random(1, ids) end
+
+function request()
+   sent = sent + 1
+   if scenario == "token" then
+      local client = string.format("10.%d.%d.%d", tid % 256, math.floor(sent / 256) % 256, sent % 256)
+      return wrk.format("POST", "/token",
+         { ["Content-Type"] = "application/json", ["X-Forwarded-For"] = client }, login)
+   elseif scenario == "post" then
+      return wrk.format("POST", "/book", json, new_book)
+   elseif scenario == "put" then
+      return wrk.format("PUT", book(), json, update)
+   elseif scenario == "delete" then
+      local id = next_id <= last_id and next_id or 0
+      next_id = next_id + 1
+      return wrk.format("DELETE", "/book/" .. id, auth)
+   elseif scenario == "mix" then
+      local r = math.random(1, 10)
+      if r == 9 then return wrk.format("PUT", book(), json, update) end
+      if r == 10 then return wrk.format("POST", "/book", json, new_book) end
+      return wrk.format("GET", book(), auth)
+   elseif scenario == "list" then
+      return wrk.format("GET", "/books", auth)
+   elseif scenario == "page" then
+      return wrk.format("GET", "/books?limit=100" .. (after ~= "" and "&after=" .. after or ""), auth)
+   elseif scenario == "floor" then
+      return wrk.format("GET", "/", auth)
+   end
+   return wrk.format("GET", book(), auth)
+end
+
+function done(summary, latency, requests)
+   local e = summary.errors
+   io.write(string.format(
+      'BENCH {"requests":%d,"rps":%.2f,"p50_us":%d,"p99_us":%d,"errors":%d}\n',
+      summary.requests, summary.requests / (summary.duration / 1e6),
+      latency:percentile(50), latency:percentile(99),
+      e.connect + e.read + e.write + e.status + e.timeout))
+end
