@@ -1,7 +1,10 @@
-//! What the integration tests share: the real `book-host` binary started on
-//! a manifest in a folder of its own, a minimal HTTP client, and PostgreSQL
-//! helpers (`BOOK_HOST_TEST_PG_URL`). Each test crate uses part of it.
+//! What the integration tests share: the real `spin-lite` binary started on
+//! a manifest in a folder of its own, the tests' own components
+//! (`components.rs`), a minimal HTTP client, and PostgreSQL helpers
+//! (`SPIN_LITE_TEST_PG_URL`).
 #![allow(dead_code)]
+
+pub mod components;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,54 +13,24 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const SECRET: &str = "test-secret-0123456789abcdef0123456789abcdef";
-
-pub fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-pub fn component_path() -> PathBuf {
-    let path = std::env::var_os("BOOK_CATALOG_WASM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/wasm32-wasip2/release/book_catalog.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: build the component first \
-         (cargo build --release --locked --target wasm32-wasip2 -p book-catalog), \
-         or point BOOK_CATALOG_WASM at it",
-        path.display()
+/// A Spin manifest serving `source` on `/...`, with `extra` appended (more
+/// of `[component.app]`, then other tables), written into `dir`.
+pub fn write_manifest(dir: &Path, source: &Path, variables: &str, extra: &str) -> PathBuf {
+    let text = format!(
+        "spin_manifest_version = 2\n[application]\nname = \"app\"\n[variables]\n{variables}\n\
+         [[trigger.http]]\nroute = \"/...\"\ncomponent = \"app\"\n\
+         [component.app]\nsource = {:?}\n{extra}\n",
+        source.display().to_string()
     );
-    path.canonicalize().unwrap()
-}
-
-/// A manifest's text with its `source` line pointing at `source`.
-pub fn with_source(manifest: &str, source: &Path) -> String {
-    manifest
-        .lines()
-        .map(|line| {
-            if line.starts_with("source = ") {
-                format!("source = {:?}", source.display().to_string())
-            } else {
-                line.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Our spin.toml with `source` pointing at the built component, optionally
-/// edited, written into `dir`.
-pub fn write_manifest(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
-    write_manifest_for(dir, &component_path(), edit)
-}
-
-/// Our spin.toml with `source` pointing at `source` (which need not be
-/// built: a test component, or none), optionally edited, written into `dir`.
-pub fn write_manifest_for(dir: &Path, source: &Path, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(workspace().join("spin.toml")).unwrap();
-    let text = with_source(&text, source);
     let path = dir.join("spin.toml");
-    std::fs::write(&path, edit(text)).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `wasm` written into `dir` as `name`.
+pub fn write_component(dir: &Path, name: &str, wasm: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, wasm).unwrap();
     path
 }
 
@@ -91,7 +64,7 @@ pub fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 }
 
 pub fn command(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_book-host"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spin-lite"));
     // A hermetic environment and working directory (no stray .env).
     cmd.env_clear().current_dir(dir);
     cmd
@@ -125,11 +98,11 @@ impl Host {
         let deadline = Instant::now() + Duration::from_secs(120);
         while !host.stdout().contains("Serving http://") {
             if let Ok(Some(status)) = host.child.try_wait() {
-                panic!("book-host exited with {status}: {}", host.stderr());
+                panic!("spin-lite exited with {status}: {}", host.stderr());
             }
             assert!(
                 Instant::now() < deadline,
-                "book-host did not start: {}",
+                "spin-lite did not start: {}",
                 host.stderr()
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -155,19 +128,6 @@ impl Host {
         request(self.port, method, path, token, body)
     }
 
-    pub fn token(&self) -> String {
-        let (status, _, body) = self.request(
-            "POST",
-            "/token",
-            None,
-            r#"{"username":"admin","password":"password"}"#,
-        );
-        assert_eq!(status, 200, "{body}");
-        let start = body.find(r#""token":""#).expect("token in body") + 9;
-        let end = body[start..].find('"').unwrap() + start;
-        body[start..end].to_string()
-    }
-
     /// SIGTERM, then the exit status.
     pub fn terminate(mut self) -> ExitStatus {
         let ok = Command::new("kill")
@@ -180,7 +140,7 @@ impl Host {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "book-host did not stop");
+            assert!(Instant::now() < deadline, "spin-lite did not stop");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -244,20 +204,12 @@ pub fn dechunk(mut rest: &str) -> String {
     out
 }
 
-pub fn book_id(body: &str) -> String {
-    let start = body.find(r#""id":"#).expect("id in body") + 5;
-    body[start..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect()
-}
-
-/// `BOOK_HOST_TEST_PG_URL` and its `host:port` (no port: 5432), for the
-/// manifest's `db_host`. Without it a PostgreSQL test fails rather than pass
+/// `SPIN_LITE_TEST_PG_URL` and its `host:port` (no port: 5432), for the
+/// manifest's `allowed_outbound_hosts`. Without it a PostgreSQL test fails rather than pass
 /// unrun.
 pub fn test_pg_url() -> (String, String) {
-    let url = std::env::var("BOOK_HOST_TEST_PG_URL").expect(
-        "BOOK_HOST_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
+    let url = std::env::var("SPIN_LITE_TEST_PG_URL").expect(
+        "SPIN_LITE_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
     );
     let authority = url.rsplit('@').next().unwrap();
     let host_port = authority.split(['/', '?']).next().unwrap();
@@ -303,7 +255,7 @@ pub fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
             .await
-            .unwrap_or_else(|e| panic!("cannot connect to BOOK_HOST_TEST_PG_URL: {e}"));
+            .unwrap_or_else(|e| panic!("cannot connect to SPIN_LITE_TEST_PG_URL: {e}"));
         let task = tokio::spawn(connection);
         let messages = client
             .simple_query(sql)
@@ -332,7 +284,7 @@ pub struct ScratchDatabase {
 }
 
 impl ScratchDatabase {
-    /// A new, empty database on the `BOOK_HOST_TEST_PG_URL` server, named
+    /// A new, empty database on the `SPIN_LITE_TEST_PG_URL` server, named
     /// after `prefix`, this process and the time.
     pub fn create(admin_url: &str, prefix: &str) -> ScratchDatabase {
         let nanos = std::time::SystemTime::now()
