@@ -73,12 +73,6 @@ impl ApiError {
     }
 }
 
-impl From<crate::settings::SettingUnavailable> for ApiError {
-    fn from(error: crate::settings::SettingUnavailable) -> Self {
-        ApiError::Internal(error.to_string())
-    }
-}
-
 impl From<anyhow::Error> for ApiError {
     fn from(error: anyhow::Error) -> Self {
         // `{:#}` keeps the whole context chain on one log line.

@@ -15,9 +15,9 @@
 //! - `settings`: every setting, the only module that names one: where it is
 //!   read, its default, parsing and warnings, and which store to open
 //!   (`StoreKind`, `DbUrl`);
-//! - `sql`, `store`, `migrations`: every statement and its rows read back;
-//!   what the handlers ask of a database, written once over a `Connection`;
-//!   the versioned schema, applied lazily;
+//! - `sql`, `migrations`, `store`: every statement, its rows read back and
+//!   the `Connection` that runs it; the versioned schema; what the handlers
+//!   ask of a database, written once over a `Connection`, migrating lazily;
 //! - `native` (feature `rusqlite`, native builds only): an in-process SQLite
 //!   `Connection`, for the tests and the native benchmark;
 //! - `port`: what the core needs from its host (`Context`, bodies, the

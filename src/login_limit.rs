@@ -74,16 +74,6 @@ pub struct LoginAttempts {
     pub window_end: u64,
 }
 
-impl LoginAttempts {
-    /// From a stored row; counts and times are never negative.
-    pub fn from_row(count: i64, window_end: i64) -> anyhow::Result<LoginAttempts> {
-        match (u64::try_from(count), u64::try_from(window_end)) {
-            (Ok(count), Ok(window_end)) => Ok(LoginAttempts { count, window_end }),
-            _ => anyhow::bail!("unexpected login-attempt row ({count}, {window_end})"),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

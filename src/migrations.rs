@@ -16,8 +16,7 @@
 use anyhow::{bail, Context as _};
 
 use crate::settings::StoreKind;
-use crate::sql::{Column, Statement};
-use crate::store::Connection;
+use crate::sql::{Column, Connection, Statement};
 
 /// One migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

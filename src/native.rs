@@ -1,4 +1,4 @@
-//! An in-process SQLite database (rusqlite) as a `store::Connection`, for
+//! An in-process SQLite database (rusqlite) as a `sql::Connection`, for
 //! native builds only (the `rusqlite` feature): the core's tests run the real
 //! statements and migrations on it in memory, and the native benchmark serves
 //! from it. The component never links it.
@@ -7,8 +7,7 @@ use anyhow::Context as _;
 use rusqlite::types::{Value, ValueRef};
 
 use crate::settings::StoreKind;
-use crate::sql::{Column, SqlParam, Statement};
-use crate::store::Connection;
+use crate::sql::{Column, Connection, SqlParam, Statement};
 
 pub use rusqlite;
 

@@ -5,7 +5,7 @@
 
 use crate::error::ApiError;
 use crate::settings::{self, DbUrl, SettingSource};
-use crate::store::Connection;
+use crate::sql::Connection;
 
 /// Request bodies are refused past 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

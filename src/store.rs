@@ -2,9 +2,9 @@
 //! books and login attempts, each function one statement of `sql`, so that a
 //! single-book request costs one round trip.
 //!
-//! A `Connection` is one of: the Spin SQLite and Spin PostgreSQL databases
-//! (`spin/`, in the component), or an in-process SQLite through rusqlite
-//! (`native`, for the core's tests and the native benchmark).
+//! A `Connection` (`sql`) is one of: the Spin SQLite and Spin PostgreSQL
+//! databases (`spin/`, in the component), or an in-process SQLite through
+//! rusqlite (`native`, for the core's tests and the native benchmark).
 
 use anyhow::{anyhow, bail, Context as _};
 
@@ -13,30 +13,7 @@ use crate::migrations;
 use crate::model::{Book, BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
 use crate::settings::StoreKind;
-use crate::sql::{self, Column, Statement};
-
-/// A database connection. Connecting may be deferred to the first statement.
-pub trait Connection {
-    /// Which database it is, and so the dialect of its statements.
-    fn kind(&self) -> StoreKind;
-    /// Runs `statement` and returns its rows, in the statement's order.
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>>;
-    /// Runs `sql`, which has no parameters and whose rows are not read:
-    /// schema changes and transaction control (`migrations`).
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()>;
-}
-
-impl<C: Connection + ?Sized> Connection for &mut C {
-    fn kind(&self) -> StoreKind {
-        (**self).kind()
-    }
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        (**self).query(statement)
-    }
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
-        (**self).execute(sql)
-    }
-}
+use crate::sql::{self, Column, Connection, Statement};
 
 /// Runs a statement. A missing table or column means the database is behind
 /// this build's schema: migrate it and run the statement again. Under Spin

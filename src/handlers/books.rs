@@ -5,7 +5,8 @@ use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::model::{BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
-use crate::store::{self, Connection};
+use crate::sql::Connection;
+use crate::store;
 
 pub fn create(db: &mut dyn Connection, body: &[u8]) -> Result<Response, ApiError> {
     let new_book = NewBook::from_json(body)?;

@@ -10,11 +10,14 @@
 mod db_url;
 mod login;
 
-pub use db_url::database;
-pub use db_url::{redact_password, DbUrl, StoreKind, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL};
+pub use db_url::{
+    database, redact_password, DbUrl, StoreKind, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL,
+};
 pub use login::{
     client_identity, credentials, login_limit, previous_signing_secret, signing_secret,
 };
+
+use crate::error::ApiError;
 
 /// Where settings come from: the host (`port::Context` is one).
 pub trait SettingSource {
@@ -62,6 +65,13 @@ impl std::fmt::Display for SettingUnavailable {
             self.setting.env_name(),
             self.reason
         )
+    }
+}
+
+/// A request that needs a setting its source cannot give answers 500.
+impl From<SettingUnavailable> for ApiError {
+    fn from(error: SettingUnavailable) -> Self {
+        ApiError::Internal(error.to_string())
     }
 }
 

@@ -21,7 +21,7 @@ use crate::envelope::Response;
 use crate::port::{Body, BodyError, Context, RequestHead};
 use crate::router;
 use crate::settings::{self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
-use crate::store::Connection;
+use crate::sql::Connection;
 
 /// How much of the body one host call reads.
 const READ_CHUNK_BYTES: u64 = 64 * 1024;

@@ -1,12 +1,11 @@
 //! PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`, in every Spin
-//! since 2.0) as a `store::Connection`.
+//! since 2.0) as a `sql::Connection`.
 
 use anyhow::anyhow;
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
 use crate::settings::{redact_password, StoreKind};
-use crate::sql::{Column, SqlParam, Statement};
-use crate::store;
+use crate::sql::{self, Column, SqlParam, Statement};
 
 /// Wraps `statement` so that it yields at least one row, whatever the data.
 ///
@@ -65,7 +64,7 @@ impl PostgresConnection {
     }
 }
 
-impl store::Connection for PostgresConnection {
+impl sql::Connection for PostgresConnection {
     fn kind(&self) -> StoreKind {
         StoreKind::Postgres
     }

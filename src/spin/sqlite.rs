@@ -1,12 +1,11 @@
 //! A Spin SQLite database (`fermyon:spin/sqlite@2.0.0`) as a
-//! `store::Connection`.
+//! `sql::Connection`.
 
 use anyhow::anyhow;
 use spin_sdk::sqlite::{Connection, QueryResult, Value};
 
 use crate::settings::StoreKind;
-use crate::sql::{Column, SqlParam, Statement};
-use crate::store;
+use crate::sql::{self, Column, SqlParam, Statement};
 
 /// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.
@@ -37,7 +36,7 @@ impl SqliteConnection {
     }
 }
 
-impl store::Connection for SqliteConnection {
+impl sql::Connection for SqliteConnection {
     fn kind(&self) -> StoreKind {
         StoreKind::Sqlite
     }

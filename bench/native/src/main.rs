@@ -30,8 +30,7 @@ use book_catalog::native::{self, rusqlite};
 use book_catalog::settings::{
     self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind, DEFAULT_SQLITE_LABEL,
 };
-use book_catalog::sql::{Column, SqlParam, Statement};
-use book_catalog::store::Connection;
+use book_catalog::sql::{Column, Connection, SqlParam, Statement};
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};

@@ -1,0 +1,74 @@
+//! A database made before the schema was versioned (exactly the statements
+//! the component ran then), served: the first statement that needs a
+//! missing table migrates it in place (`migrations/`, as under Spin), no
+//! book is lost, a running failed-login window is carried over, and ids go
+//! on after the old ones. PostgreSQL's migrations run in
+//! `bench/native`'s PostgreSQL test; a real file under real Spin in
+//! `faults/upgrade.py`.
+
+mod support;
+
+use book_catalog::native::rusqlite;
+use serde_json::json;
+use support::*;
+
+/// The SQLite schema before versioning.
+const BEFORE_VERSIONING: &str = "\
+    CREATE TABLE books (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, \
+        author TEXT NOT NULL, year INTEGER NOT NULL); \
+    CREATE TABLE login_failures (client TEXT NOT NULL PRIMARY KEY, failures INTEGER NOT NULL, \
+        window_end INTEGER NOT NULL) WITHOUT ROWID; \
+    CREATE INDEX login_failures_window_end ON login_failures (window_end);";
+
+#[test]
+fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
+    let old = rusqlite::Connection::open_in_memory().unwrap();
+    old.execute_batch(BEFORE_VERSIONING).unwrap();
+    old.execute_batch(&format!(
+        "INSERT INTO books (title, author, year) VALUES ('Dune', 'Frank Herbert', 1965); \
+         INSERT INTO books (title, author, year) VALUES ('Solaris', 'Stanisław Lem', 1961); \
+         INSERT INTO login_failures (client, failures, window_end) \
+         VALUES ('192.0.2.10', 4, {});",
+        NOW + 600
+    ))
+    .unwrap();
+    let mut ctx = TestContext::new();
+    ctx.db = old;
+
+    // The first login counts in login_attempts, which does not exist yet.
+    let wrong = r#"{"username":"admin","password":"wrong"}"#;
+    assert_eq!(ctx.post_token(wrong).0, invalid_credentials());
+    let versions: Vec<i64> = ctx
+        .db
+        .prepare("SELECT version FROM schema_migrations ORDER BY version")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(versions, [1, 2, 3]);
+    let attempts = ctx.login_attempts("192.0.2.10").unwrap();
+    assert_eq!((attempts.count, attempts.window_end), (5, NOW + 600));
+
+    let t = ctx.login();
+    assert_eq!(
+        ctx.call("GET", "/books", Some(&t), ""),
+        listed(json!([
+            book(1, "Dune", "Frank Herbert", 1965),
+            book(2, "Solaris", "Stanisław Lem", 1961)
+        ]))
+    );
+    assert_eq!(
+        ctx.call(
+            "POST",
+            "/book",
+            Some(&t),
+            &book_body("Kindred", "Octavia E. Butler", 1979)
+        ),
+        created(3, "Kindred", "Octavia E. Butler", 1979)
+    );
+    // Up to date now: nothing more to apply.
+    assert!(book_catalog::migrations::migrate(&mut ctx.db)
+        .unwrap()
+        .is_empty());
+}
