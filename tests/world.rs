@@ -1,0 +1,195 @@
+//! Each build of the component imports exactly its world in `wit/` (one
+//! world per build variant), no more and no less, and exports the incoming
+//! HTTP handler: a platform refuses at load time a component that imports an
+//! interface it lacks, even one the code never calls (README, "Where it
+//! runs").
+//!
+//! The builds are the files `make variants` writes to `target/variants/`
+//! (and `make build`'s default component); the tests that read them are
+//! ignored where nothing is built, and `make test` builds them first. A
+//! missing file fails.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use wit_parser::{Resolve, WorldId, WorldKey};
+
+/// (file under target/variants/, its world in wit/).
+const VARIANTS: [(&str, &str); 3] = [
+    ("book-catalog.wasm", "book-catalog"),
+    ("book-catalog-postgres.wasm", "book-catalog-postgres"),
+    ("book-catalog-sqlite.wasm", "book-catalog-sqlite"),
+];
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A world's imports and exports as `ns:pkg/iface@version` names (with the
+/// interfaces whose types its imports use, e.g. `rdbms-types`).
+fn interfaces(resolve: &Resolve, world: WorldId) -> (BTreeSet<String>, BTreeSet<String>) {
+    let names = |keys: Vec<&WorldKey>| {
+        keys.into_iter()
+            .filter_map(|key| match key {
+                WorldKey::Interface(id) => resolve.id_of(*id),
+                WorldKey::Name(_) => None,
+            })
+            .collect::<BTreeSet<_>>()
+    };
+    let world = &resolve.worlds[world];
+    (
+        names(world.imports.keys().collect()),
+        names(world.exports.keys().collect()),
+    )
+}
+
+/// The world `name` of `wit/`.
+fn world(name: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut resolve = Resolve::default();
+    let (package, _) = resolve
+        .push_dir(workspace().join("wit"))
+        .expect("wit/ parses");
+    let world = resolve
+        .select_world(&[package], Some(name))
+        .unwrap_or_else(|error| panic!("world {name}: {error}"));
+    interfaces(&resolve, world)
+}
+
+/// The imports and exports of the built component at `path`.
+fn component(path: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|error| {
+        panic!(
+            "{} is missing ({error}): run `make build variants` (make test does)",
+            path.display()
+        )
+    });
+    match wit_component::decode(&bytes) {
+        Ok(wit_component::DecodedWasm::Component(resolve, world)) => interfaces(&resolve, world),
+        Ok(_) => panic!("{} is not a component", path.display()),
+        Err(error) => panic!("{} does not decode: {error:?}", path.display()),
+    }
+}
+
+/// `ns:pkg/iface@1.2.3` -> (`ns:pkg/iface`, `1.2`): wasmtime's linker and
+/// Spin serve an import from any patch release of the same minor version.
+fn minor(name: &str) -> (&str, Option<&str>) {
+    match name.split_once('@') {
+        Some((base, version)) => (base, version.rsplit_once('.').map(|(minor, _)| minor)),
+        None => (name, None),
+    }
+}
+
+fn same_interface(a: &str, b: &str) -> bool {
+    a == b || (minor(a) == minor(b) && minor(a).1.is_some())
+}
+
+fn within(names: &BTreeSet<String>, world: &BTreeSet<String>) -> Vec<String> {
+    names
+        .iter()
+        .filter(|name| !world.iter().any(|w| same_interface(name, w)))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn patch_releases_match_minor_releases_do_not() {
+    assert!(same_interface("wasi:io/poll@0.2.0", "wasi:io/poll@0.2.6"));
+    assert!(same_interface(
+        "fermyon:spin/sqlite@2.0.1",
+        "fermyon:spin/sqlite@2.0.0"
+    ));
+    assert!(!same_interface("wasi:io/poll@0.3.0", "wasi:io/poll@0.2.6"));
+    assert!(!same_interface(
+        "wasi:io/streams@0.2.6",
+        "wasi:io/poll@0.2.6"
+    ));
+    assert!(!same_interface(
+        "fermyon:spin/sqlite@2.1.0",
+        "fermyon:spin/sqlite@2.0.0"
+    ));
+    assert!(!same_interface(
+        "fermyon:spin/sqlite",
+        "fermyon:spin/sqlite@2.0.0"
+    ));
+}
+
+/// The worlds themselves: every store interface is Spin 2.0's, each
+/// single-store world leaves the other store out, and the default world is
+/// their union.
+#[test]
+fn worlds_per_variant() {
+    let (default, _) = world("book-catalog");
+    let (postgres, _) = world("book-catalog-postgres");
+    let (sqlite, _) = world("book-catalog-sqlite");
+    assert!(
+        postgres.contains("fermyon:spin/postgres@2.0.0"),
+        "{postgres:?}"
+    );
+    assert!(
+        postgres.contains("fermyon:spin/rdbms-types@2.0.0"),
+        "{postgres:?}"
+    );
+    assert!(
+        !postgres.iter().any(|n| n.contains("sqlite")),
+        "{postgres:?}"
+    );
+    assert!(sqlite.contains("fermyon:spin/sqlite@2.0.0"), "{sqlite:?}");
+    assert!(
+        !sqlite
+            .iter()
+            .any(|n| n.contains("postgres") || n.contains("rdbms")),
+        "{sqlite:?}"
+    );
+    for w in [&default, &postgres, &sqlite] {
+        assert!(
+            !w.iter().any(|n| n.starts_with("spin:")),
+            "Spin 3+ only: {w:?}"
+        );
+        assert!(w.contains("fermyon:spin/variables@2.0.0"), "{w:?}");
+    }
+    assert_eq!(default, postgres.union(&sqlite).cloned().collect());
+}
+
+/// The component at `path` imports exactly the world `name` and exports the
+/// HTTP handler.
+fn assert_imports_exactly(path: &Path, name: &str) {
+    let (world_imports, world_exports) = world(name);
+    let (imports, exports) = component(path);
+    let undeclared = within(&imports, &world_imports);
+    assert!(
+        undeclared.is_empty(),
+        "{} imports {undeclared:?}, which its world {name} does not declare",
+        path.display()
+    );
+    let unused = within(&world_imports, &imports);
+    assert!(
+        unused.is_empty(),
+        "the world {name} imports {unused:?}, which {} does not: list exactly what it imports",
+        path.display()
+    );
+    assert!(
+        exports
+            .iter()
+            .any(|e| minor(e).0 == "wasi:http/incoming-handler")
+            && within(&exports, &world_exports).is_empty(),
+        "{} exports {exports:?}; its world exports {world_exports:?}",
+        path.display()
+    );
+}
+
+#[test]
+#[ignore = "needs the component's variants (make variants): make test runs it"]
+fn each_variant_imports_exactly_its_world() {
+    for (file, name) in VARIANTS {
+        assert_imports_exactly(&workspace().join("target/variants").join(file), name);
+    }
+}
+
+/// `make build`'s component, the one `make run` and the end-to-end suites
+/// serve, is the default build.
+#[test]
+#[ignore = "needs the built component (make build): make test runs it"]
+fn default_build_imports_exactly_its_world() {
+    let path = workspace().join("target/wasm32-wasip2/release/book_catalog.wasm");
+    assert_imports_exactly(&path, "book-catalog");
+}
