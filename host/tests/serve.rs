@@ -29,7 +29,8 @@ const PROBE_VARIABLES: &str = r#"greeting = { default = "from-default" }
 needed = { default = "x" }"#;
 
 /// The probe's manifest: variables `greeting` (default "from-default"),
-/// SQLite `default`, `archive` and `elsewhere` granted, `extra` appended.
+/// SQLite `default`, `archive` and `elsewhere` granted, PostgreSQL at
+/// `{{ pg_host }}` allowed when declared, `extra` appended to its variables.
 fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> std::path::PathBuf {
     let source = write_component(dir, "probe.wasm", &components::probe());
     write_manifest(
@@ -37,8 +38,13 @@ fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> std::path::PathBu
         &source,
         variables,
         &format!(
-            "sqlite_databases = [\"default\", \"archive\", \"elsewhere\"]\n\
-             [component.app.variables]\ngreeting = \"{{{{ greeting }}}}\"\n{extra}"
+            "sqlite_databases = [\"default\", \"archive\", \"elsewhere\"]\n{}\
+             [component.app.variables]\ngreeting = \"{{{{ greeting }}}}\"\n{extra}",
+            if variables.contains("pg_host") {
+                "allowed_outbound_hosts = [\"postgres://{{ pg_host }}\"]\n"
+            } else {
+                ""
+            }
         ),
     )
 }
@@ -82,7 +88,11 @@ fn variables_come_from_spins_sources_in_spins_order() {
 fn a_required_variable_nobody_set_stops_start_up() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = probe_manifest(dir.path(), "greeting = { required = true }", "");
-    let out = command(dir.path()).arg("--from").arg(&manifest).output().unwrap();
+    let out = command(dir.path())
+        .arg("--from")
+        .arg(&manifest)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -316,11 +326,13 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
         "{}",
         host.stderr()
     );
-    // Every instance was discarded and the slots given back: it serves on.
+    // Every instance was discarded and the slots given back: it serves on
+    // (a slot not given back would make one wait 5 s and answer 503; the
+    // margin is for a loaded machine).
     let answers = concurrent_requests(host.port, 2);
     for ((status, _, _), took) in &answers {
         assert_eq!(*status, 500);
-        assert!(took.as_secs_f64() < 1.9, "{took:?}");
+        assert!(took.as_secs_f64() < 2.9, "{took:?}");
     }
     assert_eq!(host.terminate().code(), Some(0));
 }
@@ -347,3 +359,101 @@ fn a_request_that_waits_too_long_for_a_slot_answers_503() {
     assert_eq!(host.terminate().code(), Some(0));
 }
 
+/// The probe's manifest for PostgreSQL: `pg_address` set by `--variable`,
+/// `allowed_outbound_hosts` admitting `pg_host`.
+fn pg_probe(dir: &Path, pg_host: &str) -> std::path::PathBuf {
+    probe_manifest(
+        dir,
+        &format!(
+            "{PROBE_VARIABLES}\npg_address = {{ default = \"\" }}\n\
+             pg_host = {{ default = \"{pg_host}\" }}"
+        ),
+        "pg_address = \"{{ pg_address }}\"\n",
+    )
+}
+
+/// Needs a server: `SPIN_LITE_TEST_PG_URL=postgres://user:pw@127.0.0.1:5432/db`
+/// (`make test` starts a throwaway cluster and sets it); without one this
+/// test fails rather than pass unrun.
+#[test]
+#[ignore = "needs PostgreSQL: make test runs it"]
+fn postgres_as_spin_serves_it_and_the_zero_row_check() {
+    let (url, host_port) = test_pg_url();
+    let scratch = ScratchDatabase::create(&url, "spin_lite_probe");
+    let address = scratch.url();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = pg_probe(dir.path(), &host_port);
+    let variable = format!("pg_address={address}");
+    let host = Host::start(
+        dir.path(),
+        &manifest,
+        &["--variable", &variable, "--max-instance-reuse", "2"],
+        &[("SPIN_LITE_COUNT_DB_CALLS", "1")],
+    );
+    for expected in ["1", "2", "3"] {
+        assert_eq!(body(&host, "/p/"), expected);
+    }
+    // Without the check a query may answer no rows (Spin 4.0.2 would hang).
+    assert_eq!(body(&host, "/z/"), "0");
+    assert!(
+        host.stderr()
+            .contains("db-calls method=GET path=/p/ open=1 execute=2 query=1"),
+        "{}",
+        host.stderr()
+    );
+    assert_eq!(host.terminate().code(), Some(0));
+
+    let host = Host::start(
+        dir.path(),
+        &manifest,
+        &["--variable", &variable, "--pg-empty-query-error"],
+        &[],
+    );
+    assert_eq!(body(&host, "/p/"), "4");
+    let answer = body(&host, "/z/");
+    assert!(answer.starts_with("error:2"), "query-failed: {answer}");
+    assert!(
+        host.stderr().contains("SELECT 1 WHERE false"),
+        "the log names the statement: {}",
+        host.stderr()
+    );
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
+/// An address `allowed_outbound_hosts` does not admit, and TLS the server
+/// does not offer, are refused as Spin refuses them (connection-failed),
+/// and no message carries the password.
+#[test]
+#[ignore = "needs PostgreSQL: make test runs it"]
+fn postgres_refusals_are_spins_and_keep_the_password() {
+    let (url, host_port) = test_pg_url();
+    let password = "pw-that-must-not-leak";
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = pg_probe(dir.path(), &host_port);
+    for address in [
+        format!("postgres://u:{password}@127.0.0.2:1/d"),
+        format!(
+            "{}{}sslmode=require",
+            url,
+            if url.contains('?') { "&" } else { "?" }
+        ),
+    ] {
+        let variable = format!("pg_address={address}");
+        let host = Host::start(dir.path(), &manifest, &["--variable", &variable], &[]);
+        let answer = body(&host, "/p/");
+        assert!(answer.starts_with("error:0"), "connection-failed: {answer}");
+        assert!(!answer.contains(password), "{answer}");
+        let logs = format!("{}{}", host.stdout(), host.stderr());
+        assert!(!logs.contains(password), "{logs}");
+        assert_eq!(host.terminate().code(), Some(0));
+    }
+}
+
+#[test]
+fn database_urls() {
+    assert_eq!(
+        with_database("postgres://u:p@127.0.0.1:5432/one?sslmode=disable", "x"),
+        "postgres://u:p@127.0.0.1:5432/x?sslmode=disable"
+    );
+    assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
+}

@@ -267,19 +267,18 @@ impl<T: GuestState> Server<T> {
             local,
         );
 
-        let permit = match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned())
-            .await
-        {
-            Ok(Ok(permit)) => permit,
-            Ok(Err(_)) => return internal_error(),
-            Err(_) => {
-                eprintln!(
-                    "{method} {path}: every instance slot was busy for {} s: answered 503",
-                    SLOT_WAIT.as_secs()
-                );
-                return empty(StatusCode::SERVICE_UNAVAILABLE);
-            }
-        };
+        let permit =
+            match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(_)) => return internal_error(),
+                Err(_) => {
+                    eprintln!(
+                        "{method} {path}: every instance slot was busy for {} s: answered 503",
+                        SLOT_WAIT.as_secs()
+                    );
+                    return empty(StatusCode::SERVICE_UNAVAILABLE);
+                }
+            };
         let mut instance = match self.take_idle() {
             Some(i) => i,
             None => match self.instantiate().await {

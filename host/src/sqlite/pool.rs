@@ -96,7 +96,10 @@ impl SqliteDbs {
         if !self.granted.iter().any(|g| g == label) {
             return Err(Refused::AccessDenied);
         }
-        self.databases.get(label).cloned().ok_or(Refused::NoSuchDatabase)
+        self.databases
+            .get(label)
+            .cloned()
+            .ok_or(Refused::NoSuchDatabase)
     }
 }
 

@@ -30,10 +30,8 @@ struct Database {
 /// Label -> database file: `default` in `state_dir`, then the runtime
 /// config file's `[sqlite_database.*]` (which may move `default`).
 pub fn locations(file: Option<&Path>, state_dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
-    let mut locations = BTreeMap::from([(
-        DEFAULT_LABEL.to_string(),
-        state_dir.join("sqlite_db.db"),
-    )]);
+    let mut locations =
+        BTreeMap::from([(DEFAULT_LABEL.to_string(), state_dir.join("sqlite_db.db"))]);
     let Some(file) = file else {
         return Ok(locations);
     };

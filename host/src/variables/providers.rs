@@ -154,10 +154,7 @@ type = "spin"
         let Provider::Env(values) = &providers[1] else {
             panic!("{providers:?}")
         };
-        assert_eq!(
-            values.get("store").map(String::as_str),
-            Some("the-store")
-        );
+        assert_eq!(values.get("store").map(String::as_str), Some("the-store"));
         assert_eq!(values.get("api_key"), None);
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("[key_value_store]"), "{warnings:?}");

@@ -254,10 +254,7 @@ fixed = "literal"
         let v = resolve_with(&[("needed", "n")], &[], &[], vec![Provider::Vault(vault)])
             .await
             .unwrap();
-        assert!(matches!(
-            v.get("api_key").await,
-            Err(Error::Provider(_))
-        ));
+        assert!(matches!(v.get("api_key").await, Err(Error::Provider(_))));
         // A variable that needs no application variable is not affected.
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
     }

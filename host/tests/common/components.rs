@@ -19,7 +19,11 @@ const SQL: [&str; 3] = [
 /// - `/e`: its environment, one `NAME=VALUE` line each;
 /// - `/d/LABEL`: after one more row in the SQLite database `LABEL`, the
 ///   number of rows, or `error:N` (0: no-such-database, 1: access-denied,
-///   4: io, then its message).
+///   4: io, then its message);
+/// - `/p/`: the same on the PostgreSQL database at the variable
+///   `pg_address` (errors: `error:N` and the message; 0:
+///   connection-failed, 2: query-failed);
+/// - `/z/`: on that database, the number of rows of a query that has none.
 fn probe_wat() -> String {
     let data: String = SQL
         .iter()
@@ -42,8 +46,13 @@ fn probe_wat() -> String {
   (import "fermyon:spin/variables@2.0.0" "get" (func $variable (param i32 i32 i32)))
   (import "fermyon:spin/sqlite@2.0.0" "[static]connection.open" (func $open (param i32 i32 i32)))
   (import "fermyon:spin/sqlite@2.0.0" "[method]connection.execute" (func $execute (param i32 i32 i32 i32 i32 i32)))
+  (import "fermyon:spin/postgres@2.0.0" "[static]connection.open" (func $pg_open (param i32 i32 i32)))
+  (import "fermyon:spin/postgres@2.0.0" "[method]connection.query" (func $pg_query (param i32 i32 i32 i32 i32 i32)))
+  (import "fermyon:spin/postgres@2.0.0" "[method]connection.execute" (func $pg_execute (param i32 i32 i32 i32 i32 i32)))
   (memory (export "memory") 4)
 {data}  (data (i32.const 192) "error:=\n0123456789")
+  (data (i32.const 256) "pg_address")
+  (data (i32.const 320) "SELECT 1 WHERE false")
   (global $heap (mut i32) (i32.const 16384))
   (global $out (mut i32) (i32.const 0))
   ;; 1024: the return area; 4096: the answer (at most 4096 bytes).
@@ -101,8 +110,45 @@ fn probe_wat() -> String {
     ;; rows[0].values[0], a text value.
     (local.set $value (i32.load (i32.load (i32.const 1036))))
     (call $append (i32.load offset=8 (local.get $value)) (i32.load offset=12 (local.get $value))))
+  ;; A PostgreSQL error at `at`: its case, then its message.
+  (func $pg_error (param $at i32)
+    (call $error (i32.load8_u (local.get $at)))
+    (call $append (i32.load offset=4 (local.get $at)) (i32.load offset=8 (local.get $at))))
+  ;; Executes `sql` (a result<u64, error>: the error at 8); 1 if it failed.
+  (func $pg_run (param $conn i32) (param $sql i32) (param $len i32) (result i32)
+    (call $pg_execute (local.get $conn) (local.get $sql) (local.get $len) (i32.const 0) (i32.const 0) (i32.const 1024))
+    (if (result i32) (i32.load8_u (i32.const 1024))
+      (then (call $pg_error (i32.const 1032)) (i32.const 1))
+      (else (i32.const 0))))
+  (func $pg_answer (param $zero i32)
+    (local $conn i32) (local $value i32)
+    (call $variable (i32.const 256) (i32.const 10) (i32.const 1024))
+    (if (i32.load8_u (i32.const 1024))
+      (then (call $error (i32.load8_u (i32.const 1028))) (return)))
+    (call $pg_open (i32.load (i32.const 1028)) (i32.load (i32.const 1032)) (i32.const 1024))
+    (if (i32.load8_u (i32.const 1024))
+      (then (call $pg_error (i32.const 1028)) (return)))
+    (local.set $conn (i32.load (i32.const 1028)))
+    (if (local.get $zero)
+      (then
+        (call $pg_query (local.get $conn) (i32.const 320) (i32.const 20) (i32.const 0) (i32.const 0) (i32.const 1024))
+        (if (i32.load8_u (i32.const 1024))
+          (then (call $pg_error (i32.const 1028)) (return)))
+        ;; rows.len, one digit.
+        (call $append (i32.add (i32.const 200) (i32.load (i32.const 1040))) (i32.const 1))
+        (return)))
+    (if (call $pg_run (local.get $conn) (i32.const 0) (i32.const {create})) (then (return)))
+    (if (call $pg_run (local.get $conn) (i32.const 64) (i32.const {insert})) (then (return)))
+    (call $pg_query (local.get $conn) (i32.const 128) (i32.const {select}) (i32.const 0) (i32.const 0) (i32.const 1024))
+    (if (i32.load8_u (i32.const 1024))
+      (then (call $pg_error (i32.const 1028)) (return)))
+    ;; rows[0][0], a str value.
+    (local.set $value (i32.load (i32.load (i32.const 1036))))
+    (call $append (i32.load offset=8 (local.get $value)) (i32.load offset=12 (local.get $value))))
   (func (export "wasi:http/incoming-handler@0.2.6#handle") (param $request i32) (param $outparam i32)
     (local $path i32) (local $len i32) (local $kind i32) (local $response i32) (local $body i32) (local $stream i32)
+    ;; A reused instance starts each answer afresh.
+    (global.set $out (i32.const 0))
     (call $path (local.get $request) (i32.const 1024))
     (local.set $path (i32.load (i32.const 1028)))
     (local.set $len (i32.load (i32.const 1032)))
@@ -113,6 +159,10 @@ fn probe_wat() -> String {
       (then (call $environment_answer)))
     (if (i32.eq (local.get $kind) (i32.const 100)) ;; d
       (then (call $database_answer (i32.add (local.get $path) (i32.const 3)) (i32.sub (local.get $len) (i32.const 3)))))
+    (if (i32.eq (local.get $kind) (i32.const 112)) ;; p
+      (then (call $pg_answer (i32.const 0))))
+    (if (i32.eq (local.get $kind) (i32.const 122)) ;; z
+      (then (call $pg_answer (i32.const 1))))
     (local.set $response (call $response (call $fields)))
     (call $body (local.get $response) (i32.const 1024))
     (local.set $body (i32.load (i32.const 1028)))
@@ -134,6 +184,7 @@ world probe {
   import wasi:http/types@0.2.6;
   import fermyon:spin/variables@2.0.0;
   import fermyon:spin/sqlite@2.0.0;
+  import fermyon:spin/postgres@2.0.0;
   export wasi:http/incoming-handler@0.2.6;
 }
 ";
@@ -142,7 +193,9 @@ world probe {
 pub fn probe() -> Vec<u8> {
     let wit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit");
     let mut resolve = wit_parser::Resolve::default();
-    resolve.push_dir(&wit).expect("the repository's wit/ parses");
+    resolve
+        .push_dir(&wit)
+        .expect("the repository's wit/ parses");
     let package = resolve
         .push_str(Path::new("probe.wit"), PROBE_WORLD)
         .expect("the probe's world parses");
