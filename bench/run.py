@@ -12,13 +12,14 @@ run) and build/bench/results.md (the table).
 
 Knobs (environment): BENCH_DURATION (seconds a run, 2), BENCH_CONCURRENCY
 ("1 16 64"), BENCH_STORES ("sqlite postgres"), BENCH_COMPARATORS ("native
-floor spin-lite reuse spin"), BENCH_REUSE (instances reused by `reuse`,
+floor spin-lite reuse spin-floor spin"), BENCH_REUSE (instances reused by `reuse`,
 1000), BENCH_WASM (another build of the component to serve). SPIN_LITE and
 SPIN pick the host binaries (tests/launch.py), BENCH_NATIVE the native one.
 """
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -72,7 +73,8 @@ class Store:
         id counter (AUTOINCREMENT's, the identity sequence) moves past them."""
         first = self.max_id() + 1
         if self.sqlite:
-            rows = ((i, f"Title {i}", f"Author {i % 997}", 1900 + i % 125) for i in range(first, first + count))
+            rows = ((i, f"Title {i}", f"Author {i % 997}", 1900 + i % 125)
+                    for i in range(first, first + count))
             self.sqlite.execute("BEGIN IMMEDIATE")
             self.sqlite.executemany("INSERT INTO books (id, title, author, year) VALUES (?, ?, ?, ?)", rows)
             self.sqlite.execute("COMMIT")
@@ -129,14 +131,15 @@ def run_wrk(label, pid, scenario, concurrency, **env):
     if line is None:
         log(f"{label} {scenario} c{concurrency}: wrk gave no result:\n{out}")
         return None
-    run = dict(json.loads(line), comparator=label[0], store=label[1], scenario=scenario, concurrency=int(concurrency))
+    run = dict(json.loads(line), comparator=label[0], store=label[1], scenario=scenario,
+               concurrency=int(concurrency))
     requests = max(run["requests"], 1)
     run["cpu_us"] = (after[0] - before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
     run["switches"] = (after[1] - before[1]) / requests
     with open(OUT / "runs.jsonl", "a") as f:
         f.write(json.dumps(run) + "\n")
-    log(f"  {'/'.join(label):<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s  p99 {run['p99_us'] / 1000:7.2f} ms"
-        f"  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req  errors {run['errors']}")
+    log(f"  {'/'.join(label):<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s"
+        f"  p99 {run['p99_us'] / 1000:7.2f} ms  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req  errors {run['errors']}")
     return run
 
 
@@ -151,7 +154,7 @@ def request(method, path, body=None, token=""):
 def measure(comparator, store, pid, state_dir, pg_url):
     """Every scenario against the server at BASE_URL (HOST_PID serves it)."""
     label = (comparator, store)
-    if comparator == "floor":
+    if comparator.endswith("floor"):
         run_wrk(label, pid, "warm-up", 16, script="floor")
         for c in CONCURRENCY:
             run_wrk(label, pid, "floor", c)
@@ -207,12 +210,13 @@ def serve_native(store, pg_url):
 
 def serve(comparator, store, pg_url):
     """One host through tests/launch.py, which runs `run.py measure` against it."""
-    host = "spin" if comparator == "spin" else "spin-lite"
+    host = "spin" if comparator in ("spin", "spin-floor") else "spin-lite"
     args = [sys.executable, str(ROOT / "tests/launch.py"), "--host", host, "--store", store]
     args += ["--pg-url", pg_url] if pg_url else []
     args += ["--reuse", os.environ.get("BENCH_REUSE", "1000")] if comparator == "reuse" else []
-    args += ["--manifest", str(ROOT / "bench/floor/spin.toml")] if comparator == "floor" else []
-    args += ["--wasm", os.environ["BENCH_WASM"]] if os.environ.get("BENCH_WASM") and comparator != "floor" else []
+    args += ["--manifest", str(ROOT / "bench/floor/spin.toml")] if comparator.endswith("floor") else []
+    if os.environ.get("BENCH_WASM") and "floor" not in comparator:
+        args += ["--wasm", os.environ["BENCH_WASM"]]
     for name, value in SETTINGS.items():
         args += ["--env", f"{name}={value}"]
     args += ["--", sys.executable, __file__, "measure", comparator, store, pg_url or ""]
@@ -245,14 +249,16 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "runs.jsonl").write_text("")
     stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
-    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin").split()
-    if "spin" in comparators and not launch.spin_binary():
-        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): Spin skipped")
-        comparators.remove("spin")
+    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin-floor spin").split()
+    if shutil.which("wrk") is None:
+        sys.exit("bench: wrk is missing (apt-get install wrk)")
+    if not launch.spin_binary() and {"spin", "spin-floor"} & set(comparators):
+        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin and spin-floor skipped")
+        comparators = [c for c in comparators if c not in ("spin", "spin-floor")]
     pg = launch.Pg() if "postgres" in stores else None
     try:
         for comparator in comparators:
-            for store in ["sqlite"] if comparator == "floor" else stores:
+            for store in ["sqlite"] if comparator.endswith("floor") else stores:
                 pg_url = pg.fresh_database() if store == "postgres" else None
                 log(f"{comparator} on {store}")
                 if comparator == "native":
