@@ -51,20 +51,14 @@ impl ClientIdentity {
     /// `spin-client-addr` after any the client sent, so the platform's value
     /// is the last one.
     pub fn key_of_request(&self, fields: &[(String, Vec<u8>)]) -> String {
-        let values = |name: &str| {
-            let name = name.to_string();
-            fields
-                .iter()
-                .filter(move |(candidate, _)| *candidate == name)
-                .map(|(_, value)| value.as_slice())
-        };
+        let values = |name| header_values(fields, name);
         self.key(&ClientHeaders {
-            peer: values(PEER_ADDRESS_HEADER).last(),
+            peer: values(PEER_ADDRESS_HEADER).next_back(),
             forwarded_for: values(FORWARDED_FOR_HEADER).collect(),
             ip_header: self
                 .ip_header
                 .as_deref()
-                .and_then(|name| values(name).last()),
+                .and_then(|name| values(name).next_back()),
         })
     }
 
@@ -98,6 +92,17 @@ impl ClientIdentity {
         let chosen = entries.len().checked_sub(1)?.saturating_sub(hops);
         entries.get(chosen).copied().and_then(parse_address)
     }
+}
+
+/// Every value of the header `name` (lower case), in the order received.
+fn header_values<'a>(
+    fields: &'a [(String, Vec<u8>)],
+    name: &'a str,
+) -> impl DoubleEndedIterator<Item = &'a [u8]> {
+    fields
+        .iter()
+        .filter(move |(candidate, _)| candidate == name)
+        .map(|(_, value)| value.as_slice())
 }
 
 /// `1.2.3.4`, `1.2.3.4:5678`, `::1`, `[::1]`, `[::1]:5678` -> the IP,

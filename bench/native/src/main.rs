@@ -547,7 +547,10 @@ mod tests {
         let missing = BookId::new(999).unwrap();
         assert_eq!(store::get(&mut db, missing).unwrap(), None);
         let query = BookQuery::parse(Some("title=dU&author=ANN&limit=1")).unwrap();
-        assert_eq!(store::list_page(&mut db, &query).unwrap(), [dune.clone()]);
+        assert_eq!(
+            store::list_page(&mut db, &query).unwrap(),
+            std::slice::from_ref(&dune)
+        );
         let changes = BookChanges {
             year: Some(1965),
             ..BookChanges::default()
