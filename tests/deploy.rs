@@ -28,7 +28,21 @@ const SETTING_MARKERS: [&str; 4] = [
     "SPIN_VARIABLE_",
 ];
 
+/// What a check found wrong, a line each.
 type Findings = Vec<String>;
+
+trait Compare {
+    /// Adds a finding unless `actual == expected`.
+    fn same<T: PartialEq + std::fmt::Debug>(&mut self, what: &str, actual: T, expected: T);
+}
+
+impl Compare for Findings {
+    fn same<T: PartialEq + std::fmt::Debug>(&mut self, what: &str, actual: T, expected: T) {
+        if actual != expected {
+            self.push(format!("{what}: {actual:?}, not {expected:?}"));
+        }
+    }
+}
 
 /// Adds the finding (`format!` arguments) unless `ok`.
 macro_rules! need {
@@ -440,14 +454,6 @@ fn public_health_path(repo: &Repo, path: &str, what: &str, out: &mut Findings) {
 // ---------------------------------------------------------------------------
 // The checks
 
-fn same<T: PartialEq + std::fmt::Debug>(out: &mut Findings, what: &str, actual: T, expected: T) {
-    need!(
-        out,
-        actual == expected,
-        "{what}: {actual:?}, not {expected:?}"
-    );
-}
-
 /// Every file parses (TOML, YAML; a script is executable with a `#!` line),
 /// and each platform folder has its README.
 fn files_parse(repo: &Repo) -> Findings {
@@ -473,12 +479,7 @@ fn files_parse(repo: &Repo) -> Findings {
     }
     let kinds = ["toml", "yaml", "yml", "sh", "md"];
     let all = repo.0.keys().filter(|p| p.starts_with("deploy/")).count();
-    same(
-        &mut out,
-        "files of known kinds",
-        repo.deploy_files(&kinds).len(),
-        all,
-    );
+    out.same("files of known kinds", repo.deploy_files(&kinds).len(), all);
     for folder in ["spinkube", "fermyon-cloud", "runtime-config", "akamai"] {
         let readme = format!("deploy/{folder}/README.md");
         need!(out, repo.0.contains_key(&readme), "{readme} is missing");
@@ -503,12 +504,11 @@ fn manifest_variables_are_the_settings(repo: &Repo) -> Findings {
         need!(out, variables.contains_key(name), "{name} is not declared");
         let template = format!("{{{{ {name} }}}}");
         let given = passed.get(name).and_then(Toml::as_str);
-        same(&mut out, name, given, Some(template.as_str()));
+        out.same(name, given, Some(template.as_str()));
     }
     let is_setting = |n: &&String| Setting::ALL.iter().any(|s| s.variable_name() == *n);
     let others: Vec<&String> = variables.keys().filter(|n| !is_setting(n)).collect();
-    same(
-        &mut out,
+    out.same(
         "variables not settings",
         others,
         vec![&"db_host".to_string()],
@@ -516,7 +516,7 @@ fn manifest_variables_are_the_settings(repo: &Repo) -> Findings {
     let hosts = union(&m, "allowed_outbound_hosts");
     need!(out, hosts.contains("postgres://{{ db_host }}"), "{hosts:?}");
     let default = str_at(&m, &["variables", "secret_token", "default"]);
-    same(&mut out, "secret_token's default", default, Some(""));
+    out.same("secret_token's default", default, Some(""));
     out
 }
 
@@ -551,12 +551,7 @@ fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
         .filter(|p| p.ends_with("/spin.toml"))
         .collect();
     let expected = ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"];
-    same(
-        &mut out,
-        "Spin manifests under deploy/",
-        &paths[..],
-        &expected[..],
-    );
+    out.same("Spin manifests under deploy/", &paths[..], &expected[..]);
     let makefile = repo.text("Makefile");
     let variants = makefile.contains("\nvariants:") && makefile.contains(POSTGRES_ONLY_WASM);
     need!(
@@ -574,15 +569,13 @@ fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
         let dir = path.trim_end_matches("/spin.toml");
         for (id, c) in table(&m, "component") {
             let source = resolve(dir, str_at(&c, &["source"]).unwrap_or(""));
-            same(
-                &mut out,
+            out.same(
                 &format!("{path}: {id}: source"),
                 source.as_str(),
                 POSTGRES_ONLY_WASM,
             );
             let build = str_at(&c, &["build", "command"]);
-            same(
-                &mut out,
+            out.same(
                 &format!("{path}: {id}: build"),
                 build,
                 Some("make variants"),
@@ -599,56 +592,92 @@ fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
     out
 }
 
-/// The SpinApp: spin-operator's fields only, three replicas of spin.toml's
-/// component, requests within limits, probes on the public health path that
-/// outlast the store's 5 s connect timeout.
-fn spinapp_runs_three_replicas_with_probes_and_resources(repo: &Repo) -> Findings {
-    let (mut out, (what, app)) = (Findings::new(), repo.the_spinapp());
+/// What the SpinKube files must hold (more keys and values may be there):
+/// spin.toml's component, three replicas, the probes on the health path;
+/// the Ingress leading every path to the operator's Service (named like the
+/// app, port 80); the NetworkPolicy selecting the app's pods by the
+/// operator's label and admitting on port 80 only.
+const SPINKUBE: &str = r#"
+kind: SpinApp
+apiVersion: core.spinkube.dev/v1alpha1
+metadata: {name: book-catalog}
+spec:
+  replicas: 3
+  executor: containerd-shim-spin
+  checks: {liveness: {httpGet: {path: /health}}, readiness: {httpGet: {path: /health}}}
+---
+kind: Ingress
+spec:
+  rules:
+    - http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend: {service: {name: book-catalog, port: {number: 80}}}
+---
+kind: NetworkPolicy
+spec:
+  podSelector: {matchLabels: {core.spinkube.dev/app-name: book-catalog}}
+  policyTypes: [Ingress]
+  ingress: [{ports: [{port: 80}]}]
+"#;
+
+/// Whether `actual` holds `expected`: its keys (and maybe more), the same
+/// number of items, the same scalars.
+fn holds(actual: &Yaml, expected: &Yaml) -> bool {
+    match (actual, expected) {
+        (Yaml::Mapping(a), Yaml::Mapping(e)) => {
+            e.iter().all(|(k, v)| a.get(k).is_some_and(|a| holds(a, v)))
+        }
+        (Yaml::Sequence(a), Yaml::Sequence(e)) => {
+            a.len() == e.len() && a.iter().zip(e).all(|(a, e)| holds(a, e))
+        }
+        _ => actual == expected,
+    }
+}
+
+/// The SpinApp, Ingress and NetworkPolicy hold SPINKUBE; the SpinApp runs
+/// spin.toml's component with spin-operator's fields only, requests within
+/// limits, probes on the public health path that outlast the store's 5 s
+/// connect timeout, and `trusted_proxy_hops = "1"`: the Ingress is the one
+/// proxy, and the NetworkPolicy admits its controller only (else a client
+/// writes the X-Forwarded-For entry that is trusted).
+fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings {
+    let mut out = Findings::new();
+    for expected in serde_yaml::Deserializer::from_str(SPINKUBE) {
+        let expected: Yaml = serde::Deserialize::deserialize(expected).expect("YAML");
+        let kind = expected["kind"].as_str().unwrap_or("");
+        let found = repo.yaml(kind);
+        out.same(kind, found.len(), 1);
+        let held = found.iter().all(|(_, doc)| holds(doc, &expected));
+        need!(out, held, "the {kind} is not as SPINKUBE says");
+    }
+    let (what, app) = repo.the_spinapp();
     let spec = &app["spec"];
-    same(
-        &mut out,
-        "apiVersion",
-        app["apiVersion"].as_str(),
-        Some("core.spinkube.dev/v1alpha1"),
+    let ids = table(&repo.toml("spin.toml"), "component");
+    let components = sequence(&spec["components"])
+        .into_iter()
+        .filter_map(Yaml::as_str);
+    let components: Vec<&str> = components.collect();
+    out.same(
+        "components",
+        components,
+        ids.keys().map(String::as_str).collect(),
     );
     let fields = "executor image imagePullSecrets checks replicas enableAutoscaling runtimeConfig \
                   volumes volumeMounts variables serviceAnnotations deploymentAnnotations \
                   podAnnotations podLabels resources components serviceAccountName invocationLimits";
-    let fields: BTreeSet<String> = fields.split_whitespace().map(String::from).collect();
-    let unknown: Vec<String> = keys(spec).difference(&fields).cloned().collect();
-    need!(
-        out,
-        unknown.is_empty(),
-        "{what}: unknown spec fields {unknown:?}"
-    );
-    same(&mut out, "replicas", spec["replicas"].as_u64(), Some(3));
-    same(
-        &mut out,
-        "executor",
-        spec["executor"].as_str(),
-        Some("containerd-shim-spin"),
-    );
+    let unknown = keys(spec)
+        .into_iter()
+        .filter(|k| !fields.split(' ').any(|f| f == k));
+    out.same("unknown spec fields", unknown.collect(), vec![]);
     need!(
         out,
         spec["image"].as_str().is_some_and(|i| !i.is_empty()),
         "{what}: image"
     );
-    let components = spec["components"].as_sequence().into_iter().flatten();
-    let components: Vec<&str> = components.filter_map(Yaml::as_str).collect();
-    let ids = table(&repo.toml("spin.toml"), "component");
-    same(
-        &mut out,
-        "components",
-        components,
-        ids.keys().map(String::as_str).collect(),
-    );
     let resources = &spec["resources"];
-    same(
-        &mut out,
-        "resources",
-        keys(resources),
-        ["limits", "requests"].map(String::from).into(),
-    );
+    out.same("resources", keys(resources), names(&["limits", "requests"]));
     for resource in ["cpu", "memory"] {
         let request = quantity(&resources["requests"][resource]).unwrap_or(0.0);
         let limit = quantity(&resources["limits"][resource]).unwrap_or(0.0);
@@ -658,118 +687,55 @@ fn spinapp_runs_three_replicas_with_probes_and_resources(repo: &Repo) -> Finding
             "{resource}: {request} > {limit}"
         );
     }
-    let checks = &spec["checks"];
-    same(
-        &mut out,
+    out.same(
         "checks",
-        keys(checks),
-        ["liveness", "readiness"].map(String::from).into(),
+        keys(&spec["checks"]),
+        names(&["liveness", "readiness"]),
     );
     let probe_fields = "httpGet initialDelaySeconds timeoutSeconds periodSeconds successThreshold \
                         failureThreshold";
     for check in ["liveness", "readiness"] {
-        let probe = &checks[check];
+        let probe = &spec["checks"][check];
         let unknown = keys(probe)
             .into_iter()
             .filter(|k| !probe_fields.contains(k.as_str()));
-        let unknown: Vec<String> = unknown.collect();
-        need!(
-            out,
-            unknown.is_empty(),
-            "{check}: unknown fields {unknown:?}"
-        );
+        out.same("unknown probe fields", unknown.collect(), vec![]);
         let path = probe["httpGet"]["path"].as_str().unwrap_or("");
         public_health_path(repo, path, &format!("{what}: {check}"), &mut out);
         let timeout = probe["timeoutSeconds"].as_u64().unwrap_or(1);
-        need!(
-            out,
-            timeout > 5,
-            "{check}.timeoutSeconds {timeout} <= 5 s connect"
-        );
+        need!(out, timeout > 5, "{check}.timeoutSeconds {timeout} <= 5");
     }
-    out
-}
-
-/// `trusted_proxy_hops = "1"` (and no other client-address setting): the
-/// Ingress is the one proxy, it leads to the operator's Service (the app's
-/// name, port 80), and the NetworkPolicy admits only the Ingress controller.
-fn spinapp_trusts_one_proxy_reached_only_through_its_ingress(repo: &Repo) -> Findings {
-    let (mut out, (_, app)) = (Findings::new(), repo.the_spinapp());
-    let name = app["metadata"]["name"].as_str().unwrap_or("");
     let variables = spin_app_variables(&app);
     // SpinVar.value is a string: an unquoted 1 is refused by the CRD.
     let hops = variables.get("trusted_proxy_hops").map(|v| &v["value"]);
-    same(
-        &mut out,
-        "trusted_proxy_hops",
-        hops.and_then(Yaml::as_str),
-        Some("1"),
-    );
+    out.same("trusted_proxy_hops", hops.and_then(Yaml::as_str), Some("1"));
     for other in ["client_ip_header", "trust_forwarded_for"] {
         need!(out, !variables.contains_key(other), "{other}: one proxy");
     }
-    let ingresses = repo.yaml("Ingress");
-    same(&mut out, "Ingresses", ingresses.len(), 1);
-    let mut backends = 0;
-    for (_, ingress) in &ingresses {
-        for rule in sequence(&ingress["spec"]["rules"]) {
-            for p in sequence(&rule["http"]["paths"]) {
-                let service = &p["backend"]["service"];
-                let to = (service["name"].as_str(), service["port"]["number"].as_u64());
-                same(&mut out, "backend", to, (Some(name), Some(80)));
-                let path = (p["path"].as_str(), p["pathType"].as_str());
-                same(&mut out, "Ingress path", path, (Some("/"), Some("Prefix")));
-                backends += 1;
-            }
-        }
-    }
-    need!(out, backends >= 1, "the Ingress has no backend");
-    let policies = repo.yaml("NetworkPolicy");
-    same(&mut out, "NetworkPolicies", policies.len(), 1);
-    for (_, policy) in &policies {
-        let spec = &policy["spec"];
-        let pods = &spec["podSelector"]["matchLabels"];
-        same(&mut out, "pods", keys(pods).len(), 1);
-        let app_name = pods["core.spinkube.dev/app-name"].as_str();
-        same(
-            &mut out,
-            "pods by the operator's label",
-            app_name,
-            Some(name),
-        );
-        let types = sequence(&spec["policyTypes"]);
-        need!(
-            out,
-            types.iter().any(|t| t.as_str() == Some("Ingress")),
-            "policyTypes"
-        );
-        let rules = sequence(&spec["ingress"]);
-        need!(
-            out,
-            !rules.is_empty(),
-            "no rule admits the Ingress controller"
-        );
-        for rule in rules {
+    for (_, policy) in repo.yaml("NetworkPolicy") {
+        let pods = keys(&policy["spec"]["podSelector"]["matchLabels"]);
+        out.same("pod selector", pods.len(), 1);
+        for rule in sequence(&policy["spec"]["ingress"]) {
             // An ipBlock, an empty selector or none at all admits clients.
-            let named = |peer: &Yaml| {
-                let selectors = ["namespaceSelector", "podSelector"];
-                let labelled = selectors
-                    .iter()
-                    .all(|s| !keys(&peer[s]["matchLabels"]).is_empty());
+            let named = |peer: &&Yaml| {
+                let labels = |s: &str| keys(&peer[s]["matchLabels"]);
+                let labelled =
+                    !labels("namespaceSelector").is_empty() && !labels("podSelector").is_empty();
                 peer["ipBlock"].is_null() && labelled
             };
             let peers = sequence(&rule["from"]);
             need!(
                 out,
-                !peers.is_empty() && peers.iter().all(|p| named(p)),
+                !peers.is_empty() && peers.iter().all(named),
                 "admits clients"
             );
-            let ports = sequence(&rule["ports"]);
-            let ports: Vec<u64> = ports.iter().filter_map(|p| p["port"].as_u64()).collect();
-            same(&mut out, "ports", ports, vec![80]);
         }
     }
     out
+}
+
+fn names(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
 }
 
 /// The SpinApp's variables by name.
@@ -1314,12 +1280,11 @@ macro_rules! named {
     ($($check:ident),* $(,)?) => { [$((stringify!($check), $check as Check)),*] };
 }
 
-const CHECKS: [(&str, Check); 17] = named![
+const CHECKS: [(&str, Check); 16] = named![
     files_parse,
     manifest_variables_are_the_settings,
     deploy_manifests_keep_spin_toml,
-    spinapp_runs_three_replicas_with_probes_and_resources,
-    spinapp_trusts_one_proxy_reached_only_through_its_ingress,
+    spinkube_runs_three_replicas_behind_its_ingress_only,
     spinapp_credentials_come_from_the_secret,
     no_usable_signing_secret,
     runtime_configs_configure_granted_sqlite,
@@ -1357,13 +1322,13 @@ manifest_variables_are_the_settings | spin.toml | trusted_proxy_hops = "{{ trust
 manifest_variables_are_the_settings | spin.toml | secret_token = { default = "" | secret_token = { default = "x"
 deploy_manifests_keep_spin_toml | deploy/postgres-only/spin.toml | route = "/..." | route = "/api/..."
 deploy_manifests_keep_spin_toml | deploy/akamai/spin.toml | book-catalog-postgres.wasm | book_catalog.wasm
-spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | replicas: 3 | replicas: 2
-spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | memory: 128Mi | memory: 1Gi
-spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | path: /health | path: /books
-spinapp_runs_three_replicas_with_probes_and_resources | deploy/spinkube/spinapp.yaml | timeoutSeconds: 6 | timeoutSeconds: 5
-spinapp_trusts_one_proxy_reached_only_through_its_ingress | deploy/spinkube/spinapp.yaml | value: "1" | value: 1
-spinapp_trusts_one_proxy_reached_only_through_its_ingress | deploy/spinkube/ingress.yaml | number: 80 | number: 8080
-spinapp_trusts_one_proxy_reached_only_through_its_ingress | deploy/spinkube/networkpolicy.yaml |   podSelector:\n            matchLabels:\n              app.kubernetes.io/name: ingress-nginx\n | 
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | replicas: 3 | replicas: 2
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | memory: 128Mi | memory: 1Gi
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | path: /health | path: /books
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | timeoutSeconds: 6 | timeoutSeconds: 5
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | value: "1" | value: 1
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/ingress.yaml | number: 80 | number: 8080
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/networkpolicy.yaml |   podSelector:\n            matchLabels:\n              app.kubernetes.io/name: ingress-nginx\n | 
 spinapp_credentials_come_from_the_secret | deploy/spinkube/spinapp.yaml | key: db_host | key: db_hostname
 spinapp_credentials_come_from_the_secret | deploy/spinkube/README.md | --from-literal=auth_username=admin | --from-literal=auth_user=admin
 no_usable_signing_secret | deploy/spinkube/secret.yaml | secret_token: "REPLACE-ME" | secret_token: "0123456789abcdef0123456789abcdef"
