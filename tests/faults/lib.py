@@ -237,7 +237,12 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30,
         if token is not None:
             h["Authorization"] = token
         started = time.monotonic()
-        conn.request(method, path, body=data, headers=h)
+        try:
+            conn.request(method, path, body=data, headers=h)
+        except (BrokenPipeError, ConnectionResetError):
+            # A host may answer (413) and close before the whole body is
+            # sent: its answer is still there to read.
+            pass
         resp = conn.getresponse()
         content = resp.read()
         headers = {name.lower(): value for name, value in resp.getheaders()}
