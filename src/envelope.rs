@@ -94,31 +94,3 @@ impl Response {
             .map(|(_, value)| value)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_response_is_json_and_not_for_shared_caches() {
-        for response in [
-            Response::ok(200, "ok", Some(1)),
-            Response::internal_error(),
-            Response::error(&ApiError::MethodNotAllowed("GET")),
-        ] {
-            assert_eq!(response.header("content-type"), Some("application/json"));
-            assert_eq!(response.header("cache-control"), Some("no-store"));
-        }
-    }
-
-    #[test]
-    fn errors_carry_their_own_headers() {
-        let not_allowed = Response::error(&ApiError::MethodNotAllowed("GET, PUT, DELETE"));
-        assert_eq!(not_allowed.header("allow"), Some("GET, PUT, DELETE"));
-        let limited = Response::error(&ApiError::TooManyLoginAttempts { retry_after: 42 });
-        assert_eq!(limited.header("retry-after"), Some("42"));
-        assert_eq!(limited.header("allow"), None);
-        let names: Vec<&str> = limited.headers().map(|(name, _)| name).collect();
-        assert_eq!(names, ["content-type", "cache-control", "retry-after"]);
-    }
-}
