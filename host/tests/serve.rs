@@ -245,11 +245,7 @@ fn a_trap_answers_spins_plain_500_and_the_host_keeps_serving() {
         }
         // The trap is logged by the instance's task, which may finish after
         // the 500 has been sent.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !host.stderr().contains("unreachable") {
-            assert!(Instant::now() < deadline, "{}", host.stderr());
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        host.wait_for_log("unreachable");
         assert_eq!(host.terminate().code(), Some(0));
     }
 }
@@ -395,12 +391,7 @@ fn postgres_as_spin_serves_it_and_the_zero_row_check() {
     }
     // Without the check a query may answer no rows (Spin 4.0.2 would hang).
     assert_eq!(body(&host, "/z/"), "0");
-    assert!(
-        host.stderr()
-            .contains("db-calls method=GET path=/p/ open=1 execute=2 query=1"),
-        "{}",
-        host.stderr()
-    );
+    host.wait_for_log("db-calls method=GET path=/p/ open=1 execute=2 query=1");
     assert_eq!(host.terminate().code(), Some(0));
 
     let host = Host::start(
@@ -412,11 +403,8 @@ fn postgres_as_spin_serves_it_and_the_zero_row_check() {
     assert_eq!(body(&host, "/p/"), "4");
     let answer = body(&host, "/z/");
     assert!(answer.starts_with("error:2"), "query-failed: {answer}");
-    assert!(
-        host.stderr().contains("SELECT 1 WHERE false"),
-        "the log names the statement: {}",
-        host.stderr()
-    );
+    // The log names the statement.
+    host.wait_for_log("SELECT 1 WHERE false");
     assert_eq!(host.terminate().code(), Some(0));
 }
 

@@ -128,6 +128,20 @@ impl Host {
         request(self.port, method, path, token, body)
     }
 
+    /// Waits (5 s at most) for `text` in the host's log, which may be
+    /// written after the answer is sent.
+    pub fn wait_for_log(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.stderr().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "no {text:?} in:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// SIGTERM, then the exit status.
     pub fn terminate(mut self) -> ExitStatus {
         let ok = Command::new("kill")
