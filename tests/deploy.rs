@@ -372,16 +372,6 @@ fn with_default_port(host_port: &str) -> String {
     }
 }
 
-fn db_host_mismatch(url: &str, host: &str) -> Option<String> {
-    match postgres_host_port(url) {
-        None => Some(format!("db_url {url:?} is not a postgres:// URL")),
-        Some(expected) if expected != with_default_port(host) => Some(format!(
-            "db_host {host:?} is not {expected}, the host:port of db_url"
-        )),
-        Some(_) => None,
-    }
-}
-
 /// A Secret's values, from `stringData` and (base64) `data`.
 fn secret_values(secret: &Yaml) -> BTreeMap<String, String> {
     let mut values = BTreeMap::new();
@@ -763,30 +753,19 @@ fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
             keys.or_default().extend(c.settings().into_keys());
         }
     }
-    need!(
-        out,
-        !created.is_empty(),
-        "no `kubectl create secret generic`"
-    );
+    need!(out, !created.is_empty(), "no `kubectl create secret`");
     let mut templates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (_, secret) in repo.yaml("Secret") {
-        let name = secret["metadata"]["name"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        templates.insert(name, secret_values(&secret).into_keys().collect());
+        let name = secret["metadata"]["name"].as_str().unwrap_or("");
+        templates.insert(name.into(), secret_values(&secret).into_keys().collect());
     }
     let (mut names, mut read) = (BTreeSet::new(), BTreeSet::new());
     for var in sequence(&app["spec"]["variables"]) {
         let name = var["name"].as_str().unwrap_or("");
         need!(out, names.insert(name), "{name} set twice");
-        need!(
-            out,
-            manifest.contains_key(name),
-            "{name} is not in spin.toml"
-        );
+        need!(out, manifest.contains_key(name), "{name}: not in spin.toml");
         let one = var["value"].is_null() != var["valueFrom"].is_null();
-        need!(out, one, "{name}: exactly one of value and valueFrom");
+        need!(out, one, "{name}: not one of value and valueFrom");
         let reference = &var["valueFrom"]["secretKeyRef"];
         let secret = manifest.get(name).and_then(|v| v.get("secret"));
         let credential = secret == Some(&Toml::Boolean(true));
@@ -806,13 +785,7 @@ fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
         }
         read.insert((secret, key));
     }
-    for needed in [
-        "secret_token",
-        "auth_username",
-        "db_url",
-        "db_host",
-        "trusted_proxy_hops",
-    ] {
+    for needed in "secret_token auth_username db_url db_host trusted_proxy_hops".split(' ') {
         need!(out, names.contains(needed), "{needed} is not set");
     }
     let password = names.contains("auth_password_hash") || names.contains("auth_password");
@@ -820,62 +793,48 @@ fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
     for (secret, keys) in templates.iter().chain(&created) {
         for key in keys {
             let pair = (secret.clone(), key.clone());
-            need!(
-                out,
-                read.contains(&pair),
-                "Secret {secret}: {key} is never read"
-            );
+            need!(out, read.contains(&pair), "{secret}: {key} is never read");
         }
     }
     out
+}
+
+fn spin_manifests(repo: &Repo) -> Vec<&str> {
+    let tomls = repo.deploy_files(&["toml"]).into_iter();
+    tomls.filter(|p| p.ends_with("/spin.toml")).collect()
 }
 
 /// No signing secret a reader could use (32 bytes or more) in a Secret
 /// template, a command or a manifest default.
 fn no_usable_signing_secret(repo: &Repo) -> Findings {
     let (mut out, mut checked) = (Findings::new(), 0);
-    for (path, secret) in repo.yaml("Secret") {
-        for (name, value) in secret_values(&secret)
-            .into_iter()
-            .filter(|(k, _)| SIGNING_SECRETS.contains(&k.as_str()))
-        {
-            need!(
-                out,
-                value.len() < MIN_SECRET_BYTES,
-                "{path}: {name} is a usable signing secret"
-            );
-            checked += 1;
-        }
-    }
-    for (path, c) in repo.commands() {
-        for (name, value) in c
-            .settings()
-            .into_iter()
-            .filter(|(k, _)| SIGNING_SECRETS.contains(&k.as_str()))
-        {
-            let usable = !value.contains('$') && value.len() >= MIN_SECRET_BYTES;
-            need!(out, !usable, "{path} line {}: {name} is a usable literal: generate it (openssl rand -base64 48) or read it from the shell", c.line);
-            checked += 1;
-        }
-    }
-    for path in repo
-        .deploy_files(&["toml"])
+    let secrets = repo
+        .yaml("Secret")
         .into_iter()
-        .filter(|p| p.ends_with("/spin.toml"))
-    {
+        .map(|(p, s)| (p, secret_values(&s)));
+    let commands = repo.commands().into_iter();
+    let commands = commands.map(|(p, c)| (format!("{p} line {}", c.line), c.settings()));
+    for (what, values) in secrets.chain(commands) {
+        for name in SIGNING_SECRETS
+            .into_iter()
+            .filter(|s| values.contains_key(*s))
+        {
+            // `$`: generated or read from the shell when the command runs.
+            let value = &values[name];
+            let usable = !value.contains('$') && value.len() >= MIN_SECRET_BYTES;
+            need!(out, !usable, "{what}: {name} is a usable secret");
+            checked += 1;
+        }
+    }
+    for path in spin_manifests(repo) {
+        let manifest = repo.toml(path);
         for name in SIGNING_SECRETS {
-            let default = str_at(&repo.toml(path), &["variables", name, "default"])
-                .unwrap_or("")
-                .to_string();
-            need!(out, default.is_empty(), "{path}: {name} has a default");
+            let default = str_at(&manifest, &["variables", name, "default"]);
+            out.same(&format!("{path}: {name}"), default, Some(""));
         }
     }
     // The SpinKube Secret (template and command), Akamai and Fermyon Cloud.
-    need!(
-        out,
-        checked >= 4,
-        "only {checked} signing secrets found to check"
-    );
+    need!(out, checked >= 4, "only {checked} signing secrets to check");
     out
 }
 
@@ -884,75 +843,54 @@ fn no_usable_signing_secret(repo: &Repo) -> Findings {
 fn runtime_configs_configure_granted_sqlite(repo: &Repo) -> Findings {
     let (mut out, mut types) = (Findings::new(), BTreeSet::new());
     let granted = union(&repo.toml("spin.toml"), "sqlite_databases");
-    for path in repo
-        .deploy_files(&["toml"])
-        .into_iter()
-        .filter(|p| p.starts_with("deploy/runtime-config/"))
-    {
+    let tomls = repo.deploy_files(&["toml"]).into_iter();
+    for path in tomls.filter(|p| p.starts_with("deploy/runtime-config/")) {
         let doc = repo.toml(path);
-        need!(
-            out,
-            table(&doc, "sqlite_database").len() == doc.as_table().map_or(0, |t| t.len()),
-            "{path}: only [sqlite_database.*]"
-        );
+        out.same(path, keys_of(&doc), vec!["sqlite_database"]);
         for (label, db) in table(&doc, "sqlite_database") {
-            need!(
-                out,
-                granted.contains(&label),
-                "{path}: {label} is not granted by spin.toml"
-            );
+            need!(out, granted.contains(&label), "{path}: {label} not granted");
             let kind = str_at(&db, &["type"]).unwrap_or("spin").to_string();
-            let fields: Vec<&String> = db
-                .as_table()
-                .map(|t| t.keys().collect())
-                .unwrap_or_default();
+            let text = |key| str_at(&db, &[key]).unwrap_or("");
             let right = match kind.as_str() {
-                "spin" => {
-                    fields == ["path", "type"]
-                        && str_at(&db, &["path"]).is_some_and(|p| p.starts_with('/'))
-                }
+                "spin" => keys_of(&db) == ["path", "type"] && text("path").starts_with('/'),
                 "libsql" => {
-                    fields == ["token", "type", "url"]
-                        && str_at(&db, &["url"]).is_some_and(|u| {
-                            u.starts_with("https://") || u.starts_with("libsql://")
-                        })
+                    let remote = ["https://", "libsql://"]
+                        .iter()
+                        .any(|s| text("url").starts_with(s));
+                    keys_of(&db) == ["token", "type", "url"] && remote
                 }
                 _ => false,
             };
-            need!(out, right, "{path}: {label}: type {kind} with {fields:?}");
+            need!(out, right, "{path}: {label}: type {kind}");
             types.insert(kind);
         }
     }
-    need!(
-        out,
-        types == BTreeSet::from(["libsql".into(), "spin".into()]),
-        "runtime configs of types {types:?}"
-    );
+    out.same("types", types, names(&["libsql", "spin"]));
     out
+}
+
+fn keys_of(value: &Toml) -> Vec<&str> {
+    value
+        .as_table()
+        .into_iter()
+        .flat_map(|t| t.keys())
+        .map(String::as_str)
+        .collect()
 }
 
 /// Every variable a file names is one of spin.toml, and the instructions set
 /// the ones each platform needs.
 fn every_variable_named_is_a_manifest_variable(repo: &Repo) -> Findings {
-    let (mut out, variables) = (Findings::new(), table(&repo.toml("spin.toml"), "variables"));
+    let mut out = Findings::new();
+    let variables = table(&repo.toml("spin.toml"), "variables");
     let mut seen = BTreeSet::new();
     for path in repo.deploy_files(&["toml", "yaml", "yml", "md", "sh"]) {
         for name in variable_mentions(repo.text(path)) {
-            need!(
-                out,
-                variables.contains_key(&name),
-                "{path}: {name} is not a variable of spin.toml"
-            );
+            need!(out, variables.contains_key(&name), "{path}: {name}?");
             seen.insert(name);
         }
     }
-    for needed in [
-        "secret_token",
-        "auth_password_hash",
-        "db_url",
-        "db_host",
-        "client_ip_header",
-    ] {
+    for needed in "secret_token auth_password_hash db_url db_host client_ip_header".split(' ') {
         need!(out, seen.contains(needed), "no instructions set {needed}");
     }
     out
@@ -961,34 +899,23 @@ fn every_variable_named_is_a_manifest_variable(repo: &Repo) -> Findings {
 /// `spin up --variable` is Spin 3.4+: the command or the three lines before
 /// it say so (older Spin takes SPIN_VARIABLE_*).
 fn spin_up_variable_says_spin_3_4(repo: &Repo) -> Findings {
-    let commands = repo.commands();
-    let bad = commands.iter().filter(|(_, c)| {
-        c.runs("spin up")
-            && c.text().contains("--variable")
-            && !format!("{}\n{}", c.before, c.text()).contains("3.4")
-    });
-    bad.map(|(path, c)| {
-        format!(
-            "{path} line {}: `spin up --variable` needs Spin 3.4: use SPIN_VARIABLE_* or say 3.4",
-            c.line
-        )
-    })
-    .collect()
+    let mut out = Findings::new();
+    for (path, c) in repo.commands() {
+        let says = format!("{}\n{}", c.before, c.text()).contains("3.4");
+        let up = c.runs("spin up") && c.text().contains("--variable");
+        need!(out, !up || says, "{path} line {}: say Spin 3.4", c.line);
+    }
+    out
 }
 
 /// No bare `spin deploy` (Spin 4 asks which plugin); the plugins' own deploys instead.
 fn no_bare_spin_deploy(repo: &Repo) -> Findings {
-    let commands = repo.commands();
-    let bare = commands
-        .iter()
-        .filter(|(_, c)| c.runs("spin deploy") && !c.text().contains("SPIN_DEPLOY_PLUGIN="));
-    let mut out: Findings = bare
-        .map(|(path, c)| format!("{path} line {}: a bare `spin deploy`", c.line))
-        .collect();
-    let plugin = commands
-        .iter()
-        .filter(|(_, c)| c.runs("spin cloud deploy") || c.runs("spin aka deploy"))
-        .count();
+    let (mut out, mut plugin) = (Findings::new(), 0);
+    for (path, c) in repo.commands() {
+        let bare = c.runs("spin deploy") && !c.text().contains("SPIN_DEPLOY_PLUGIN=");
+        need!(out, !bare, "{path} line {}: a bare `spin deploy`", c.line);
+        plugin += usize::from(c.runs("spin cloud deploy") || c.runs("spin aka deploy"));
+    }
     need!(out, plugin >= 3, "{plugin} plugin deploys");
     out
 }
@@ -998,19 +925,11 @@ fn every_path_curled_is_routed(repo: &Repo) -> Findings {
     let (mut out, mut checked) = (Findings::new(), 0);
     for path in repo.deploy_files(&["md"]) {
         for line in repo.text(path).lines().filter(|l| l.contains("curl ")) {
-            for url in line
-                .split_whitespace()
-                .filter_map(|w| w.split_once("://").map(|(_, rest)| rest))
-            {
-                let request = url
-                    .find('/')
-                    .map_or("/", |i| &url[i..])
-                    .trim_end_matches(['\'', '"', '`']);
-                need!(
-                    out,
-                    route("GET", request).is_ok(),
-                    "{path}: curl of {request} is not routed"
-                );
+            let urls = line.split_whitespace().filter_map(|w| w.split_once("://"));
+            for (_, url) in urls {
+                let request = url.find('/').map_or("/", |i| &url[i..]);
+                let request = request.trim_end_matches(['\'', '"', '`']);
+                need!(out, route("GET", request).is_ok(), "{path}: {request}");
                 if request == HEALTH_PATH {
                     public_health_path(repo, request, path, &mut out);
                 }
@@ -1018,11 +937,7 @@ fn every_path_curled_is_routed(repo: &Repo) -> Findings {
             }
         }
     }
-    need!(
-        out,
-        checked >= 4,
-        "the READMEs do not show how to check /health"
-    );
+    need!(out, checked >= 4, "the READMEs do not curl /health");
     out
 }
 
@@ -1030,29 +945,26 @@ fn every_path_curled_is_routed(repo: &Repo) -> Findings {
 /// manifest allows `postgres://{{ db_host }}` only.
 fn db_host_is_the_host_of_db_url(repo: &Repo) -> Findings {
     let (mut out, mut checked) = (Findings::new(), 0);
-    let pairs = repo
-        .commands()
-        .into_iter()
-        .map(|(p, c)| (format!("{p} line {}", c.line), c.settings()));
+    let commands = repo.commands().into_iter();
+    let commands = commands.map(|(p, c)| (format!("{p} line {}", c.line), c.settings()));
     let secrets = repo
         .yaml("Secret")
         .into_iter()
         .map(|(p, s)| (p, secret_values(&s)));
-    for (what, settings) in pairs.chain(secrets) {
-        if let (Some(url), Some(host)) = (
-            settings.get("db_url"),
-            settings.get("db_host").filter(|h| !h.contains('$')),
-        ) {
-            out.extend(db_host_mismatch(url, host).map(|problem| format!("{what}: {problem}")));
+    for (what, settings) in commands.chain(secrets) {
+        let host = settings.get("db_host").filter(|h| !h.contains('$'));
+        if let (Some(url), Some(host)) = (settings.get("db_url"), host) {
+            let expected = postgres_host_port(url);
+            out.same(
+                &format!("{what}: db_host"),
+                Some(with_default_port(host)),
+                expected,
+            );
             checked += 1;
         }
     }
     // SpinKube (command and template), Akamai, Fermyon Cloud.
-    need!(
-        out,
-        checked >= 4,
-        "only {checked} db_url/db_host pairs found"
-    );
+    need!(out, checked >= 4, "only {checked} db_url/db_host pairs");
     out
 }
 
@@ -1063,41 +975,38 @@ fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
     let mut out = Findings::new();
     for path in repo.deploy_files(&["toml", "yaml", "yml", "md", "sh"]) {
         let text = repo.text(path);
-        for (at, marker) in text
-            .match_indices("sslmode=")
-            .filter(|(at, _)| text[..*at].ends_with(['?', '&']))
-        {
-            let mode: String = text[at + marker.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-                .collect();
-            need!(
-                out,
-                ["disable", "prefer", "require"].contains(&mode.as_str()),
-                "{path}: sslmode={mode}: Spin accepts disable, prefer and require only"
-            );
+        for (at, _) in text.match_indices("sslmode=") {
+            let rest = &text[at + "sslmode=".len()..];
+            let end = rest.find(|c: char| !c.is_ascii_alphanumeric() && c != '-');
+            let mode = &rest[..end.unwrap_or(rest.len())];
+            let parameter = text[..at].ends_with(['?', '&']);
+            let accepted = ["disable", "prefer", "require"].contains(&mode);
+            need!(out, !parameter || accepted, "{path}: sslmode={mode}");
         }
     }
-    for path in [
-        "deploy/spinkube/README.md",
-        "deploy/spinkube/spinapp.yaml",
-        "deploy/akamai/README.md",
-    ] {
+    for path in
+        "deploy/spinkube/README.md deploy/spinkube/spinapp.yaml deploy/akamai/README.md".split(' ')
+    {
         // The words, comment markers left out: a sentence may span comment lines.
-        let words: Vec<&str> = repo
+        let lines = repo
             .text(path)
             .lines()
-            .map(|l| l.trim_start().trim_start_matches('#'))
+            .map(|l| l.trim_start().trim_start_matches('#'));
+        let text = lines
             .flat_map(str::split_whitespace)
-            .collect();
-        let text = words.join(" ").replace('`', "");
+            .collect::<Vec<_>>()
+            .join(" ");
         for said in [
             "sslmode=require",
             "sslmode=disable",
             "host name",
             "except disable",
         ] {
-            need!(out, text.contains(said), "{path} does not say {said:?}");
+            need!(
+                out,
+                text.replace('`', "").contains(said),
+                "{path}: say {said:?}"
+            );
         }
     }
     out
@@ -1112,43 +1021,37 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
         "deploy/akamai/README.md",
     );
     let akamai = repo.toml(path);
-    let header = str_at(&akamai, &["variables", "client_ip_header", "default"]).unwrap_or("");
-    need!(
-        out,
-        header.trim().eq_ignore_ascii_case("true-client-ip"),
-        "{path}: client_ip_header defaults to {header:?}"
+    let header = str_at(&akamai, &["variables", "client_ip_header", "default"]);
+    let header = header.map(|h| h.trim().to_ascii_lowercase());
+    out.same(
+        "client_ip_header's default",
+        header.as_deref(),
+        Some("true-client-ip"),
     );
     for (id, c) in table(&akamai, "component") {
         need!(
             out,
             strings(&c, "sqlite_databases").is_empty(),
-            "{path}: {id}: no SQLite on Akamai"
+            "{id}: SQLite"
         );
-        need!(
-            out,
-            str_at(&c, &["variables", "client_ip_header"]) == Some("{{ client_ip_header }}"),
-            "{path}: {id}: client_ip_header reaches the component"
-        );
+        let passed = str_at(&c, &["variables", "client_ip_header"]);
+        out.same("client_ip_header", passed, Some("{{ client_ip_header }}"));
     }
     let commands = commands(repo.text(readme), true);
     need!(
         out,
         commands.iter().any(|c| c.runs("make variants")),
-        "{readme}: build with `make variants`"
+        "no `make variants`"
     );
     let deploys: Vec<&Command> = commands
         .iter()
         .filter(|c| c.runs("spin aka deploy"))
         .collect();
-    need!(out, !deploys.is_empty(), "{readme}: no `spin aka deploy`");
+    need!(out, !deploys.is_empty(), "no `spin aka deploy`");
     for deploy in &deploys {
         let from = deploy.flag(&["-f", "--from"]).unwrap_or_default();
-        need!(
-            out,
-            ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"].contains(&from.as_str()),
-            "{readme} line {}: -f {from:?}: not a PostgreSQL-only manifest",
-            deploy.line
-        );
+        let postgres_only = [path, "deploy/postgres-only/spin.toml"].contains(&from.as_str());
+        need!(out, postgres_only, "line {}: -f {from:?}", deploy.line);
         let header = deploy.settings().get("client_ip_header").cloned();
         let right = header
             .as_deref()
@@ -1156,34 +1059,24 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
         need!(
             out,
             right,
-            "{readme} line {}: client_ip_header {header:?}",
+            "line {}: client_ip_header {header:?}",
             deploy.line
         );
     }
     let first = deploys.first().map(|c| c.settings()).unwrap_or_default();
-    for needed in [
-        "db_url",
-        "db_host",
-        "secret_token",
-        "auth_username",
-        "client_ip_header",
-    ] {
+    for needed in "db_url db_host secret_token auth_username client_ip_header".split(' ') {
         need!(
             out,
             first.contains_key(needed),
-            "{readme}: the deploy sets no {needed}"
+            "the deploy sets no {needed}"
         );
     }
-    need!(
-        out,
-        first.contains_key("auth_password_hash") || first.contains_key("auth_password"),
-        "{readme}: the deploy sets no password"
-    );
-    need!(
-        out,
-        repo.text(readme).contains("nothing was deployed"),
-        "{readme} does not say that nothing was deployed"
-    );
+    let password = ["auth_password_hash", "auth_password"]
+        .iter()
+        .any(|p| first.contains_key(*p));
+    need!(out, password, "the deploy sets no password");
+    let said = repo.text(readme).contains("nothing was deployed");
+    need!(out, said, "{readme}: say that nothing was deployed");
     out
 }
 
@@ -1210,25 +1103,20 @@ fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
                 .collect();
             for pair in words.windows(2) {
                 if pair[0] == "--link" {
-                    let label = pair[1]
+                    let link = pair[1]
                         .strip_prefix("sqlite:")
-                        .and_then(|l| l.split_once('='))
-                        .map(|(l, _)| l.to_string());
+                        .and_then(|l| l.split_once('='));
+                    let label = link.map(|(label, _)| label.to_string()).unwrap_or_default();
                     need!(
                         out,
-                        label.is_some_and(|l| union(&m, "sqlite_databases").contains(&l)),
-                        "{path}: --link {}: not sqlite:LABEL=db of a label spin.toml grants",
+                        union(&m, "sqlite_databases").contains(&label),
+                        "--link {}",
                         pair[1]
                     );
                     links += 1;
                 }
                 if pair[0] == "--app" {
-                    need!(
-                        out,
-                        Some(pair[1]) == str_at(&m, &["application", "name"]),
-                        "{path}: --app {} is not spin.toml's application",
-                        pair[1]
-                    );
+                    out.same("--app", Some(pair[1]), str_at(&m, &["application", "name"]));
                 }
             }
         }
@@ -1245,27 +1133,17 @@ fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
 /// and what was not run.
 fn readmes_say_what_was_verified(repo: &Repo) -> Findings {
     let mut out = Findings::new();
-    for path in [
-        "deploy/akamai/README.md",
-        "deploy/fermyon-cloud/README.md",
-        "deploy/spinkube/README.md",
-    ] {
-        let text = repo.text(path);
-        need!(
-            out,
-            text.lines()
-                .any(|l| l.starts_with('#') && l.contains("verified")),
-            "{path}: no section on what was verified"
-        );
-        need!(
-            out,
-            text.contains("Not run"),
-            "{path}: does not say what was not run"
-        );
+    for folder in ["akamai", "fermyon-cloud", "spinkube"] {
+        let text = repo.text(&format!("deploy/{folder}/README.md"));
+        let section = text
+            .lines()
+            .any(|l| l.starts_with('#') && l.contains("verified"));
+        need!(out, section, "{folder}: no section on what was verified");
+        need!(out, text.contains("Not run"), "{folder}: what was not run");
         need!(
             out,
             commands(text, true).len() >= 3,
-            "{path}: the exact commands, in a code block"
+            "{folder}: the commands"
         );
     }
     out
