@@ -82,7 +82,7 @@ def run(ctx):
     t = ctx.tally
     rng = random.Random(SEED)
     n_books, n_queries = (3000, 1000) if ctx.full else (400, 150)
-    db_url = ctx.pg.fresh_database() if ctx.store == "postgres" else None
+    db_url = ctx.fresh_database()
     host = ctx.host(db_url=db_url).start()
     token = host.token()
 

@@ -10,7 +10,6 @@ there with its fields. SQLite: `PRAGMA integrity_check` on the database file
 right after the kill, before the restart. quick: 1 kill; full: 5 kills.
 """
 
-import sqlite3
 import threading
 import time
 import sys
@@ -72,13 +71,7 @@ def run(ctx):
         t.check(not [r for r in others if r.status >= 500],
                 f"round {rnd}: no 5xx before the kill", f"{others[:2]}")
         if ctx.store == "sqlite":
-            db = host.state_dir / "sqlite_db.db"
-            try:
-                con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-                result = con.execute("PRAGMA integrity_check").fetchall()
-                con.close()
-            except sqlite3.Error as e:
-                result = [(repr(e),)]
+            result = lib.sqlite_integrity(host.state_dir / "sqlite_db.db")
             t.check(result == [("ok",)], f"round {rnd}: SQLite integrity_check after SIGKILL is ok", f"{result}")
         # Same state, same secret: a restart, as after a crash.
         host.start()

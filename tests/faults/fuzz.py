@@ -69,7 +69,7 @@ def run(ctx):
     # ended, 401 again (its example login, admin / password, gets 200 and
     # clears the count). PostgreSQL: a database of its own, so the counts of
     # 127.0.0.1 never reach the hosts of the tests that follow.
-    db_url = ctx.pg.fresh_database() if ctx.store == "postgres" else None
+    db_url = ctx.fresh_database()
     host = FuzzHost(ctx, username="admin", password="password", db_url=db_url).start()
     token = host.token()
     junit = out_dir / "junit.xml"

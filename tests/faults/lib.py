@@ -22,6 +22,7 @@ import os
 import secrets
 import shutil
 import signal
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -259,6 +260,18 @@ def status_of(raw):
         return 0
 
 
+def sqlite_integrity(db):
+    """`PRAGMA integrity_check` of a SQLite file, read-only: [("ok",)] when sound."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("PRAGMA integrity_check").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        return [(repr(e),)]
+
+
 def parallel(fn, items, workers):
     """Runs fn(item) for every item, `workers` at a time, all released at once."""
     start = threading.Event()
@@ -361,6 +374,11 @@ class Context:
 
     def host(self, **kwargs):
         return Host(self, **kwargs)
+
+    def fresh_database(self):
+        """PostgreSQL: a new empty database of the cluster; SQLite: None (a
+        host's own state directory is already fresh)."""
+        return self.pg.fresh_database() if self.store == "postgres" else None
 
     def cleanup(self, failed=False):
         for h in self.hosts:

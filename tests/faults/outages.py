@@ -22,7 +22,6 @@ SQLite:
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -67,17 +66,6 @@ def wait_until_ok(host, token, seconds):
             return time.monotonic() - started
         time.sleep(0.2)
     return None
-
-
-def integrity(db):
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("PRAGMA integrity_check").fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as e:
-        return [(repr(e),)]
 
 
 def outage_requests(host, token, known_id, sequential=True):
@@ -295,7 +283,7 @@ def sqlite_disk_full(ctx):
         ok, why = all_present(host, token, books)
         t.check(ok, "disk full: every book answered 201 is there", why)
         t.check(host.stop() == 0, "disk full: the host exits 0 on SIGTERM")
-        res = integrity(host.state_dir / "sqlite_db.db")
+        res = lib.sqlite_integrity(host.state_dir / "sqlite_db.db")
         t.check(res == [("ok",)], "disk full: PRAGMA integrity_check = ok afterwards", f"{res}")
     finally:
         for h in ctx.hosts:
@@ -352,7 +340,7 @@ def sqlite_bad_file(ctx):
     r = host.call("POST", "/book", {"title": "Restored", "author": "File", "year": 3}, token)
     t.check(r.status == 201, "restored: creates work again", f"{r!r}")
     t.check(host.stop() == 0, "restored: the host exits 0 on SIGTERM")
-    res = integrity(db)
+    res = lib.sqlite_integrity(db)
     t.check(res == [("ok",)], "restored: PRAGMA integrity_check = ok", f"{res}")
 
 

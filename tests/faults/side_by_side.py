@@ -208,11 +208,8 @@ def run(ctx, seed=SEED):
     t = ctx.tally
     lib.require_spin()
 
-    def fresh_database():
-        return ctx.pg.fresh_database() if ctx.store == "postgres" else None
-
-    spin_lite = lib.Host(ctx, kind="spin-lite", db_url=fresh_database()).start()
-    spin_up = lib.Host(ctx, kind="spin", db_url=fresh_database(), secret=spin_lite.secret,
+    spin_lite = lib.Host(ctx, kind="spin-lite", db_url=ctx.fresh_database()).start()
+    spin_up = lib.Host(ctx, kind="spin", db_url=ctx.fresh_database(), secret=spin_lite.secret,
                        username=spin_lite.username, password=spin_lite.password).start()
     tokens = [spin_lite.token(), spin_up.token()]
     rng = random.Random(seed)

@@ -166,7 +166,7 @@ def run(ctx):
     t.check(r.is_envelope(200), "the next /64 is another client: 200", f"{r!r}")
 
     # 6. A client's own spin-client-addr does not make it another client.
-    db_url = None if ctx.store == "sqlite" else ctx.pg.fresh_database()
+    db_url = ctx.fresh_database()
     direct = DirectHost(ctx, db_url=db_url).start()
     answers = [login(direct, None, False,
                      headers={"spin-client-addr": f"198.51.100.{i}:{1000 + i}"}).status
