@@ -1196,7 +1196,7 @@ fn deploy_files_pass_every_check() {
 const BROKEN: &str = r#"
 files_parse | deploy/akamai/spin.toml | [application] | [application
 files_parse | deploy/fermyon-cloud/deploy.sh | #!/usr/bin/env bash | # bash
-manifest_variables_are_the_settings | spin.toml | trusted_proxy_hops = "{{ trusted_proxy_hops }}" | 
+manifest_variables_are_the_settings | spin.toml | trusted_proxy_hops = "{{ trusted_proxy_hops }}" |
 manifest_variables_are_the_settings | spin.toml | secret_token = { default = "" | secret_token = { default = "x"
 deploy_manifests_keep_spin_toml | deploy/postgres-only/spin.toml | route = "/..." | route = "/api/..."
 deploy_manifests_keep_spin_toml | deploy/akamai/spin.toml | book-catalog-postgres.wasm | book_catalog.wasm
@@ -1206,7 +1206,7 @@ spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.y
 spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | timeoutSeconds: 6 | timeoutSeconds: 5
 spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | value: "1" | value: 1
 spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/ingress.yaml | number: 80 | number: 8080
-spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/networkpolicy.yaml |   podSelector:\n            matchLabels:\n              app.kubernetes.io/name: ingress-nginx\n | 
+spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/networkpolicy.yaml |   podSelector:\n            matchLabels:\n              app.kubernetes.io/name: ingress-nginx\n |
 spinapp_credentials_come_from_the_secret | deploy/spinkube/spinapp.yaml | key: db_host | key: db_hostname
 spinapp_credentials_come_from_the_secret | deploy/spinkube/README.md | --from-literal=auth_username=admin | --from-literal=auth_user=admin
 no_usable_signing_secret | deploy/spinkube/secret.yaml | secret_token: "REPLACE-ME" | secret_token: "0123456789abcdef0123456789abcdef"
@@ -1238,7 +1238,7 @@ fn each_check_fails_on_a_broken_example() {
     let repo = Repo::load();
     let examples = BROKEN.trim().lines().map(|l| l.replace("\\n", "\n"));
     let examples: Vec<Vec<String>> = examples
-        .map(|l| l.split(" | ").map(String::from).collect())
+        .map(|l| l.split('|').map(|f| f.trim().to_string()).collect())
         .collect();
     for example in &examples {
         let [check, file, text, replacement] = &example[..] else {
