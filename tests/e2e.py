@@ -98,5 +98,6 @@ def run(ctx):
 if __name__ == "__main__":
     args = lib.parse_args("end to end")
     details = ([f"reuse {args.reuse}"] if args.reuse != 1 else []) \
-        + [Path(f).name for f in (args.manifest, args.wasm) if f]
+        + ([os.path.relpath(args.manifest, lib.ROOT)] if args.manifest else []) \
+        + ([Path(args.wasm).name] if args.wasm else [])
     lib.run_modules(args, [("e2e", run)], "e2e" + (f" ({', '.join(details)})" if details else ""))
