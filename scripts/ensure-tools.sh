@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh Debian machine lacks: hurl
-# (from crates.io, with the C libraries it links) and PostgreSQL (Debian's).
+# (from crates.io, with the C libraries it links), PostgreSQL and the argon2
+# CLI that docs/configuration.md makes password hashes with (Debian's).
 # The Rust toolchain and the wasm32-wasip2 target come from
 # rust-toolchain.toml through rustup, on the first cargo call.
 set -euo pipefail
@@ -18,10 +19,12 @@ apt_install() {
 
 need_hurl=false
 need_postgres=false
+need_argon2=false
 for tool in "$@"; do
     case "$tool" in
         hurl) need_hurl=true ;;
         postgres) need_postgres=true ;;
+        argon2) need_argon2=true ;;
         *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
     esac
 done
@@ -35,4 +38,9 @@ fi
 if $need_postgres && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     echo "== installing PostgreSQL (Debian package)"
     apt_install postgresql
+fi
+
+if $need_argon2 && ! command -v argon2 >/dev/null; then
+    echo "== installing argon2 (Debian package)"
+    apt_install argon2
 fi

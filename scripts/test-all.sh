@@ -54,7 +54,7 @@ summary() {
 step() { echo; echo "== $*"; }
 
 step "tools"
-if ! scripts/ensure-tools.sh hurl postgres; then
+if ! scripts/ensure-tools.sh hurl postgres argon2; then
     record 0 1
     summary
     exit 1

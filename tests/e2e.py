@@ -14,7 +14,10 @@ counts lapse soon), then:
   * a book created before a restart is there after it, with the same fields,
     and a token issued before it is still valid;
   * the host exits 0 on SIGTERM, after the suite and after the restart;
-  * SQLite: the database is <state-dir>/sqlite_db.db.
+  * SQLite: the database is <state-dir>/sqlite_db.db;
+  * after the restart the password is configured as an Argon2id hash made
+    by Debian's `argon2` CLI as docs/configuration.md shows (scripts/
+    ensure-tools.sh argon2 installs it), and logs in.
 PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR (its database may
 already hold books), else one of its own, removed at the end.
 
@@ -24,6 +27,7 @@ nothing failed.
 """
 
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -38,8 +42,22 @@ LOGIN_WINDOW_SECONDS = "30"
 
 
 class E2eHost(lib.Host):
+    password_hash = None  # when set, configured instead of the password
+
     def settings(self):
-        return dict(super().settings(), LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS)
+        settings = dict(super().settings(), LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS)
+        if self.password_hash:
+            del settings["AUTH_PASSWORD"]
+            settings["AUTH_PASSWORD_HASH"] = self.password_hash
+        return settings
+
+
+def argon2_cli_hash(password):
+    """The PHC string docs/configuration.md makes with Debian's argon2 CLI."""
+    salt = secrets.token_hex(16)
+    made = subprocess.run(["argon2", salt, "-id", "-t", "2", "-k", "19456", "-p", "1", "-e"],
+                          input=password, capture_output=True, text=True, timeout=60, check=True)
+    return made.stdout.strip()
 
 
 def hurl_suite(ctx, host):
@@ -77,7 +95,15 @@ def run(ctx):
                 "the default SQLite database is <state-dir>/sqlite_db.db",
                 f"files: {sorted(p.name for p in host.state_dir.iterdir())}")
 
+    try:
+        host.password_hash = argon2_cli_hash(host.password)
+    except (OSError, subprocess.SubprocessError) as e:
+        t.check(False, "Debian's argon2 CLI makes a hash (scripts/ensure-tools.sh argon2)", repr(e))
     host.start()
+    if host.password_hash:
+        r = host.call("POST", "/token", {"username": host.username, "password": host.password})
+        t.check(r.is_envelope(200, "Token generated successfully"),
+                "the password configured as a hash from Debian's argon2 CLI logs in", f"{r!r}")
     if created.status == 201:
         book_id = created.data["id"]
         expected = dict(book, id=book_id)
