@@ -610,6 +610,14 @@ pub fn listed(books: Value) -> Outcome {
 pub fn deleted() -> Outcome {
     ok(200, "Book deleted successfully", Value::Null)
 }
+/// `POST /token`'s answer to a login that passed.
+pub fn issued(token: &str) -> Outcome {
+    ok(
+        200,
+        "Token generated successfully",
+        json!({ "token": token }),
+    )
+}
 pub fn too_many_attempts() -> Outcome {
     error(429, "Too many login attempts")
 }
