@@ -149,9 +149,9 @@ class Host:
     """The component served on a loopback port by spin-lite or real Spin.
 
     `settings`: the component's settings by environment name (SECRET_TOKEN,
-    AUTH_USERNAME, ...); `settings()` may be overridden. `args`: more
-    command-line options for the host; `extra_env`: more of its process
-    environment. start() and stop() may alternate (a restart keeps the state
+    AUTH_USERNAME, ...); `settings()` may be overridden, and so may
+    `command_and_env()` (the host's process). `args`: more command-line
+    options for the host. start() and stop() may alternate (a restart keeps the state
     directory and picks a new port unless `port` was given)."""
 
     def __init__(self, kind="spin-lite", store="sqlite", settings=None, pg_url=None, wasm=None,
@@ -175,7 +175,6 @@ class Host:
         self.proc = None
         self.log_path = None
         self.args = []
-        self.extra_env = {}
 
     @property
     def spin(self):
@@ -218,7 +217,6 @@ class Host:
                 env["SPIN_LITE_PG_EMPTY_QUERY_ERROR"] = "1"
         # `spin up` passes the options it does not know to its trigger: last.
         command += ["--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir)]
-        env.update(self.extra_env)
         return command + self.args, env
 
     def start(self, timeout=90, healthy=True):
