@@ -154,38 +154,30 @@ impl Setting {
 
     /// The Spin variable (declared in `spin.toml`).
     pub fn variable_name(self) -> &'static str {
-        match self {
-            Setting::SecretToken => "secret_token",
-            Setting::DbUrl => "db_url",
-            Setting::AuthUsername => "auth_username",
-            Setting::AuthPassword => "auth_password",
-            Setting::AuthPasswordHash => "auth_password_hash",
-            Setting::SecretTokenPrevious => "secret_token_previous",
-            Setting::LoginMaxFailures => "login_max_failures",
-            Setting::LoginWindowSeconds => "login_window_seconds",
-            Setting::TrustForwardedFor => "trust_forwarded_for",
-            Setting::ClientIpHeader => "client_ip_header",
-            Setting::TrustedProxyHops => "trusted_proxy_hops",
-        }
+        NAMES[self as usize].0
     }
 
-    /// The plain environment name (`spin up -e NAME=...`, or the local host).
+    /// The plain environment name (`spin up -e NAME=...`).
     pub fn env_name(self) -> &'static str {
-        match self {
-            Setting::SecretToken => "SECRET_TOKEN",
-            Setting::DbUrl => "DB_URL",
-            Setting::AuthUsername => "AUTH_USERNAME",
-            Setting::AuthPassword => "AUTH_PASSWORD",
-            Setting::AuthPasswordHash => "AUTH_PASSWORD_HASH",
-            Setting::SecretTokenPrevious => "SECRET_TOKEN_PREVIOUS",
-            Setting::LoginMaxFailures => "LOGIN_MAX_FAILURES",
-            Setting::LoginWindowSeconds => "LOGIN_WINDOW_SECONDS",
-            Setting::TrustForwardedFor => "TRUST_FORWARDED_FOR",
-            Setting::ClientIpHeader => "CLIENT_IP_HEADER",
-            Setting::TrustedProxyHops => "TRUSTED_PROXY_HOPS",
-        }
+        NAMES[self as usize].1
     }
 }
+
+/// Each setting's Spin variable and environment names, in `Setting::ALL`
+/// order.
+const NAMES: [(&str, &str); Setting::ALL.len()] = [
+    ("secret_token", "SECRET_TOKEN"),
+    ("db_url", "DB_URL"),
+    ("auth_username", "AUTH_USERNAME"),
+    ("auth_password", "AUTH_PASSWORD"),
+    ("auth_password_hash", "AUTH_PASSWORD_HASH"),
+    ("secret_token_previous", "SECRET_TOKEN_PREVIOUS"),
+    ("login_max_failures", "LOGIN_MAX_FAILURES"),
+    ("login_window_seconds", "LOGIN_WINDOW_SECONDS"),
+    ("trust_forwarded_for", "TRUST_FORWARDED_FOR"),
+    ("client_ip_header", "CLIENT_IP_HEADER"),
+    ("trusted_proxy_hops", "TRUSTED_PROXY_HOPS"),
+];
 
 /// A set, non-empty Spin variable wins; otherwise the set, non-empty
 /// environment value; otherwise nothing (the caller applies the default).
@@ -322,9 +314,11 @@ mod tests {
     }
 
     #[test]
-    fn each_setting_indexes_its_place_in_all() {
+    fn each_setting_indexes_its_place_in_all_and_its_names() {
         for (index, setting) in Setting::ALL.into_iter().enumerate() {
             assert_eq!(setting as usize, index, "{setting:?}");
+            let upper = setting.variable_name().to_ascii_uppercase();
+            assert_eq!(setting.env_name(), upper, "{setting:?}");
         }
     }
 }
