@@ -2,7 +2,7 @@
 
 CARGO ?= cargo
 WASM := target/wasm32-wasip2/release/book_catalog.wasm
-HOST := target/release/book-host
+HOST := target/release/spin-lite
 LISTEN ?= 0.0.0.0:8080
 
 .PHONY: run test soak hurl bench build variants toolchain component host clean
@@ -49,10 +49,15 @@ hurl:
 	@tests/hurl/run.py $(if $(REPORT_JUNIT),--report-junit '$(REPORT_JUNIT)') \
 	    $(if $(REPORT_HTML),--report-html '$(REPORT_HTML)')
 
-## Load benchmark (wrk on loopback): native vs floor vs component, SQLite and
-## PostgreSQL, isolated and reuse; writes bench/results/latest.{md,json}.
+## Load benchmark (wrk on loopback): native, the floor and the component under
+## spin-lite (isolated and reuse) and real Spin (SPIN=path), SQLite and
+## PostgreSQL; writes build/bench/ (bench/README.md).
 bench: build
-	@bench/run.sh
+	@scripts/ensure-tools.sh postgres
+	@command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk
+	$(CARGO) build --release --locked -p book-native
+	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-floor
+	@bench/run.py
 
 build: component host
 
@@ -65,7 +70,7 @@ component: toolchain
 	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
 
 host: toolchain
-	$(CARGO) build --release --locked -p book-host
+	$(CARGO) build --release --locked -p spin-lite
 
 ## The three builds of the component, by Cargo feature, with distinct names in
 ## target/variants/: book-catalog.wasm (SQLite and PostgreSQL),
