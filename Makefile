@@ -37,7 +37,7 @@ soak: build
 ## directly also takes hurl's --variable / --secret NAME=VALUE, before all).
 ## The password, secret and tokens show as *** in hurl's output and reports;
 ## the runner checks it, and writes the reports (off by default) only then.
-## Last line: N passed, M failed. `make test` runs the same runner (tests/e2e.sh).
+## Last line: N passed, M failed. `make test` runs the same runner (tests/e2e.py).
 hurl: export HURL_BASE_URL := $(or $(value BASE_URL),$(value HURL_BASE_URL))
 hurl: export HURL_USERNAME := $(or $(value USERNAME),$(value HURL_USERNAME))
 hurl: export HURL_PASSWORD := $(or $(value PASSWORD),$(value HURL_PASSWORD))

@@ -32,6 +32,9 @@ done
 if $need_hurl && ! hurl --version 2>/dev/null | grep -q "hurl $HURL_VERSION"; then
     echo "== installing hurl $HURL_VERSION (cargo install, a few minutes)"
     apt_install libxml2-dev libcurl4-openssl-dev libclang-dev pkg-config
+    # cargo here runs rust-toolchain.toml's toolchain: install it first (on a
+    # fresh machine a half-installed one fails with "rustc is not applicable").
+    rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
     cargo install hurl --version "$HURL_VERSION" --locked --quiet
 fi
 
