@@ -3,18 +3,19 @@
 //! check reads the files as text and returns what it found wrong;
 //! `deploy_files_pass_every_check` runs them all on the files as they are,
 //! and `each_check_fails_on_a_broken_example` runs each on a copy with one
-//! text replaced, which it must refuse. Commands are read from fenced shell
-//! blocks (and `.sh` files) line by line, with plain string checks: one
+//! text replaced, which it must refuse. TOML is read into the same tree as
+//! YAML, so one set of helpers reads both. Commands are read from fenced
+//! shell blocks (and `.sh` files) line by line, with plain string checks: one
 //! setting a line, as the files write them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{Debug, Display};
 use std::path::Path;
 
 use base64::Engine as _;
 use book_catalog::router::{route, Endpoint, HEALTH_PATH};
 use book_catalog::settings::Setting;
 use serde_yaml::Value as Yaml;
-use toml::Value as Toml;
 
 /// The service ignores a shorter signing secret (docs/configuration.md).
 const MIN_SECRET_BYTES: usize = 32;
@@ -33,11 +34,11 @@ type Findings = Vec<String>;
 
 trait Compare {
     /// Adds a finding unless `actual == expected`.
-    fn same<T: PartialEq + std::fmt::Debug>(&mut self, what: &str, actual: T, expected: T);
+    fn same<T: PartialEq + Debug>(&mut self, what: impl Display, actual: T, expected: T);
 }
 
 impl Compare for Findings {
-    fn same<T: PartialEq + std::fmt::Debug>(&mut self, what: &str, actual: T, expected: T) {
+    fn same<T: PartialEq + Debug>(&mut self, what: impl Display, actual: T, expected: T) {
         if actual != expected {
             self.push(format!("{what}: {actual:?}, not {expected:?}"));
         }
@@ -64,19 +65,13 @@ impl Repo {
         fn walk(root: &Path, dir: &Path, files: &mut BTreeMap<String, String>) {
             for entry in std::fs::read_dir(dir).expect("a folder") {
                 let path = entry.expect("an entry").path();
-                let hidden = path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with('.'));
-                if path.is_dir() && !hidden {
+                let name = path.file_name().and_then(|n| n.to_str());
+                if path.is_dir() && !name.unwrap_or("").starts_with('.') {
                     walk(root, &path, files);
                 } else if path.is_file() {
-                    let rel = path
-                        .strip_prefix(root)
-                        .expect("under the root")
-                        .display()
-                        .to_string();
-                    files.insert(rel, std::fs::read_to_string(&path).expect("UTF-8 text"));
+                    let rel = path.strip_prefix(root).expect("under the root");
+                    let text = std::fs::read_to_string(&path).expect("UTF-8");
+                    files.insert(rel.display().to_string(), text);
                 }
             }
         }
@@ -84,10 +79,8 @@ impl Repo {
         let mut files = BTreeMap::new();
         walk(root, &root.join("deploy"), &mut files);
         for file in ["spin.toml", "Makefile"] {
-            files.insert(
-                file.into(),
-                std::fs::read_to_string(root.join(file)).expect(file),
-            );
+            let text = std::fs::read_to_string(root.join(file));
+            files.insert(file.into(), text.expect(file));
         }
         Repo(files)
     }
@@ -96,31 +89,40 @@ impl Repo {
         self.0.get(path).map_or("", String::as_str)
     }
 
-    fn deploy_files(&self, extensions: &[&str]) -> Vec<&str> {
-        let ext = |p: &str| {
-            Path::new(p)
-                .extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or("")
-                .to_string()
-        };
-        let files = self.0.keys().filter(|p| p.starts_with("deploy/"));
-        files
-            .filter(|p| extensions.contains(&ext(p).as_str()))
-            .map(String::as_str)
-            .collect()
+    /// The files under `deploy/` with one of the (space-separated) extensions.
+    fn files(&self, extensions: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        for path in self.0.keys().filter(|p| p.starts_with("deploy/")) {
+            let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+            if extensions.split(' ').any(|e| e == ext) {
+                found.push(path.as_str());
+            }
+        }
+        found
     }
 
-    fn toml(&self, path: &str) -> Toml {
-        toml::from_str(self.text(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    /// The documents of a TOML (one) or YAML (any number) file.
+    fn parse(&self, path: &str) -> Result<Vec<Yaml>, String> {
+        let text = self.text(path);
+        if path.ends_with(".toml") {
+            let toml = toml::from_str::<toml::Value>(text).map_err(|e| e.to_string())?;
+            return Ok(vec![serde_yaml::to_value(toml).map_err(|e| e.to_string())?]);
+        }
+        let docs = serde_yaml::Deserializer::from_str(text);
+        let docs = docs.map(serde::Deserialize::deserialize);
+        docs.collect::<Result<_, _>>().map_err(|e| e.to_string())
     }
 
+    fn doc(&self, path: &str) -> Yaml {
+        let docs = self.parse(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        docs.into_iter().next().expect("a document")
+    }
+
+    /// Every YAML document of that `kind` under `deploy/`, with its path.
     fn yaml(&self, kind: &str) -> Vec<(String, Yaml)> {
         let mut found = Vec::new();
-        for path in self.deploy_files(&["yaml", "yml"]) {
-            for doc in serde_yaml::Deserializer::from_str(self.text(path)) {
-                let doc: Yaml =
-                    serde::Deserialize::deserialize(doc).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for path in self.files("yaml yml") {
+            for doc in self.parse(path).unwrap_or_else(|e| panic!("{path}: {e}")) {
                 if doc["kind"].as_str() == Some(kind) {
                     found.push((path.to_string(), doc));
                 }
@@ -129,22 +131,36 @@ impl Repo {
         found
     }
 
-    fn the_spinapp(&self) -> (String, Yaml) {
+    fn the_spinapp(&self) -> Yaml {
         let mut apps = self.yaml("SpinApp");
         assert_eq!(apps.len(), 1, "one SpinApp under deploy/");
-        apps.remove(0)
+        apps.remove(0).1
     }
 
-    /// The shell commands of every Markdown and shell file under `deploy/`.
-    fn commands(&self) -> Vec<(&str, Command)> {
-        let files = self.deploy_files(&["md", "sh"]);
-        files
-            .into_iter()
-            .flat_map(|p| {
-                commands(self.text(p), p.ends_with(".md"))
-                    .into_iter()
-                    .map(move |c| (p, c))
-            })
+    fn spin_manifests(&self) -> Vec<&str> {
+        let tomls = self.files("toml").into_iter();
+        tomls.filter(|p| p.ends_with("/spin.toml")).collect()
+    }
+
+    /// The shell commands of every Markdown and shell file under `deploy/`,
+    /// each with where it is (`path line N`).
+    fn commands(&self) -> Vec<(String, Command)> {
+        let mut found = Vec::new();
+        for path in self.files("md sh") {
+            for c in commands(self.text(path), path.ends_with(".md")) {
+                found.push((format!("{path} line {}", c.line), c));
+            }
+        }
+        found
+    }
+
+    /// The settings each Secret template and each command writes, by where.
+    fn written_settings(&self) -> Vec<(String, BTreeMap<String, String>)> {
+        let secrets = self.yaml("Secret").into_iter();
+        let secrets = secrets.map(|(p, s)| (p, secret_values(&s)));
+        let commands = self.commands().into_iter();
+        secrets
+            .chain(commands.map(|(at, c)| (at, c.settings())))
             .collect()
     }
 }
@@ -163,14 +179,14 @@ impl Command {
         self.lines.join(" ")
     }
 
-    /// Whether it runs `words` (e.g. "spin aka deploy"), the words in a row.
-    fn runs(&self, words: &str) -> bool {
-        let program: Vec<&str> = words.split(' ').collect();
-        self.text()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .windows(program.len())
-            .any(|w| w == program)
+    fn words(&self) -> Vec<String> {
+        self.text().split_whitespace().map(str::to_string).collect()
+    }
+
+    /// Whether it runs `program` (e.g. "spin aka deploy"), the words in a row.
+    fn runs(&self, program: &str) -> bool {
+        let program: Vec<&str> = program.split(' ').collect();
+        self.words().windows(program.len()).any(|w| w == program)
     }
 
     fn settings(&self) -> BTreeMap<String, String> {
@@ -179,13 +195,9 @@ impl Command {
 
     /// The word after `flag` (`-f path`, `--from=path`), quotes removed.
     fn flag(&self, flags: &[&str]) -> Option<String> {
-        let text = self.text();
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let value = words
-            .windows(2)
-            .find(|w| flags.contains(&w[0]))
-            .map(|w| w[1].to_string());
-        value.map(|v| v.trim_matches(['"', '\'']).to_string())
+        let words = self.words();
+        let value = words.windows(2).find(|w| flags.contains(&w[0].as_str()));
+        value.map(|w| w[1].trim_matches(['"', '\'']).to_string())
     }
 }
 
@@ -198,27 +210,25 @@ fn commands(text: &str, markdown: bool) -> Vec<Command> {
             out.extend(current.take());
             continue;
         }
-        let code = if raw.trim_start().starts_with('#') {
+        let comment = raw.trim_start().starts_with('#');
+        let code = if comment {
             ""
         } else {
             raw.split(" #").next().unwrap_or("")
         };
-        let (code, continues) = code
-            .trim_end()
-            .strip_suffix('\\')
-            .map_or((code.trim(), false), |c| (c.trim(), true));
+        let continued = code.trim_end().strip_suffix('\\');
+        let (code, continues) = continued.map_or((code.trim(), false), |c| (c.trim(), true));
         if !in_code || (code.is_empty() && current.is_none()) {
             continue;
         }
         let before = lines[index.saturating_sub(3)..index].join("\n");
-        current
-            .get_or_insert_with(|| Command {
-                line: index + 1,
-                lines: Vec::new(),
-                before,
-            })
-            .lines
-            .push(code.to_string());
+        let line = index + 1;
+        let command = current.get_or_insert_with(|| Command {
+            line,
+            lines: vec![],
+            before,
+        });
+        command.lines.push(code.to_string());
         if !continues {
             out.extend(current.take());
         }
@@ -231,46 +241,55 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// Each place a `SETTING_MARKERS` marker is written in `text`: the marker,
+/// what is before it and what follows it.
+fn markers(text: &str) -> Vec<(&str, &str, &str)> {
+    let mut found = Vec::new();
+    for marker in SETTING_MARKERS {
+        for (at, _) in text.match_indices(marker) {
+            found.push((marker, &text[..at], &text[at + marker.len()..]));
+        }
+    }
+    found
+}
+
+/// A variable's name as written after `marker` (`SPIN_VARIABLE_X` names `x`).
+fn variable_name(marker: &str, rest: &str) -> String {
+    let name: String = rest.chars().take_while(|c| is_name_char(*c)).collect();
+    match marker {
+        "SPIN_VARIABLE_" => name.to_ascii_lowercase(),
+        _ => name,
+    }
+}
+
 /// The Spin variables one line sets (`--variable name=value`,
 /// `--from-literal=name=value`, `SPIN_VARIABLE_NAME=value`), each value as
 /// written without its outer quotes: `$` in it means it comes from the shell.
 fn settings(line: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
-    for marker in SETTING_MARKERS {
-        for (at, _) in line.match_indices(marker) {
-            if line[..at].ends_with(|c: char| is_name_char(c) || c == '$' || c == '{') {
-                continue; // a read (`$SPIN_VARIABLE_X`), not a setting
-            }
-            let rest = line[at + marker.len()..].trim_start();
-            let quote = rest.chars().next().filter(|c| matches!(c, '"' | '\''));
-            let rest = &rest[quote.map_or(0, char::len_utf8)..];
-            let name: String = rest.chars().take_while(|c| is_name_char(*c)).collect();
-            let Some(value) = rest[name.len()..].strip_prefix('=') else {
-                continue;
-            };
-            // Up to the next option, quotes (around the pair or the value) removed.
-            let value = value
-                .split(" --")
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_end_matches('\\');
-            let value_quote = value.chars().next().filter(|c| matches!(c, '"' | '\''));
-            let value = match quote.or(value_quote) {
-                Some(q) => value
-                    .trim()
-                    .trim_start_matches(q)
-                    .rsplit_once(q)
-                    .map_or(value, |(v, _)| v),
-                None => value.split_whitespace().next().unwrap_or(""),
-            };
-            let name = if marker == "SPIN_VARIABLE_" {
-                name.to_ascii_lowercase()
-            } else {
-                name
-            };
-            found.push((name, value.to_string()));
+    for (marker, before, rest) in markers(line) {
+        if before.ends_with(|c: char| is_name_char(c) || c == '$' || c == '{') {
+            continue; // a read (`$SPIN_VARIABLE_X`), not a setting
         }
+        let rest = rest.trim_start();
+        let quote = rest.chars().next().filter(|c| matches!(c, '"' | '\''));
+        let rest = &rest[quote.map_or(0, char::len_utf8)..];
+        let name = variable_name(marker, rest);
+        let Some(value) = rest[name.len()..].strip_prefix('=') else {
+            continue;
+        };
+        // Up to the next option, quotes (around the pair or the value) removed.
+        let value = value.split(" --").next().unwrap_or("");
+        let value = value.trim().trim_end_matches('\\');
+        let value_quote = value.chars().next().filter(|c| matches!(c, '"' | '\''));
+        let value = match quote.or(value_quote) {
+            Some(q) => {
+                let unquoted = value.trim().trim_start_matches(q).rsplit_once(q);
+                unquoted.map_or(value, |(v, _)| v)
+            }
+            None => value.split_whitespace().next().unwrap_or(""),
+        };
+        found.push((name, value.to_string()));
     }
     found
 }
@@ -278,65 +297,48 @@ fn settings(line: &str) -> Vec<(String, String)> {
 /// Variable names anywhere in a text, set or read.
 fn variable_mentions(text: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    for marker in SETTING_MARKERS {
-        for (at, _) in text.match_indices(marker) {
-            let rest = text[at + marker.len()..].trim_start_matches(['"', '\'', ' ']);
-            let name: String = rest.chars().take_while(|c| is_name_char(*c)).collect();
-            if !name.is_empty() {
-                found.insert(if marker == "SPIN_VARIABLE_" {
-                    name.to_ascii_lowercase()
-                } else {
-                    name
-                });
-            }
+    for (marker, _, rest) in markers(text) {
+        let name = variable_name(marker, rest.trim_start_matches(['"', '\'', ' ']));
+        if !name.is_empty() {
+            found.insert(name);
         }
     }
     found
 }
 
 // ---------------------------------------------------------------------------
-// Manifests, read from their TOML
+// Reading the tree (TOML and YAML alike)
 
-fn table(value: &Toml, key: &str) -> toml::Table {
-    value
-        .get(key)
-        .and_then(Toml::as_table)
-        .cloned()
-        .unwrap_or_default()
+fn text(value: &Yaml) -> &str {
+    value.as_str().unwrap_or("")
 }
 
-fn strings(value: &Toml, key: &str) -> BTreeSet<String> {
-    let items = value
-        .get(key)
-        .and_then(Toml::as_array)
-        .into_iter()
-        .flatten();
-    items.filter_map(Toml::as_str).map(str::to_string).collect()
+fn seq(value: &Yaml) -> Vec<&Yaml> {
+    value.as_sequence().into_iter().flatten().collect()
 }
 
-fn str_at<'a>(value: &'a Toml, path: &[&str]) -> Option<&'a str> {
-    path.iter().try_fold(value, |v, key| v.get(key))?.as_str()
+fn entries(value: &Yaml) -> Vec<(&str, &Yaml)> {
+    let entries = value.as_mapping().into_iter().flatten();
+    entries.map(|(k, v)| (text(k), v)).collect()
 }
 
-fn union(manifest: &Toml, key: &str) -> BTreeSet<String> {
-    table(manifest, "component")
-        .values()
-        .flat_map(|c| strings(c, key))
-        .collect()
+fn keys(value: &Yaml) -> BTreeSet<String> {
+    let entries = entries(value).into_iter();
+    entries.map(|(k, _)| k.to_string()).collect()
 }
 
-fn routes(manifest: &Toml) -> BTreeSet<(String, String)> {
-    let triggers = manifest
-        .get("trigger")
-        .and_then(|t| t.get("http"))
-        .and_then(Toml::as_array);
-    let route = |t: &Toml| {
-        (
-            str_at(t, &["route"]).unwrap_or("").into(),
-            str_at(t, &["component"]).unwrap_or("").into(),
-        )
-    };
-    triggers.into_iter().flatten().map(route).collect()
+/// Space-separated words as a set, to compare with `keys`.
+fn words(words: &str) -> BTreeSet<String> {
+    words.split(' ').map(str::to_string).collect()
+}
+
+/// What the components of a manifest list under `key`, all together.
+fn union(manifest: &Yaml, key: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (_, component) in entries(&manifest["component"]) {
+        found.extend(seq(&component[key]).into_iter().map(|v| text(v).into()));
+    }
+    found
 }
 
 /// `dir/a/../b` -> `dir/b`, as text.
@@ -354,19 +356,16 @@ fn resolve(dir: &str, relative: &str) -> String {
 
 /// `host:port` of a `postgres://` URL (no port: 5432).
 fn postgres_host_port(url: &str) -> Option<String> {
-    let rest = url
-        .strip_prefix("postgres://")
-        .or_else(|| url.strip_prefix("postgresql://"))?;
+    let postgres = url.strip_prefix("postgres://");
+    let rest = postgres.or_else(|| url.strip_prefix("postgresql://"))?;
     let authority = rest.split(['/', '?', '#']).next()?;
-    Some(with_default_port(
-        authority.rsplit_once('@').map_or(authority, |(_, h)| h),
-    ))
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some(with_default_port(host))
 }
 
 fn with_default_port(host_port: &str) -> String {
     let port = host_port.rsplit_once(':').map(|(_, p)| p);
-    let port = port.filter(|_| !host_port.ends_with(']'));
-    match port {
+    match port.filter(|_| !host_port.ends_with(']')) {
         Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => host_port.to_string(),
         _ => format!("{host_port}:5432"),
     }
@@ -375,53 +374,31 @@ fn with_default_port(host_port: &str) -> String {
 /// A Secret's values, from `stringData` and (base64) `data`.
 fn secret_values(secret: &Yaml) -> BTreeMap<String, String> {
     let mut values = BTreeMap::new();
-    let entries = |key: &str| secret[key].as_mapping().cloned().unwrap_or_default();
-    for (k, v) in entries("stringData") {
-        values.insert(
-            k.as_str().unwrap_or("").into(),
-            v.as_str().unwrap_or("").into(),
-        );
+    for (k, v) in entries(&secret["stringData"]) {
+        values.insert(k.to_string(), text(v).to_string());
     }
-    for (k, v) in entries("data") {
-        let decoded =
-            base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap_or("").trim());
-        values.insert(
-            k.as_str().unwrap_or("").into(),
-            String::from_utf8_lossy(&decoded.expect("base64")).into(),
-        );
+    let base64 = base64::engine::general_purpose::STANDARD;
+    for (k, v) in entries(&secret["data"]) {
+        let decoded = base64.decode(text(v).trim()).expect("base64");
+        values.insert(k.to_string(), String::from_utf8_lossy(&decoded).into());
     }
     values
 }
 
-fn keys(value: &Yaml) -> BTreeSet<String> {
-    value
-        .as_mapping()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, _)| k.as_str().map(str::to_string))
-        .collect()
-}
-
 /// A Kubernetes quantity (`100m`, `1`, `128Mi`) as a number.
 fn quantity(value: &Yaml) -> Option<f64> {
-    let text = value
-        .as_str()
-        .map(str::to_string)
-        .or_else(|| value.as_f64().map(|n| n.to_string()))?;
-    let suffixes = [
-        ("Ki", 1024f64),
-        ("Mi", 1024f64.powi(2)),
-        ("Gi", 1024f64.powi(3)),
-        ("m", 1e-3),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-    ];
-    let (number, factor) = suffixes
-        .iter()
-        .find_map(|(s, f)| text.strip_suffix(s).map(|n| (n, *f)))
-        .unwrap_or((&text, 1.0));
-    number.parse::<f64>().ok().map(|n| n * factor)
+    let number = value.as_f64().map(|n| n.to_string());
+    let text = value.as_str().map(str::to_string).or(number)?;
+    let binary = [("Ki", 1), ("Mi", 2), ("Gi", 3)].map(|(s, p)| (s, 1024f64.powi(p)));
+    let suffixes = binary
+        .into_iter()
+        .chain([("m", 1e-3), ("k", 1e3), ("M", 1e6), ("G", 1e9)]);
+    for (suffix, factor) in suffixes {
+        if let Some(number) = text.strip_suffix(suffix) {
+            return number.parse::<f64>().ok().map(|n| n * factor);
+        }
+    }
+    text.parse::<f64>().ok()
 }
 
 /// `path` is the router's public health check, and a trigger of spin.toml serves it.
@@ -431,14 +408,16 @@ fn public_health_path(repo: &Repo, path: &str, what: &str, out: &mut Findings) {
     need!(
         out,
         path == HEALTH_PATH && public,
-        "{what}: {path} is not the public health check {HEALTH_PATH}"
+        "{what}: {path} is not public"
     );
-    let served = routes(&repo.toml("spin.toml")).iter().any(|(r, _)| {
-        r.strip_suffix("/...")
-            .is_some_and(|p| path.starts_with(&format!("{p}/")))
-            || r == path
-    });
-    need!(out, served, "{what}: no trigger of spin.toml serves {path}");
+    let manifest = repo.doc("spin.toml");
+    let mut served = false;
+    for trigger in seq(&manifest["trigger"]["http"]) {
+        let route = text(&trigger["route"]);
+        let prefix = route.strip_suffix("/...").map(|p| format!("{p}/"));
+        served |= route == path || prefix.is_some_and(|p| path.starts_with(&p));
+    }
+    need!(out, served, "{what}: spin.toml does not serve {path}");
 }
 
 // ---------------------------------------------------------------------------
@@ -448,16 +427,12 @@ fn public_health_path(repo: &Repo, path: &str, what: &str, out: &mut Findings) {
 /// and each platform folder has its README.
 fn files_parse(repo: &Repo) -> Findings {
     let mut out = Findings::new();
-    for path in repo.deploy_files(&["toml"]) {
-        let parsed = toml::from_str::<Toml>(repo.text(path));
-        need!(out, parsed.is_ok(), "{path}: {parsed:?}");
+    for path in repo.files("toml yaml yml") {
+        let parsed = repo.parse(path);
+        let ok = parsed.as_ref().is_ok_and(|d| !d.is_empty());
+        need!(out, ok, "{path}: {parsed:?}");
     }
-    for path in repo.deploy_files(&["yaml", "yml"]) {
-        let docs = serde_yaml::Deserializer::from_str(repo.text(path));
-        let docs: Result<Vec<Yaml>, _> = docs.map(serde::Deserialize::deserialize).collect();
-        need!(out, docs.is_ok_and(|d| !d.is_empty()), "{path}: not YAML");
-    }
-    for path in repo.deploy_files(&["sh"]) {
+    for path in repo.files("sh") {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -467,45 +442,36 @@ fn files_parse(repo: &Repo) -> Findings {
         }
         need!(out, repo.text(path).starts_with("#!"), "{path}: no #! line");
     }
-    let kinds = ["toml", "yaml", "yml", "sh", "md"];
     let all = repo.0.keys().filter(|p| p.starts_with("deploy/")).count();
-    out.same("files of known kinds", repo.deploy_files(&kinds).len(), all);
+    let known = repo.files("toml yaml yml sh md").len();
+    out.same("files of known kinds", known, all);
     for folder in ["spinkube", "fermyon-cloud", "runtime-config", "akamai"] {
         let readme = format!("deploy/{folder}/README.md");
         need!(out, repo.0.contains_key(&readme), "{readme} is missing");
     }
-    let yaml = repo.deploy_files(&["yaml", "yml"]).len();
-    let toml = repo.deploy_files(&["toml"]).len();
-    need!(
-        out,
-        yaml >= 4 && toml >= 4,
-        "{yaml} YAML, {toml} TOML files"
-    );
+    let (yaml, toml) = (repo.files("yaml yml").len(), repo.files("toml").len());
+    need!(out, yaml >= 4 && toml >= 4, "{yaml} YAML, {toml} TOML");
     out
 }
 
 /// spin.toml declares every setting and passes it to the component; its
 /// only other variable is the PostgreSQL host it may reach; no default secret.
 fn manifest_variables_are_the_settings(repo: &Repo) -> Findings {
-    let (mut out, m) = (Findings::new(), repo.toml("spin.toml"));
-    let variables = table(&m, "variables");
-    let passed = table(&table(&m, "component")["book-catalog"], "variables");
-    for name in Setting::ALL.map(Setting::variable_name) {
-        need!(out, variables.contains_key(name), "{name} is not declared");
-        let template = format!("{{{{ {name} }}}}");
-        let given = passed.get(name).and_then(Toml::as_str);
-        out.same(name, given, Some(template.as_str()));
-    }
-    let is_setting = |n: &&String| Setting::ALL.iter().any(|s| s.variable_name() == *n);
-    let others: Vec<&String> = variables.keys().filter(|n| !is_setting(n)).collect();
-    out.same(
-        "variables not settings",
-        others,
-        vec![&"db_host".to_string()],
+    let (mut out, m) = (Findings::new(), repo.doc("spin.toml"));
+    let (declared, passed) = (
+        &m["variables"],
+        &m["component"]["book-catalog"]["variables"],
     );
+    let mut others = keys(declared);
+    for name in Setting::ALL.map(Setting::variable_name) {
+        need!(out, others.remove(name), "{name} is not declared");
+        let template = format!("{{{{ {name} }}}}");
+        out.same(name, passed[name].as_str(), Some(template.as_str()));
+    }
+    out.same("variables not settings", others, words("db_host"));
     let hosts = union(&m, "allowed_outbound_hosts");
     need!(out, hosts.contains("postgres://{{ db_host }}"), "{hosts:?}");
-    let default = str_at(&m, &["variables", "secret_token", "default"]);
+    let default = declared["secret_token"]["default"].as_str();
     out.same("secret_token's default", default, Some(""));
     out
 }
@@ -513,18 +479,18 @@ fn manifest_variables_are_the_settings(repo: &Repo) -> Findings {
 /// A manifest without what a deploy manifest may change: the application's
 /// name and description, `client_ip_header`'s default, each component's
 /// source, SQLite databases and build.
-fn comparable(manifest: &Toml) -> Toml {
+fn comparable(manifest: &Yaml) -> Yaml {
     let mut m = manifest.clone();
-    let table = m.as_table_mut().expect("a table");
-    table.remove("application");
-    if let Some(Toml::Table(header)) = table["variables"].get_mut("client_ip_header") {
-        header.remove("default");
-    }
-    if let Some(Toml::Table(components)) = table.get_mut("component") {
-        for (_, component) in components.iter_mut() {
-            for key in ["source", "sqlite_databases", "build"] {
-                component.as_table_mut().map(|c| c.remove(key));
-            }
+    m.as_mapping_mut().expect("a table").remove("application");
+    let variables = m.get_mut("variables").and_then(Yaml::as_mapping_mut);
+    let header = variables.and_then(|v| v.get_mut("client_ip_header"));
+    header
+        .and_then(Yaml::as_mapping_mut)
+        .map(|h| h.remove("default"));
+    let components = m.get_mut("component").and_then(Yaml::as_mapping_mut);
+    for component in components.into_iter().flat_map(|c| c.values_mut()) {
+        for key in ["source", "sqlite_databases", "build"] {
+            component.as_mapping_mut().map(|c| c.remove(key));
         }
     }
     m
@@ -534,12 +500,8 @@ fn comparable(manifest: &Toml) -> Toml {
 /// secret ones included, defaults, component, routes and hosts) but for
 /// serving `make variants`' PostgreSQL-only build, without SQLite.
 fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
-    let (mut out, main) = (Findings::new(), repo.toml("spin.toml"));
-    let paths = repo.deploy_files(&["toml"]);
-    let paths: Vec<&str> = paths
-        .into_iter()
-        .filter(|p| p.ends_with("/spin.toml"))
-        .collect();
+    let (mut out, main) = (Findings::new(), repo.doc("spin.toml"));
+    let paths = repo.spin_manifests();
     let expected = ["deploy/akamai/spin.toml", "deploy/postgres-only/spin.toml"];
     out.same("Spin manifests under deploy/", &paths[..], &expected[..]);
     let makefile = repo.text("Makefile");
@@ -547,36 +509,24 @@ fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
     need!(
         out,
         variants,
-        "`make variants` does not write {POSTGRES_ONLY_WASM}"
+        "`make variants` writes no {POSTGRES_ONLY_WASM}"
     );
     for path in paths {
-        let m = repo.toml(path);
+        let m = repo.doc(path);
         need!(
             out,
             comparable(&m) == comparable(&main),
-            "{path} is not spin.toml"
+            "{path}: not spin.toml"
         );
         let dir = path.trim_end_matches("/spin.toml");
-        for (id, c) in table(&m, "component") {
-            let source = resolve(dir, str_at(&c, &["source"]).unwrap_or(""));
-            out.same(
-                &format!("{path}: {id}: source"),
-                source.as_str(),
-                POSTGRES_ONLY_WASM,
-            );
-            let build = str_at(&c, &["build", "command"]);
-            out.same(
-                &format!("{path}: {id}: build"),
-                build,
-                Some("make variants"),
-            );
-            let workdir = resolve(dir, str_at(&c, &["build", "workdir"]).unwrap_or("."));
+        for (id, c) in entries(&m["component"]) {
+            let source = resolve(dir, text(&c["source"]));
+            out.same(format!("{path}: {id}"), source.as_str(), POSTGRES_ONLY_WASM);
+            let build = c["build"]["command"].as_str();
+            out.same(format!("{path}: {id}"), build, Some("make variants"));
+            let workdir = resolve(dir, c["build"]["workdir"].as_str().unwrap_or("."));
             need!(out, workdir.is_empty(), "{path}: {id}: builds in {workdir}");
-            need!(
-                out,
-                c.get("sqlite_databases").is_none(),
-                "{path}: {id}: SQLite"
-            );
+            need!(out, c["sqlite_databases"].is_null(), "{path}: {id}: SQLite");
         }
     }
     out
@@ -616,9 +566,7 @@ spec:
 /// number of items, the same scalars.
 fn holds(actual: &Yaml, expected: &Yaml) -> bool {
     match (actual, expected) {
-        (Yaml::Mapping(a), Yaml::Mapping(e)) => {
-            e.iter().all(|(k, v)| a.get(k).is_some_and(|a| holds(a, v)))
-        }
+        (Yaml::Mapping(a), Yaml::Mapping(e)) => e.iter().all(|(k, v)| holds(&a[k], v)),
         (Yaml::Sequence(a), Yaml::Sequence(e)) => {
             a.len() == e.len() && a.iter().zip(e).all(|(a, e)| holds(a, e))
         }
@@ -636,66 +584,58 @@ fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings
     let mut out = Findings::new();
     for expected in serde_yaml::Deserializer::from_str(SPINKUBE) {
         let expected: Yaml = serde::Deserialize::deserialize(expected).expect("YAML");
-        let kind = expected["kind"].as_str().unwrap_or("");
+        let kind = text(&expected["kind"]);
         let found = repo.yaml(kind);
         out.same(kind, found.len(), 1);
         let held = found.iter().all(|(_, doc)| holds(doc, &expected));
         need!(out, held, "the {kind} is not as SPINKUBE says");
     }
-    let (what, app) = repo.the_spinapp();
+    let (app, manifest) = (repo.the_spinapp(), repo.doc("spin.toml"));
     let spec = &app["spec"];
-    let ids = table(&repo.toml("spin.toml"), "component");
-    let components = sequence(&spec["components"])
+    let components: Vec<&str> = seq(&spec["components"]).into_iter().map(text).collect();
+    let ids = entries(&manifest["component"])
         .into_iter()
-        .filter_map(Yaml::as_str);
-    let components: Vec<&str> = components.collect();
-    out.same(
-        "components",
-        components,
-        ids.keys().map(String::as_str).collect(),
+        .map(|(id, _)| id);
+    out.same("components", components, ids.collect());
+    let fields = words(
+        "executor image imagePullSecrets checks replicas enableAutoscaling runtimeConfig volumes \
+         volumeMounts variables serviceAnnotations deploymentAnnotations podAnnotations podLabels \
+         resources components serviceAccountName invocationLimits",
     );
-    let fields = "executor image imagePullSecrets checks replicas enableAutoscaling runtimeConfig \
-                  volumes volumeMounts variables serviceAnnotations deploymentAnnotations \
-                  podAnnotations podLabels resources components serviceAccountName invocationLimits";
-    let unknown = keys(spec)
-        .into_iter()
-        .filter(|k| !fields.split(' ').any(|f| f == k));
-    out.same("unknown spec fields", unknown.collect(), vec![]);
+    out.same(
+        "unknown spec fields",
+        &keys(spec) - &fields,
+        BTreeSet::new(),
+    );
     need!(
         out,
-        spec["image"].as_str().is_some_and(|i| !i.is_empty()),
-        "{what}: image"
+        !text(&spec["image"]).is_empty(),
+        "the SpinApp has no image"
     );
     let resources = &spec["resources"];
-    out.same("resources", keys(resources), names(&["limits", "requests"]));
+    out.same("resources", keys(resources), words("limits requests"));
     for resource in ["cpu", "memory"] {
         let request = quantity(&resources["requests"][resource]).unwrap_or(0.0);
         let limit = quantity(&resources["limits"][resource]).unwrap_or(0.0);
         need!(
             out,
             0.0 < request && request <= limit,
-            "{resource}: {request} > {limit}"
+            "{resource}: {request}"
         );
     }
-    out.same(
-        "checks",
-        keys(&spec["checks"]),
-        names(&["liveness", "readiness"]),
+    out.same("checks", keys(&spec["checks"]), words("liveness readiness"));
+    let probe_fields = words(
+        "httpGet initialDelaySeconds timeoutSeconds periodSeconds successThreshold failureThreshold",
     );
-    let probe_fields = "httpGet initialDelaySeconds timeoutSeconds periodSeconds successThreshold \
-                        failureThreshold";
     for check in ["liveness", "readiness"] {
         let probe = &spec["checks"][check];
-        let unknown = keys(probe)
-            .into_iter()
-            .filter(|k| !probe_fields.contains(k.as_str()));
-        out.same("unknown probe fields", unknown.collect(), vec![]);
-        let path = probe["httpGet"]["path"].as_str().unwrap_or("");
-        public_health_path(repo, path, &format!("{what}: {check}"), &mut out);
+        out.same(check, &keys(probe) - &probe_fields, BTreeSet::new());
+        public_health_path(repo, text(&probe["httpGet"]["path"]), check, &mut out);
         let timeout = probe["timeoutSeconds"].as_u64().unwrap_or(1);
         need!(out, timeout > 5, "{check}.timeoutSeconds {timeout} <= 5");
     }
-    let variables = spin_app_variables(&app);
+    let variables = seq(&spec["variables"]).into_iter();
+    let variables: BTreeMap<&str, &Yaml> = variables.map(|v| (text(&v["name"]), v)).collect();
     // SpinVar.value is a string: an unquoted 1 is refused by the CRD.
     let hops = variables.get("trusted_proxy_hops").map(|v| &v["value"]);
     out.same("trusted_proxy_hops", hops.and_then(Yaml::as_str), Some("1"));
@@ -705,15 +645,14 @@ fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings
     for (_, policy) in repo.yaml("NetworkPolicy") {
         let pods = keys(&policy["spec"]["podSelector"]["matchLabels"]);
         out.same("pod selector", pods.len(), 1);
-        for rule in sequence(&policy["spec"]["ingress"]) {
+        for rule in seq(&policy["spec"]["ingress"]) {
             // An ipBlock, an empty selector or none at all admits clients.
+            let labelled = |peer: &Yaml, s: &str| !keys(&peer[s]["matchLabels"]).is_empty();
             let named = |peer: &&Yaml| {
-                let labels = |s: &str| keys(&peer[s]["matchLabels"]);
-                let labelled =
-                    !labels("namespaceSelector").is_empty() && !labels("podSelector").is_empty();
-                peer["ipBlock"].is_null() && labelled
+                let selected = labelled(peer, "namespaceSelector") && labelled(peer, "podSelector");
+                peer["ipBlock"].is_null() && selected
             };
-            let peers = sequence(&rule["from"]);
+            let peers = seq(&rule["from"]);
             need!(
                 out,
                 !peers.is_empty() && peers.iter().all(named),
@@ -724,28 +663,12 @@ fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings
     out
 }
 
-fn names(items: &[&str]) -> BTreeSet<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-/// The SpinApp's variables by name.
-fn spin_app_variables(app: &Yaml) -> BTreeMap<&str, &Yaml> {
-    let variables = sequence(&app["spec"]["variables"]).into_iter();
-    variables
-        .map(|v| (v["name"].as_str().unwrap_or(""), v))
-        .collect()
-}
-
-fn sequence(value: &Yaml) -> Vec<&Yaml> {
-    value.as_sequence().into_iter().flatten().collect()
-}
-
 /// The SpinApp sets only spin.toml's variables, each once; credentials come
 /// from the Secret that `kubectl create secret generic` makes (and
 /// secret.yaml templates), and every key of it is read.
 fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
-    let (mut out, (_, app)) = (Findings::new(), repo.the_spinapp());
-    let manifest = table(&repo.toml("spin.toml"), "variables");
+    let (mut out, app) = (Findings::new(), repo.the_spinapp());
+    let manifest = &repo.doc("spin.toml")["variables"];
     let mut created: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (_, c) in repo.commands() {
         if c.runs("kubectl create secret generic") {
@@ -756,27 +679,26 @@ fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
     need!(out, !created.is_empty(), "no `kubectl create secret`");
     let mut templates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (_, secret) in repo.yaml("Secret") {
-        let name = secret["metadata"]["name"].as_str().unwrap_or("");
-        templates.insert(name.into(), secret_values(&secret).into_keys().collect());
+        let keys = secret_values(&secret).into_keys().collect();
+        templates.insert(text(&secret["metadata"]["name"]).into(), keys);
     }
     let (mut names, mut read) = (BTreeSet::new(), BTreeSet::new());
-    for var in sequence(&app["spec"]["variables"]) {
-        let name = var["name"].as_str().unwrap_or("");
+    for var in seq(&app["spec"]["variables"]) {
+        let name = text(&var["name"]);
         need!(out, names.insert(name), "{name} set twice");
-        need!(out, manifest.contains_key(name), "{name}: not in spin.toml");
+        need!(out, !manifest[name].is_null(), "{name}: not in spin.toml");
         let one = var["value"].is_null() != var["valueFrom"].is_null();
         need!(out, one, "{name}: not one of value and valueFrom");
         let reference = &var["valueFrom"]["secretKeyRef"];
-        let secret = manifest.get(name).and_then(|v| v.get("secret"));
-        let credential = secret == Some(&Toml::Boolean(true));
-        let credential = credential || ["db_url", "auth_username"].contains(&name);
+        let secret = manifest[name]["secret"] == Yaml::Bool(true);
+        let credential = secret || ["db_url", "auth_username"].contains(&name);
         need!(
             out,
             !credential || !reference.is_null(),
-            "{name}: not from a Secret"
+            "{name}: no Secret"
         );
-        let secret = reference["name"].as_str().unwrap_or("").to_string();
-        let key = reference["key"].as_str().unwrap_or("").to_string();
+        let secret = text(&reference["name"]).to_string();
+        let key = text(&reference["key"]).to_string();
         if !reference.is_null() && !reference["optional"].as_bool().unwrap_or(false) {
             let made = created.get(&secret).is_some_and(|k| k.contains(&key));
             need!(out, made, "{name}: no `kubectl create secret` sets {key}");
@@ -799,38 +721,23 @@ fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
     out
 }
 
-fn spin_manifests(repo: &Repo) -> Vec<&str> {
-    let tomls = repo.deploy_files(&["toml"]).into_iter();
-    tomls.filter(|p| p.ends_with("/spin.toml")).collect()
-}
-
 /// No signing secret a reader could use (32 bytes or more) in a Secret
 /// template, a command or a manifest default.
 fn no_usable_signing_secret(repo: &Repo) -> Findings {
     let (mut out, mut checked) = (Findings::new(), 0);
-    let secrets = repo
-        .yaml("Secret")
-        .into_iter()
-        .map(|(p, s)| (p, secret_values(&s)));
-    let commands = repo.commands().into_iter();
-    let commands = commands.map(|(p, c)| (format!("{p} line {}", c.line), c.settings()));
-    for (what, values) in secrets.chain(commands) {
-        for name in SIGNING_SECRETS
-            .into_iter()
-            .filter(|s| values.contains_key(*s))
-        {
+    for (what, values) in repo.written_settings() {
+        for value in SIGNING_SECRETS.into_iter().filter_map(|s| values.get(s)) {
             // `$`: generated or read from the shell when the command runs.
-            let value = &values[name];
             let usable = !value.contains('$') && value.len() >= MIN_SECRET_BYTES;
-            need!(out, !usable, "{what}: {name} is a usable secret");
+            need!(out, !usable, "{what}: a usable signing secret");
             checked += 1;
         }
     }
-    for path in spin_manifests(repo) {
-        let manifest = repo.toml(path);
+    for path in repo.spin_manifests() {
+        let manifest = repo.doc(path);
         for name in SIGNING_SECRETS {
-            let default = str_at(&manifest, &["variables", name, "default"]);
-            out.same(&format!("{path}: {name}"), default, Some(""));
+            let default = manifest["variables"][name]["default"].as_str();
+            out.same(format!("{path}: {name}"), default, Some(""));
         }
     }
     // The SpinKube Secret (template and command), Akamai and Fermyon Cloud.
@@ -842,51 +749,41 @@ fn no_usable_signing_secret(repo: &Repo) -> Findings {
 /// grants: a local file at an absolute path, or libSQL with a url and token.
 fn runtime_configs_configure_granted_sqlite(repo: &Repo) -> Findings {
     let (mut out, mut types) = (Findings::new(), BTreeSet::new());
-    let granted = union(&repo.toml("spin.toml"), "sqlite_databases");
-    let tomls = repo.deploy_files(&["toml"]).into_iter();
-    for path in tomls.filter(|p| p.starts_with("deploy/runtime-config/")) {
-        let doc = repo.toml(path);
-        out.same(path, keys_of(&doc), vec!["sqlite_database"]);
-        for (label, db) in table(&doc, "sqlite_database") {
-            need!(out, granted.contains(&label), "{path}: {label} not granted");
-            let kind = str_at(&db, &["type"]).unwrap_or("spin").to_string();
-            let text = |key| str_at(&db, &[key]).unwrap_or("");
-            let right = match kind.as_str() {
-                "spin" => keys_of(&db) == ["path", "type"] && text("path").starts_with('/'),
+    let granted = union(&repo.doc("spin.toml"), "sqlite_databases");
+    for path in repo.files("toml") {
+        if !path.starts_with("deploy/runtime-config/") {
+            continue;
+        }
+        let doc = repo.doc(path);
+        out.same(path, keys(&doc), words("sqlite_database"));
+        for (label, db) in entries(&doc["sqlite_database"]) {
+            need!(out, granted.contains(label), "{path}: {label} not granted");
+            let kind = db["type"].as_str().unwrap_or("spin");
+            let (path_, url) = (text(&db["path"]), text(&db["url"]));
+            let right = match kind {
+                "spin" => keys(db) == words("path type") && path_.starts_with('/'),
                 "libsql" => {
-                    let remote = ["https://", "libsql://"]
-                        .iter()
-                        .any(|s| text("url").starts_with(s));
-                    keys_of(&db) == ["token", "type", "url"] && remote
+                    let remote = url.starts_with("https://") || url.starts_with("libsql://");
+                    keys(db) == words("token type url") && remote
                 }
                 _ => false,
             };
             need!(out, right, "{path}: {label}: type {kind}");
-            types.insert(kind);
+            types.insert(kind.to_string());
         }
     }
-    out.same("types", types, names(&["libsql", "spin"]));
+    out.same("types", types, words("libsql spin"));
     out
-}
-
-fn keys_of(value: &Toml) -> Vec<&str> {
-    value
-        .as_table()
-        .into_iter()
-        .flat_map(|t| t.keys())
-        .map(String::as_str)
-        .collect()
 }
 
 /// Every variable a file names is one of spin.toml, and the instructions set
 /// the ones each platform needs.
 fn every_variable_named_is_a_manifest_variable(repo: &Repo) -> Findings {
-    let mut out = Findings::new();
-    let variables = table(&repo.toml("spin.toml"), "variables");
-    let mut seen = BTreeSet::new();
-    for path in repo.deploy_files(&["toml", "yaml", "yml", "md", "sh"]) {
+    let (mut out, mut seen) = (Findings::new(), BTreeSet::new());
+    let variables = keys(&repo.doc("spin.toml")["variables"]);
+    for path in repo.files("toml yaml yml md sh") {
         for name in variable_mentions(repo.text(path)) {
-            need!(out, variables.contains_key(&name), "{path}: {name}?");
+            need!(out, variables.contains(&name), "{path}: {name}?");
             seen.insert(name);
         }
     }
@@ -900,10 +797,10 @@ fn every_variable_named_is_a_manifest_variable(repo: &Repo) -> Findings {
 /// it say so (older Spin takes SPIN_VARIABLE_*).
 fn spin_up_variable_says_spin_3_4(repo: &Repo) -> Findings {
     let mut out = Findings::new();
-    for (path, c) in repo.commands() {
+    for (at, c) in repo.commands() {
         let says = format!("{}\n{}", c.before, c.text()).contains("3.4");
         let up = c.runs("spin up") && c.text().contains("--variable");
-        need!(out, !up || says, "{path} line {}: say Spin 3.4", c.line);
+        need!(out, !up || says, "{at}: say Spin 3.4");
     }
     out
 }
@@ -911,9 +808,9 @@ fn spin_up_variable_says_spin_3_4(repo: &Repo) -> Findings {
 /// No bare `spin deploy` (Spin 4 asks which plugin); the plugins' own deploys instead.
 fn no_bare_spin_deploy(repo: &Repo) -> Findings {
     let (mut out, mut plugin) = (Findings::new(), 0);
-    for (path, c) in repo.commands() {
+    for (at, c) in repo.commands() {
         let bare = c.runs("spin deploy") && !c.text().contains("SPIN_DEPLOY_PLUGIN=");
-        need!(out, !bare, "{path} line {}: a bare `spin deploy`", c.line);
+        need!(out, !bare, "{at}: a bare `spin deploy`");
         plugin += usize::from(c.runs("spin cloud deploy") || c.runs("spin aka deploy"));
     }
     need!(out, plugin >= 3, "{plugin} plugin deploys");
@@ -923,18 +820,19 @@ fn no_bare_spin_deploy(repo: &Repo) -> Findings {
 /// Every URL the READMEs `curl` is routed; `/health` is the public health check.
 fn every_path_curled_is_routed(repo: &Repo) -> Findings {
     let (mut out, mut checked) = (Findings::new(), 0);
-    for path in repo.deploy_files(&["md"]) {
-        for line in repo.text(path).lines().filter(|l| l.contains("curl ")) {
-            let urls = line.split_whitespace().filter_map(|w| w.split_once("://"));
-            for (_, url) in urls {
-                let request = url.find('/').map_or("/", |i| &url[i..]);
-                let request = request.trim_end_matches(['\'', '"', '`']);
-                need!(out, route("GET", request).is_ok(), "{path}: {request}");
-                if request == HEALTH_PATH {
-                    public_health_path(repo, request, path, &mut out);
-                }
-                checked += 1;
+    for path in repo.files("md") {
+        let lines = repo.text(path).lines().filter(|l| l.contains("curl "));
+        for word in lines.flat_map(str::split_whitespace) {
+            let Some((_, url)) = word.split_once("://") else {
+                continue;
+            };
+            let request = url.find('/').map_or("/", |i| &url[i..]);
+            let request = request.trim_end_matches(['\'', '"', '`']);
+            need!(out, route("GET", request).is_ok(), "{path}: {request}");
+            if request == HEALTH_PATH {
+                public_health_path(repo, request, path, &mut out);
             }
+            checked += 1;
         }
     }
     need!(out, checked >= 4, "the READMEs do not curl /health");
@@ -945,21 +843,11 @@ fn every_path_curled_is_routed(repo: &Repo) -> Findings {
 /// manifest allows `postgres://{{ db_host }}` only.
 fn db_host_is_the_host_of_db_url(repo: &Repo) -> Findings {
     let (mut out, mut checked) = (Findings::new(), 0);
-    let commands = repo.commands().into_iter();
-    let commands = commands.map(|(p, c)| (format!("{p} line {}", c.line), c.settings()));
-    let secrets = repo
-        .yaml("Secret")
-        .into_iter()
-        .map(|(p, s)| (p, secret_values(&s)));
-    for (what, settings) in commands.chain(secrets) {
+    for (what, settings) in repo.written_settings() {
         let host = settings.get("db_host").filter(|h| !h.contains('$'));
         if let (Some(url), Some(host)) = (settings.get("db_url"), host) {
-            let expected = postgres_host_port(url);
-            out.same(
-                &format!("{what}: db_host"),
-                Some(with_default_port(host)),
-                expected,
-            );
+            let host = Some(with_default_port(host));
+            out.same(format!("{what}: db_host"), host, postgres_host_port(url));
             checked += 1;
         }
     }
@@ -973,7 +861,7 @@ fn db_host_is_the_host_of_db_url(repo: &Repo) -> Findings {
 /// the certificate in every mode but `disable`.
 fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
     let mut out = Findings::new();
-    for path in repo.deploy_files(&["toml", "yaml", "yml", "md", "sh"]) {
+    for path in repo.files("toml yaml yml md sh") {
         let text = repo.text(path);
         for (at, _) in text.match_indices("sslmode=") {
             let rest = &text[at + "sslmode=".len()..];
@@ -984,29 +872,22 @@ fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
             need!(out, !parameter || accepted, "{path}: sslmode={mode}");
         }
     }
-    for path in
-        "deploy/spinkube/README.md deploy/spinkube/spinapp.yaml deploy/akamai/README.md".split(' ')
-    {
+    let readmes = "deploy/spinkube/README.md deploy/spinkube/spinapp.yaml deploy/akamai/README.md";
+    for path in readmes.split(' ') {
         // The words, comment markers left out: a sentence may span comment lines.
         let lines = repo
             .text(path)
             .lines()
             .map(|l| l.trim_start().trim_start_matches('#'));
-        let text = lines
-            .flat_map(str::split_whitespace)
-            .collect::<Vec<_>>()
-            .join(" ");
+        let words: Vec<&str> = lines.flat_map(str::split_whitespace).collect();
+        let text = words.join(" ").replace('`', "");
         for said in [
             "sslmode=require",
             "sslmode=disable",
             "host name",
             "except disable",
         ] {
-            need!(
-                out,
-                text.replace('`', "").contains(said),
-                "{path}: say {said:?}"
-            );
+            need!(out, text.contains(said), "{path}: say {said:?}");
         }
     }
     out
@@ -1015,34 +896,23 @@ fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
 /// Akamai: the PostgreSQL-only build, `client_ip_header = true-client-ip`
 /// (its edge's header), and a `spin aka deploy` that sets what it needs.
 fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Findings {
-    let (mut out, path, readme) = (
-        Findings::new(),
-        "deploy/akamai/spin.toml",
-        "deploy/akamai/README.md",
-    );
-    let akamai = repo.toml(path);
-    let header = str_at(&akamai, &["variables", "client_ip_header", "default"]);
+    let (path, readme) = ("deploy/akamai/spin.toml", "deploy/akamai/README.md");
+    let (mut out, akamai) = (Findings::new(), repo.doc(path));
+    let header = akamai["variables"]["client_ip_header"]["default"].as_str();
     let header = header.map(|h| h.trim().to_ascii_lowercase());
     out.same(
         "client_ip_header's default",
         header.as_deref(),
         Some("true-client-ip"),
     );
-    for (id, c) in table(&akamai, "component") {
-        need!(
-            out,
-            strings(&c, "sqlite_databases").is_empty(),
-            "{id}: SQLite"
-        );
-        let passed = str_at(&c, &["variables", "client_ip_header"]);
+    for (id, c) in entries(&akamai["component"]) {
+        need!(out, seq(&c["sqlite_databases"]).is_empty(), "{id}: SQLite");
+        let passed = c["variables"]["client_ip_header"].as_str();
         out.same("client_ip_header", passed, Some("{{ client_ip_header }}"));
     }
     let commands = commands(repo.text(readme), true);
-    need!(
-        out,
-        commands.iter().any(|c| c.runs("make variants")),
-        "no `make variants`"
-    );
+    let variants = commands.iter().any(|c| c.runs("make variants"));
+    need!(out, variants, "no `make variants`");
     let deploys: Vec<&Command> = commands
         .iter()
         .filter(|c| c.runs("spin aka deploy"))
@@ -1071,9 +941,7 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
             "the deploy sets no {needed}"
         );
     }
-    let password = ["auth_password_hash", "auth_password"]
-        .iter()
-        .any(|p| first.contains_key(*p));
+    let password = first.contains_key("auth_password_hash") || first.contains_key("auth_password");
     need!(out, password, "the deploy sets no password");
     let said = repo.text(readme).contains("nothing was deployed");
     need!(out, said, "{readme}: say that nothing was deployed");
@@ -1083,7 +951,11 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
 /// Fermyon Cloud: `spin cloud deploy` in the README and in deploy.sh, linking
 /// only SQLite labels spin.toml grants, naming spin.toml's application.
 fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
-    let (mut out, m) = (Findings::new(), repo.toml("spin.toml"));
+    let (mut out, m) = (Findings::new(), repo.doc("spin.toml"));
+    let (granted, app) = (
+        union(&m, "sqlite_databases"),
+        m["application"]["name"].as_str(),
+    );
     let (mut deploys, mut links) = (0, 0);
     for path in [
         "deploy/fermyon-cloud/README.md",
@@ -1096,27 +968,19 @@ fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
             .count();
         need!(out, here >= 1, "{path}: no `spin cloud deploy`");
         deploys += here;
-        for text in commands.iter().map(Command::text) {
-            let words: Vec<&str> = text
-                .split_whitespace()
-                .map(|w| w.trim_matches(['"', '\'']))
-                .collect();
+        for words in commands.iter().map(Command::words) {
+            let words: Vec<&str> = words.iter().map(|w| w.trim_matches(['"', '\''])).collect();
             for pair in words.windows(2) {
                 if pair[0] == "--link" {
                     let link = pair[1]
                         .strip_prefix("sqlite:")
                         .and_then(|l| l.split_once('='));
-                    let label = link.map(|(label, _)| label.to_string()).unwrap_or_default();
-                    need!(
-                        out,
-                        union(&m, "sqlite_databases").contains(&label),
-                        "--link {}",
-                        pair[1]
-                    );
+                    let label = link.map_or("", |(label, _)| label);
+                    need!(out, granted.contains(label), "--link {}", pair[1]);
                     links += 1;
                 }
                 if pair[0] == "--app" {
-                    out.same("--app", Some(pair[1]), str_at(&m, &["application", "name"]));
+                    out.same("--app", Some(pair[1]), app);
                 }
             }
         }
@@ -1180,14 +1044,10 @@ const CHECKS: [(&str, Check); 16] = named![
 #[test]
 fn deploy_files_pass_every_check() {
     let repo = Repo::load();
-    let failed: Vec<String> = CHECKS
-        .iter()
-        .flat_map(|(name, check)| {
-            check(&repo)
-                .into_iter()
-                .map(move |f| format!("{name}: {f}"))
-        })
-        .collect();
+    let mut failed = Vec::new();
+    for (name, check) in CHECKS {
+        failed.extend(check(&repo).into_iter().map(|f| format!("{name}: {f}")));
+    }
     assert!(failed.is_empty(), "\n  {}", failed.join("\n  "));
 }
 
@@ -1235,40 +1095,29 @@ readmes_say_what_was_verified | deploy/spinkube/README.md | Not run | Skipped
 
 #[test]
 fn each_check_fails_on_a_broken_example() {
-    let repo = Repo::load();
-    let examples = BROKEN.trim().lines().map(|l| l.replace("\\n", "\n"));
-    let examples: Vec<Vec<String>> = examples
-        .map(|l| l.split('|').map(|f| f.trim().to_string()).collect())
-        .collect();
-    for example in &examples {
-        let [check, file, text, replacement] = &example[..] else {
+    let (repo, mut untested) = (Repo::load(), BTreeSet::from(CHECKS.map(|(name, _)| name)));
+    for example in BROKEN.trim().lines().map(|l| l.replace("\\n", "\n")) {
+        let fields: Vec<&str> = example.split('|').map(str::trim).collect();
+        let [check, file, text, replacement] = fields[..] else {
             panic!("{example:?}")
         };
+        let (_, run) = CHECKS
+            .into_iter()
+            .find(|(name, _)| *name == check)
+            .expect(check);
         let mut broken = repo.clone();
-        let original = broken
-            .0
-            .get_mut(file)
-            .unwrap_or_else(|| panic!("{file} is not read"));
+        let original = broken.0.get_mut(file).expect(file);
         assert!(
-            original.contains(text.as_str()),
+            original.contains(text),
             "{check}: {file} no longer has {text:?}"
         );
-        *original = original.replacen(text.as_str(), replacement, 1);
-        let run = CHECKS
-            .iter()
-            .find(|(name, _)| name == check)
-            .unwrap_or_else(|| panic!("no check {check:?}"))
-            .1;
+        *original = original.replacen(text, replacement, 1);
         assert!(
             !run(&broken).is_empty(),
-            "{check} passes {file} with {text:?} -> {replacement:?}"
+            "{check} passes {file}: {text:?} -> {replacement:?}"
         );
+        untested.remove(check);
     }
-    let untested: Vec<&str> = CHECKS
-        .iter()
-        .map(|(n, _)| *n)
-        .filter(|n| !examples.iter().any(|e| e[0] == *n))
-        .collect();
     assert!(
         untested.is_empty(),
         "checks without a broken example: {untested:?}"
