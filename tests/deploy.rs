@@ -405,11 +405,8 @@ fn quantity(value: &Yaml) -> Option<f64> {
 fn public_health_path(repo: &Repo, path: &str, what: &str, out: &mut Findings) {
     let routed = route("GET", path).ok();
     let public = routed.is_some_and(|r| !r.protected && r.endpoint == Ok(Endpoint::Health));
-    need!(
-        out,
-        path == HEALTH_PATH && public,
-        "{what}: {path} is not public"
-    );
+    let health = path == HEALTH_PATH && public;
+    need!(out, health, "{what}: {path} is not public");
     let manifest = repo.doc("spin.toml");
     let mut served = false;
     for trigger in seq(&manifest["trigger"]["http"]) {
@@ -506,18 +503,11 @@ fn deploy_manifests_keep_spin_toml(repo: &Repo) -> Findings {
     out.same("Spin manifests under deploy/", &paths[..], &expected[..]);
     let makefile = repo.text("Makefile");
     let variants = makefile.contains("\nvariants:") && makefile.contains(POSTGRES_ONLY_WASM);
-    need!(
-        out,
-        variants,
-        "`make variants` writes no {POSTGRES_ONLY_WASM}"
-    );
+    need!(out, variants, "`make variants` writes no variant");
     for path in paths {
         let m = repo.doc(path);
-        need!(
-            out,
-            comparable(&m) == comparable(&main),
-            "{path}: not spin.toml"
-        );
+        let same = comparable(&m) == comparable(&main);
+        need!(out, same, "{path}: not spin.toml");
         let dir = path.trim_end_matches("/spin.toml");
         for (id, c) in entries(&m["component"]) {
             let source = resolve(dir, text(&c["source"]));
@@ -602,26 +592,15 @@ fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings
          volumeMounts variables serviceAnnotations deploymentAnnotations podAnnotations podLabels \
          resources components serviceAccountName invocationLimits",
     );
-    out.same(
-        "unknown spec fields",
-        &keys(spec) - &fields,
-        BTreeSet::new(),
-    );
-    need!(
-        out,
-        !text(&spec["image"]).is_empty(),
-        "the SpinApp has no image"
-    );
+    out.same("spec fields", &keys(spec) - &fields, BTreeSet::new());
+    need!(out, !text(&spec["image"]).is_empty(), "no image");
     let resources = &spec["resources"];
     out.same("resources", keys(resources), words("limits requests"));
     for resource in ["cpu", "memory"] {
         let request = quantity(&resources["requests"][resource]).unwrap_or(0.0);
         let limit = quantity(&resources["limits"][resource]).unwrap_or(0.0);
-        need!(
-            out,
-            0.0 < request && request <= limit,
-            "{resource}: {request}"
-        );
+        let within = 0.0 < request && request <= limit;
+        need!(out, within, "{resource}: {request} > {limit}");
     }
     out.same("checks", keys(&spec["checks"]), words("liveness readiness"));
     let probe_fields = words(
@@ -653,11 +632,8 @@ fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings
                 peer["ipBlock"].is_null() && selected
             };
             let peers = seq(&rule["from"]);
-            need!(
-                out,
-                !peers.is_empty() && peers.iter().all(named),
-                "admits clients"
-            );
+            let named = !peers.is_empty() && peers.iter().all(named);
+            need!(out, named, "admits clients");
         }
     }
     out
@@ -692,11 +668,8 @@ fn spinapp_credentials_come_from_the_secret(repo: &Repo) -> Findings {
         let reference = &var["valueFrom"]["secretKeyRef"];
         let secret = manifest[name]["secret"] == Yaml::Bool(true);
         let credential = secret || ["db_url", "auth_username"].contains(&name);
-        need!(
-            out,
-            !credential || !reference.is_null(),
-            "{name}: no Secret"
-        );
+        let ok = !credential || !reference.is_null();
+        need!(out, ok, "{name}: not from a Secret");
         let secret = text(&reference["name"]).to_string();
         let key = text(&reference["key"]).to_string();
         if !reference.is_null() && !reference["optional"].as_bool().unwrap_or(false) {
@@ -900,11 +873,7 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
     let (mut out, akamai) = (Findings::new(), repo.doc(path));
     let header = akamai["variables"]["client_ip_header"]["default"].as_str();
     let header = header.map(|h| h.trim().to_ascii_lowercase());
-    out.same(
-        "client_ip_header's default",
-        header.as_deref(),
-        Some("true-client-ip"),
-    );
+    out.same("default header", header.as_deref(), Some("true-client-ip"));
     for (id, c) in entries(&akamai["component"]) {
         need!(out, seq(&c["sqlite_databases"]).is_empty(), "{id}: SQLite");
         let passed = c["variables"]["client_ip_header"].as_str();
@@ -926,20 +895,11 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
         let right = header
             .as_deref()
             .map_or(from == path, |h| h == "true-client-ip");
-        need!(
-            out,
-            right,
-            "line {}: client_ip_header {header:?}",
-            deploy.line
-        );
+        need!(out, right, "client_ip_header {header:?}");
     }
     let first = deploys.first().map(|c| c.settings()).unwrap_or_default();
     for needed in "db_url db_host secret_token auth_username client_ip_header".split(' ') {
-        need!(
-            out,
-            first.contains_key(needed),
-            "the deploy sets no {needed}"
-        );
+        need!(out, first.contains_key(needed), "no {needed}");
     }
     let password = first.contains_key("auth_password_hash") || first.contains_key("auth_password");
     need!(out, password, "the deploy sets no password");
@@ -985,11 +945,8 @@ fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
             }
         }
     }
-    need!(
-        out,
-        deploys >= 2 && links >= 2,
-        "{deploys} deploys, {links} --link"
-    );
+    let enough = deploys >= 2 && links >= 2;
+    need!(out, enough, "{deploys} deploys, {links} --link");
     out
 }
 
@@ -1004,11 +961,8 @@ fn readmes_say_what_was_verified(repo: &Repo) -> Findings {
             .any(|l| l.starts_with('#') && l.contains("verified"));
         need!(out, section, "{folder}: no section on what was verified");
         need!(out, text.contains("Not run"), "{folder}: what was not run");
-        need!(
-            out,
-            commands(text, true).len() >= 3,
-            "{folder}: the commands"
-        );
+        let commands = commands(text, true).len();
+        need!(out, commands >= 3, "{folder}: {commands} commands");
     }
     out
 }
