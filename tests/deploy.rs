@@ -455,10 +455,8 @@ fn files_parse(repo: &Repo) -> Findings {
 /// only other variable is the PostgreSQL host it may reach; no default secret.
 fn manifest_variables_are_the_settings(repo: &Repo) -> Findings {
     let (mut out, m) = (Findings::new(), repo.doc("spin.toml"));
-    let (declared, passed) = (
-        &m["variables"],
-        &m["component"]["book-catalog"]["variables"],
-    );
+    let declared = &m["variables"];
+    let passed = &m["component"]["book-catalog"]["variables"];
     let mut others = keys(declared);
     for name in Setting::ALL.map(Setting::variable_name) {
         need!(out, others.remove(name), "{name} is not declared");
@@ -556,7 +554,9 @@ spec:
 /// number of items, the same scalars.
 fn holds(actual: &Yaml, expected: &Yaml) -> bool {
     match (actual, expected) {
-        (Yaml::Mapping(a), Yaml::Mapping(e)) => e.iter().all(|(k, v)| holds(&a[k], v)),
+        (Yaml::Mapping(a), Yaml::Mapping(e)) => {
+            e.iter().all(|(k, v)| a.get(k).is_some_and(|a| holds(a, v)))
+        }
         (Yaml::Sequence(a), Yaml::Sequence(e)) => {
             a.len() == e.len() && a.iter().zip(e).all(|(a, e)| holds(a, e))
         }
@@ -854,12 +854,7 @@ fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
             .map(|l| l.trim_start().trim_start_matches('#'));
         let words: Vec<&str> = lines.flat_map(str::split_whitespace).collect();
         let text = words.join(" ").replace('`', "");
-        for said in [
-            "sslmode=require",
-            "sslmode=disable",
-            "host name",
-            "except disable",
-        ] {
+        for said in "sslmode=require|sslmode=disable|host name|except disable".split('|') {
             need!(out, text.contains(said), "{path}: say {said:?}");
         }
     }
@@ -912,15 +907,12 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
 /// only SQLite labels spin.toml grants, naming spin.toml's application.
 fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
     let (mut out, m) = (Findings::new(), repo.doc("spin.toml"));
-    let (granted, app) = (
-        union(&m, "sqlite_databases"),
-        m["application"]["name"].as_str(),
-    );
+    let granted = union(&m, "sqlite_databases");
+    let app = m["application"]["name"].as_str();
     let (mut deploys, mut links) = (0, 0);
-    for path in [
-        "deploy/fermyon-cloud/README.md",
-        "deploy/fermyon-cloud/deploy.sh",
-    ] {
+    for file in ["README.md", "deploy.sh"] {
+        let path = format!("deploy/fermyon-cloud/{file}");
+        let path = path.as_str();
         let commands = commands(repo.text(path), path.ends_with(".md"));
         let here = commands
             .iter()
@@ -1055,27 +1047,16 @@ fn each_check_fails_on_a_broken_example() {
         let [check, file, text, replacement] = fields[..] else {
             panic!("{example:?}")
         };
-        let (_, run) = CHECKS
-            .into_iter()
-            .find(|(name, _)| *name == check)
-            .expect(check);
+        let (_, run) = CHECKS.into_iter().find(|(n, _)| *n == check).expect(check);
         let mut broken = repo.clone();
         let original = broken.0.get_mut(file).expect(file);
-        assert!(
-            original.contains(text),
-            "{check}: {file} no longer has {text:?}"
-        );
+        assert!(original.contains(text), "{file} has no {text:?}");
         *original = original.replacen(text, replacement, 1);
-        assert!(
-            !run(&broken).is_empty(),
-            "{check} passes {file}: {text:?} -> {replacement:?}"
-        );
+        let refused = !run(&broken).is_empty();
+        assert!(refused, "{check} passes {text:?} -> {replacement:?}");
         untested.remove(check);
     }
-    assert!(
-        untested.is_empty(),
-        "checks without a broken example: {untested:?}"
-    );
+    assert!(untested.is_empty(), "no broken example: {untested:?}");
 }
 
 #[test]
