@@ -158,10 +158,11 @@ impl Repo {
     fn written_settings(&self) -> Vec<(String, BTreeMap<String, String>)> {
         let secrets = self.yaml("Secret").into_iter();
         let secrets = secrets.map(|(p, s)| (p, secret_values(&s)));
-        let commands = self.commands().into_iter();
-        secrets
-            .chain(commands.map(|(at, c)| (at, c.settings())))
-            .collect()
+        let commands = self
+            .commands()
+            .into_iter()
+            .map(|(at, c)| (at, c.settings()));
+        secrets.chain(commands).collect()
     }
 }
 
@@ -199,6 +200,11 @@ impl Command {
         let value = words.windows(2).find(|w| flags.contains(&w[0].as_str()));
         value.map(|w| w[1].trim_matches(['"', '\'']).to_string())
     }
+}
+
+/// The commands that run `program`.
+fn running<'a>(commands: &'a [Command], program: &str) -> Vec<&'a Command> {
+    commands.iter().filter(|c| c.runs(program)).collect()
 }
 
 fn commands(text: &str, markdown: bool) -> Vec<Command> {
@@ -390,10 +396,8 @@ fn quantity(value: &Yaml) -> Option<f64> {
     let number = value.as_f64().map(|n| n.to_string());
     let text = value.as_str().map(str::to_string).or(number)?;
     let binary = [("Ki", 1), ("Mi", 2), ("Gi", 3)].map(|(s, p)| (s, 1024f64.powi(p)));
-    let suffixes = binary
-        .into_iter()
-        .chain([("m", 1e-3), ("k", 1e3), ("M", 1e6), ("G", 1e9)]);
-    for (suffix, factor) in suffixes {
+    let decimal = [("m", 1e-3), ("k", 1e3), ("M", 1e6), ("G", 1e9)];
+    for (suffix, factor) in binary.into_iter().chain(decimal) {
         if let Some(number) = text.strip_suffix(suffix) {
             return number.parse::<f64>().ok().map(|n| n * factor);
         }
@@ -479,9 +483,9 @@ fn comparable(manifest: &Yaml) -> Yaml {
     m.as_mapping_mut().expect("a table").remove("application");
     let variables = m.get_mut("variables").and_then(Yaml::as_mapping_mut);
     let header = variables.and_then(|v| v.get_mut("client_ip_header"));
-    header
-        .and_then(Yaml::as_mapping_mut)
-        .map(|h| h.remove("default"));
+    if let Some(header) = header.and_then(Yaml::as_mapping_mut) {
+        header.remove("default");
+    }
     let components = m.get_mut("component").and_then(Yaml::as_mapping_mut);
     for component in components.into_iter().flat_map(|c| c.values_mut()) {
         for key in ["source", "sqlite_databases", "build"] {
@@ -583,9 +587,7 @@ fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings
     let (app, manifest) = (repo.the_spinapp(), repo.doc("spin.toml"));
     let spec = &app["spec"];
     let components: Vec<&str> = seq(&spec["components"]).into_iter().map(text).collect();
-    let ids = entries(&manifest["component"])
-        .into_iter()
-        .map(|(id, _)| id);
+    let ids = entries(&manifest["component"]).into_iter().map(|e| e.0);
     out.same("components", components, ids.collect());
     let fields = words(
         "executor image imagePullSecrets checks replicas enableAutoscaling runtimeConfig volumes \
@@ -848,10 +850,8 @@ fn postgres_tls_modes_are_ones_spin_accepts(repo: &Repo) -> Findings {
     let readmes = "deploy/spinkube/README.md deploy/spinkube/spinapp.yaml deploy/akamai/README.md";
     for path in readmes.split(' ') {
         // The words, comment markers left out: a sentence may span comment lines.
-        let lines = repo
-            .text(path)
-            .lines()
-            .map(|l| l.trim_start().trim_start_matches('#'));
+        let lines = repo.text(path).lines();
+        let lines = lines.map(|l| l.trim_start().trim_start_matches('#'));
         let words: Vec<&str> = lines.flat_map(str::split_whitespace).collect();
         let text = words.join(" ").replace('`', "");
         for said in "sslmode=require|sslmode=disable|host name|except disable".split('|') {
@@ -877,10 +877,7 @@ fn akamai_deploys_the_postgres_only_build_with_true_client_ip(repo: &Repo) -> Fi
     let commands = commands(repo.text(readme), true);
     let variants = commands.iter().any(|c| c.runs("make variants"));
     need!(out, variants, "no `make variants`");
-    let deploys: Vec<&Command> = commands
-        .iter()
-        .filter(|c| c.runs("spin aka deploy"))
-        .collect();
+    let deploys = running(&commands, "spin aka deploy");
     need!(out, !deploys.is_empty(), "no `spin aka deploy`");
     for deploy in &deploys {
         let from = deploy.flag(&["-f", "--from"]).unwrap_or_default();
@@ -914,20 +911,15 @@ fn fermyon_cloud_deploys_with_the_cloud_plugin(repo: &Repo) -> Findings {
         let path = format!("deploy/fermyon-cloud/{file}");
         let path = path.as_str();
         let commands = commands(repo.text(path), path.ends_with(".md"));
-        let here = commands
-            .iter()
-            .filter(|c| c.runs("spin cloud deploy"))
-            .count();
+        let here = running(&commands, "spin cloud deploy").len();
         need!(out, here >= 1, "{path}: no `spin cloud deploy`");
         deploys += here;
         for words in commands.iter().map(Command::words) {
             let words: Vec<&str> = words.iter().map(|w| w.trim_matches(['"', '\''])).collect();
             for pair in words.windows(2) {
                 if pair[0] == "--link" {
-                    let link = pair[1]
-                        .strip_prefix("sqlite:")
-                        .and_then(|l| l.split_once('='));
-                    let label = link.map_or("", |(label, _)| label);
+                    let link = pair[1].strip_prefix("sqlite:").unwrap_or("");
+                    let label = link.split_once('=').map_or("", |(label, _)| label);
                     need!(out, granted.contains(label), "--link {}", pair[1]);
                     links += 1;
                 }
@@ -948,9 +940,8 @@ fn readmes_say_what_was_verified(repo: &Repo) -> Findings {
     let mut out = Findings::new();
     for folder in ["akamai", "fermyon-cloud", "spinkube"] {
         let text = repo.text(&format!("deploy/{folder}/README.md"));
-        let section = text
-            .lines()
-            .any(|l| l.starts_with('#') && l.contains("verified"));
+        let mut headings = text.lines().filter(|l| l.starts_with('#'));
+        let section = headings.any(|l| l.contains("verified"));
         need!(out, section, "{folder}: no section on what was verified");
         need!(out, text.contains("Not run"), "{folder}: what was not run");
         let commands = commands(text, true).len();
