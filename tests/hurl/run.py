@@ -213,27 +213,12 @@ class LeakCheck:
         for file in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()):
             self.look(place, file.read_text(encoding="utf-8", errors="replace"), tokens)
 
-    def look_at_json_report(self, report_dir):
-        place = "the JSON report (report.json)"
-        try:
-            text = (report_dir / "report.json").read_text(encoding="utf-8", errors="replace")
-            report = json.loads(text)
-        except OSError:
-            return
-        except ValueError:
-            return self.look(place, text)
-
-        def strings(node):
-            if isinstance(node, str):
-                yield node
-            elif isinstance(node, (dict, list)):
-                for key in node:
-                    yield from strings(key)
-                    if isinstance(node, dict):
-                        yield from strings(node[key])
-
-        self.look(place, "\n".join(strings(report)))
-        for result in report if isinstance(report, list) else []:
+    def look_at_json_report(self, text, results, store):
+        """report.json as written (a secret shows there in its JSON-escaped
+        form), its captures, and store/: the raw response bodies, where
+        issued tokens belong, secrets not."""
+        self.look("the JSON report (report.json)", text)
+        for result in results:
             for entry in result.get("entries", []):
                 for capture in entry.get("captures") or []:
                     name, value = capture.get("name", ""), capture.get("value")
@@ -241,9 +226,8 @@ class LeakCheck:
                         self.found(f"{os.path.basename(result.get('filename', '?'))}, "
                                    f"line {entry.get('line')}",
                                    f"capture `{name}` unredacted (add `redact`)")
-        if (report_dir / "store").is_dir():  # issued tokens belong there, secrets not
-            self.look_at_files("the JSON report's store/ (response bodies)",
-                               report_dir / "store", tokens=False)
+        if store.is_dir():
+            self.look_at_files("the JSON report's store/ (response bodies)", store, tokens=False)
 
     def redact(self, text):
         for needle, _ in self.needles:
@@ -266,43 +250,41 @@ def run_hurl(command, env, leaks):
     return process.wait(), "".join(output)
 
 
-def install_reports(junit, html_dir, args):
+def install_reports(reports):
     """Copies the reports hurl wrote into the temporary directory to where
     --report-junit / --report-html name. Returns a list of problems."""
     problems = []
-    if args.report_junit:
-        dest = Path(args.report_junit)
-        if not junit.is_file():
-            problems.append(f"hurl wrote no JUnit report (for {dest})")
-        else:
+    for kind, (dest, made) in reports.items():
+        if not made.exists():
+            problems.append(f"hurl wrote no {kind} report (for {dest})")
+        elif made.is_file():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            partial = dest.with_name(dest.name + ".partial")
-            shutil.copyfile(junit, partial)
-            os.replace(partial, dest)
-            say(f"  wrote the JUnit report {dest}")
-    if args.report_html:
-        dest = Path(args.report_html)
-        if not (html_dir / "index.html").is_file():
-            problems.append(f"hurl wrote no HTML report (for {dest})")
-        else:
+            shutil.copyfile(made, dest)
+        else:  # an HTML report: index.html and store/ replaced, the rest kept
             dest.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(dest / "store", ignore_errors=True)
             (dest / "index.html").unlink(missing_ok=True)
-            shutil.copytree(html_dir, dest, dirs_exist_ok=True)
-            say(f"  wrote the HTML report {dest / 'index.html'}")
+            shutil.copytree(made, dest, dirs_exist_ok=True)
+        if made.exists():
+            say(f"  wrote the {kind} report {dest}")
     return problems
 
 
-def tally_report(report_path, files):
+def read_report(path):
+    """hurl's JSON report: (its text, its results)."""
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    try:
+        return text, json.loads(text)
+    except ValueError as error:
+        say(f"  no hurl report ({error})")
+        return text, []
+
+
+def tally_report(results, files):
     """(passed, failed) from hurl's JSON report, one test per request."""
     expected = {os.path.realpath(f): count_requests(f) for f in files}
-    try:
-        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        say(f"  no hurl report ({error})")
-        report = []
     passed = failed = 0
-    for result in report:
+    for result in results:
         name = os.path.realpath(result["filename"])
         entries = result.get("entries", [])
         ok = sum(1 for entry in entries if all(a.get("success") for a in entry.get("asserts", [])))
@@ -360,10 +342,8 @@ def main():
         parser.add_argument(f"--{kind}", dest="assignments", action="append", default=[],
                             metavar="NAME=VALUE", type=lambda text, kind=kind: (kind, text),
                             help=f"a hurl {kind} (base_url, username, password, ...); repeatable")
-    parser.add_argument("--report-junit", metavar="FILE",
-                        help="write hurl's JUnit XML report there (e.g. build/hurl-junit.xml)")
-    parser.add_argument("--report-html", metavar="DIR",
-                        help="write hurl's HTML report there (e.g. build/hurl-html/)")
+    parser.add_argument("--report-junit", metavar="FILE", help="hurl's JUnit XML report")
+    parser.add_argument("--report-html", metavar="DIR", help="hurl's HTML report")
     parser.add_argument("--label", default="")
     parser.add_argument("--counts", help="append `N M` (passed, failed) to this file")
     parser.add_argument("--strict", action="store_true",
@@ -460,17 +440,17 @@ def main():
                 hurl_env[f"HURL_SECRET_{name}" + (f"_escaped{index}" if index else "")] = form
         leaks = LeakCheck(secret_values)
 
-        report, junit, html_dir = tmp / "report", tmp / "junit.xml", tmp / "html"
+        reports = {kind: (Path(dest), tmp / name) for kind, dest, name in (
+            ("JUnit", args.report_junit, "junit.xml"), ("HTML", args.report_html, "html")) if dest}
         command = ["hurl", "--test", "--jobs", "1", "--no-color", "--max-time", "60",
-                   "--file-root", str(tmp), "--report-json", str(report)]
-        if args.report_junit:
-            command += ["--report-junit", str(junit)]
-        if args.report_html:
-            command += ["--report-html", str(html_dir)]
+                   "--file-root", str(tmp), "--report-json", str(tmp / "report")]
+        for kind, (_, made) in reports.items():
+            command += [f"--report-{kind.lower()}", str(made)]
         say(f"{label}: {len(run)} files against {base_url} (run id {run_id}); "
             + ", ".join(f"{name} from {origin}" for name, (_, origin) in inputs.items()))
         status, output = run_hurl(command + [str(p) for p in run], hurl_env, leaks)
-        ok, bad = tally_report(report / "report.json", [str(p) for p in run])
+        text, results = read_report(tmp / "report" / "report.json")
+        ok, bad = tally_report(results, [str(p) for p in run])
         passed += ok
         failed += bad
         if status != 0 and bad == 0:  # hurl itself failing (usage, parse error)
@@ -478,11 +458,10 @@ def main():
 
         # Secrets and tokens must show nowhere hurl writes.
         leaks.look("hurl's output", output)
-        leaks.look_at_json_report(report)
-        if args.report_junit and junit.is_file():
-            leaks.look_at_files("the JUnit report", junit)
-        if args.report_html and html_dir.is_dir():
-            leaks.look_at_files("the HTML report", html_dir)
+        leaks.look_at_json_report(text, results, tmp / "report" / "store")
+        for kind, (_, made) in reports.items():
+            if made.exists():
+                leaks.look_at_files(f"the {kind} report", made)
         if leaks.too_short:
             say(f"  NOTE not looked for in hurl's output and reports, shorter than "
                 f"{MIN_SEARCHABLE} characters (hurl still hides them): {', '.join(leaks.too_short)}")
@@ -490,10 +469,9 @@ def main():
             say(f"  LEAK {what} in {'; '.join(places)}")
         if check(not leaks.findings, "no secret in hurl's output or reports",
                  f"{len(leaks.findings)} kind(s) of secret shown (LEAK lines above)"
-                 + ("; the reports asked for are not written"
-                    if args.report_junit or args.report_html else "")):
+                 + ("; the reports asked for are not written" if reports else "")):
             try:
-                problems = install_reports(junit, html_dir, args)
+                problems = install_reports(reports)
             except OSError as error:
                 problems = [f"could not write the reports: {error}"]
             for problem in problems:
