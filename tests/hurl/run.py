@@ -178,7 +178,8 @@ def computed_variables(file_root, run_id, secret):
             plain[f"{name}_{length}"] = run_id + char * (length - len(run_id))
     values.update((name, (str(value), False)) for name, value in plain.items())
     # Bodies at and just over the 1 MiB limit.
-    for name, title, size in (("at_limit", "At Limit", 1 << 20), ("over_limit", "Over Limit", (1 << 20) + 1)):
+    for name, title, size in (("at_limit", "At Limit", 1 << 20),
+                              ("over_limit", "Over Limit", (1 << 20) + 1)):
         book = '{"title": "%s %s", "author": "Padding", "year": 2024}' % (title, run_id)
         (file_root / f"{name}.json").write_text(book.ljust(size), encoding="ascii")
     return values
@@ -303,8 +304,8 @@ def tally_report(results, files):
 
 
 def resolve_settings(assignments):
-    """({name: (value, origin)} of INPUTS, {name: (value, is_secret)} of the
-    other variables given on the command line, the same of hurl's
+    """({name: (value, origin)} of INPUTS, {name: (value, is_secret, origin)}
+    of the other variables given on the command line, the same of hurl's
     environment). Raises ValueError (never holding a value) on a malformed
     assignment."""
     command_line = {}
@@ -329,10 +330,7 @@ def resolve_settings(assignments):
                   environment.pop(name, None)]
         inputs[name] = next(((value, origin) for value, _, origin in filter(None, places) if value),
                             ("", "nowhere (not given)"))
-
-    def plain(given):
-        return {name: (value, is_secret) for name, (value, is_secret, _) in given.items()}
-    return inputs, plain(command_line), plain(environment)
+    return inputs, command_line, environment
 
 
 def main():
@@ -382,7 +380,8 @@ def main():
     except ValueError as error:
         parser.error(str(error))
     base_url = inputs["base_url"][0].rstrip("/")
-    username, password, secret = (inputs[name][0] for name in ("username", "password", "secret_token"))
+    username, password, secret = (inputs[name][0]
+                                  for name in ("username", "password", "secret_token"))
     forwarded = (os.environ.get("TRUSTED_PROXY_HOPS", "").strip() == "1"
                  or truthy(os.environ.get("TRUST_FORWARDED_FOR")))
     missing = [name for name, value in (("base_url", base_url), ("username", username),
@@ -421,9 +420,10 @@ def main():
 
         # Every variable hurl gets, in hurl's order: its environment, then
         # what the runner computes, then the command line.
-        settings = dict(environment_other)
+        settings = {name: (value, is_secret)
+                    for name, (value, is_secret, _) in environment_other.items()}
         settings.update(computed_variables(tmp, run_id, secret))
-        for name, (value, is_secret) in given_other.items():
+        for name, (value, is_secret, _) in given_other.items():
             settings[name] = (value, is_secret or settings.get(name, ("", False))[1])
         for name, _, is_secret in INPUTS:
             if inputs[name][0]:
