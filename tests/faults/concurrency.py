@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Concurrent creates, updates and deletes on the same and on different ids.
 
-    tests/faults/concurrency.py --store sqlite|postgres [--scale quick|full]
-
 quick: 200 of each operation, up to 200 requests in flight; full: 2,000.
 Invariants: every 201 is readable afterwards with its fields, ids are
 distinct, no 5xx, no lost update reported as success (concurrent PUTs to

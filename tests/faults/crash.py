@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Crash safety: SIGKILL the host in the middle of a burst of creates.
 
-    tests/faults/crash.py --store sqlite|postgres [--scale quick|full]
-
 8 threads create books as fast as they can; after ~1 s (of a ~2 s burst) the
 host gets SIGKILL. It is restarted on the same state (same state directory,
 same database, same secret) and every create that was answered 201 must be

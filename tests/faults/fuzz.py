@@ -2,8 +2,6 @@
 """Schema-driven fuzzing with schemathesis; run through scripts/fuzz.sh, which
 installs schemathesis into build/venv first.
 
-    tests/faults/fuzz.py --store sqlite|postgres [--scale quick|full]
-
 Starts its own host (PostgreSQL: the cluster in FAULTS_PG_DIR, else its own),
 logs in with the credentials of the `POST /token` example in openapi.yaml
 (admin / password: the documented defaults, set explicitly here), and runs

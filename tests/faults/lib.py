@@ -1,15 +1,9 @@
-"""Shared plumbing for the fault tests (tests/faults/*.py), scripts/fuzz.sh,
-tests/e2e.py and tests/hurl/run.py: the one HS256 token forger in Python
-(`jwt`, and `forge` for auth_forged.hurl), the tally, requests, and the host
-of a test (tests/launch.py's, with credentials of its own).
-
-Standard library only. Everything talks to 127.0.0.1 only, every loop is
-bounded, and everything a test starts (hosts, a PostgreSQL cluster) is
-stopped on exit, also on failure or on SIGINT/SIGTERM.
-
-A test module defines `run(ctx)` and ends with `lib.main("name", run)`; the
-runner tests/faults/run.py calls several `run(ctx)` with one context.
-"""
+"""Shared plumbing for the fault tests, scripts/fuzz.sh, tests/e2e.py and
+tests/hurl/run.py: the one HS256 forger in Python (`jwt`; `forge` for
+auth_forged.hurl), the tally, requests, and a test's host (tests/launch.py's,
+with credentials of its own). Standard library only, 127.0.0.1 only; what a
+test starts is stopped on exit, also on failure or SIGINT/SIGTERM.
+A test module defines `run(ctx)` and ends with `lib.main("name", run)`."""
 
 import argparse
 import atexit
@@ -27,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -47,7 +42,6 @@ CLIENT_PREFIX = "2001:db8:%x:" % secrets.randbits(16)
 def client(n, host=1):
     """Address `host` of this run's n-th /64."""
     return "%s%x::%x" % (CLIENT_PREFIX, n, host)
-
 
 
 def log(*parts):
@@ -72,11 +66,6 @@ def segment(value):
     return b64url(json.dumps(value, separators=(",", ":")).encode("utf-8"))
 
 
-def segment_raw(text):
-    """Any text as a token segment, as it is (`{"exp":1e300}`, not JSON...)."""
-    return b64url(text.encode("utf-8"))
-
-
 def sign(key, signing_input, digest=hashlib.sha256):
     """The base64url HMAC of `header.claims` (HMAC-SHA256 unless `digest`)."""
     return b64url(hmac.new(key, signing_input.encode("ascii"), digest).digest())
@@ -86,7 +75,7 @@ def jwt(key, claims, header=None, digest=hashlib.sha256, raw_claims=None):
     """`header.claims.signature`, signed with `key` (bytes, empty allowed).
     `header` defaults to {"alg":"HS256","typ":"JWT"}; `raw_claims`, when
     given, is the claims segment's text instead of `claims` as JSON."""
-    claims_segment = segment_raw(raw_claims) if raw_claims is not None else segment(claims)
+    claims_segment = segment(claims) if raw_claims is None else b64url(raw_claims.encode("utf-8"))
     signing_input = segment(HS256_HEADER if header is None else header) + "." + claims_segment
     return signing_input + "." + sign(key, signing_input, digest)
 
@@ -204,10 +193,6 @@ class Response:
             self.json = None
 
     @property
-    def message(self):
-        return self.json.get("message") if isinstance(self.json, dict) else None
-
-    @property
     def data(self):
         return self.json.get("data") if isinstance(self.json, dict) else None
 
@@ -252,12 +237,40 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30,
         conn.close()
 
 
+def counts(values):
+    """{value: how many times}, sorted by value."""
+    return dict(sorted(Counter(values).items()))
+
+
 def status_of(raw):
     """The status of a raw HTTP answer (bytes); 0 if it is none."""
     try:
         return int(raw.split(b" ", 2)[1])
     except (IndexError, ValueError):
         return 0
+
+
+def read_answer(sock, timeout):
+    """A raw HTTP answer: read until the server closes or a whole
+    Content-Length body is in."""
+    sock.settimeout(timeout)
+    data = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except OSError:  # a timeout or a reset
+            break
+        if not chunk:
+            break
+        data += chunk
+        head, sep, body = data.partition(b"\r\n\r\n")
+        if sep:
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length" and len(body) >= int(value):
+                    return data
+    return data
 
 
 def sqlite_integrity(db):
@@ -340,8 +353,13 @@ class Host(launch.Host):
             pass
         return None
 
+    def login(self, password=None, **kwargs):
+        """POST /token as this host's user, with its password unless given."""
+        body = {"username": self.username, "password": self.password if password is None else password}
+        return try_request(self.port, "POST", "/token", body=body, **kwargs)
+
     def token(self):
-        r = request(self.port, "POST", "/token", {"username": self.username, "password": self.password})
+        r = self.login()
         if r.status != 200:
             raise RuntimeError(f"login failed: {r!r}")
         return r.data["token"]
@@ -357,7 +375,7 @@ class Context:
     """One run: the host and store under test, the tally, and what to stop."""
 
     def __init__(self, args, label="faults"):
-        self.store, self.scale, self.full = args.store, args.scale, args.scale == "full"
+        self.store, self.full = args.store, args.scale == "full"
         self.host_kind, self.wasm, self.manifest, self.reuse = args.host, args.wasm, args.manifest, args.reuse
         self.spin = self.host_kind == "spin"
         self.tally = Tally(label if not self.spin else label + " (spin up)", self.store)
@@ -430,13 +448,6 @@ def require_spin():
         raise RuntimeError("no Spin binary (set SPIN=path, put spin on PATH, or unpack it to build/spin/spin)")
 
 
-def install_signal_handlers():
-    def handler(signum, _frame):
-        raise SystemExit(128 + signum)
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-
-
 def run_guarded(ctx, name, fn):
     """Runs one test module; an exception counts as one failed test."""
     try:
@@ -457,7 +468,10 @@ def run_modules(args, modules, label):
     """Runs each (name, run) of `modules` with one context, every check one
     test; prints `LABEL STORE: N passed, M failed` and exits with 0 only when
     nothing failed."""
-    install_signal_handlers()
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     ctx = Context(args, label=label)
     atexit.register(ctx.cleanup)
     try:

@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Body limits, slow and stalled clients, and a request storm.
 
-    tests/faults/limits.py --store sqlite|postgres [--scale quick|full]
-
 * A Content-Length of 100 MiB with only a few bytes sent: a quick 413
   "Request body too large" (the body is not waited for).
 * A body one byte over 1 MiB, sent whole by 6 clients at once, 300 times
@@ -35,30 +33,6 @@ HEADER_TIMEOUT = 10  # host/src/http/
 BODY_TIMEOUT = 30  # host/src/http/
 
 
-def read_response(sock, timeout):
-    """Reads until the server closes or a full response with Content-Length is in."""
-    sock.settimeout(timeout)
-    data = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = sock.recv(65536)
-        except socket.timeout:
-            break
-        except OSError:
-            break
-        if not chunk:
-            break
-        data += chunk
-        head, sep, body = data.partition(b"\r\n\r\n")
-        if sep:
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length" and len(body) >= int(value):
-                    return data
-    return data
-
-
 def is_413(raw):
     return lib.status_of(raw) == 413 and b'"message":"Request body too large"' in raw
 
@@ -79,7 +53,7 @@ def run(ctx):
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         started = time.monotonic()
         s.sendall(head(path, token, "Content-Length: 104857600\r\n\r\n") + b'{"title":')
-        raw = read_response(s, 10)
+        raw = lib.read_answer(s, 10)
         took = time.monotonic() - started
         s.close()
         t.check(is_413(raw) and took < 2, f"POST {path} with Content-Length 100 MiB and 9 bytes sent: 413 within 2 s",
@@ -98,13 +72,11 @@ def run(ctx):
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
                 s.sendall(request)
-                return "413" if is_413(read_response(s, 10)) else "other answer"
+                return "413" if is_413(lib.read_answer(s, 10)) else "other answer"
         except OSError as error:
             return type(error).__name__
 
-    outcomes = {}
-    for outcome in lib.parallel(send_over, range(600 if ctx.full else 300), 6):
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    outcomes = lib.counts(lib.parallel(send_over, range(600 if ctx.full else 300), 6))
     t.check(set(outcomes) == {"413"}, "bodies one byte over 1 MiB sent whole, 6 clients at once: every one reads 413",
             f"{outcomes}")
 
@@ -122,7 +94,7 @@ def run(ctx):
                 break
     except OSError:
         pass
-    raw = read_response(s, 10)
+    raw = lib.read_answer(s, 10)
     took = time.monotonic() - started
     s.close()
     t.check(is_413(raw), "a chunked body growing past 1 MiB: 413",
@@ -169,7 +141,7 @@ def run(ctx):
         for i in range(len(body)):
             s.sendall(body[i:i + 1])
             time.sleep(0.1)
-        slow_results.append(read_response(s, 10))
+        slow_results.append(lib.read_answer(s, 10))
         s.close()
 
     slow = [threading.Thread(target=slow_client) for _ in range(5)]
@@ -208,7 +180,7 @@ def run(ctx):
         s = socket.create_connection(("127.0.0.1", port), timeout=60)
         started = time.monotonic()
         s.sendall(head("/book", token, "Content-Length: 100\r\n\r\n") + b'{"title":')
-        raw = read_response(s, BODY_TIMEOUT + 15)
+        raw = lib.read_answer(s, BODY_TIMEOUT + 15)
         took = time.monotonic() - started
         s.close()
         answer = raw.split(b"\r\n\r\n", 1)[-1][:80]

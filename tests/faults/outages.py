@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Store outages while the host serves, and recovery without a restart.
 
-    tests/faults/outages.py --store sqlite|postgres [--scale quick|full]
-
 PostgreSQL: `pg-cluster.sh pause` (server stopped, data kept) while the host
 serves: every request gets the 500 envelope within BOUND seconds, GET
 /health answers 503 "Service unavailable" (within the 5 s connect timeout),
@@ -25,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -58,14 +57,33 @@ def all_present(host, token, books):
     return not wrong, f"missing or changed: {wrong[:5]}"
 
 
-def wait_until_ok(host, token, seconds):
-    """Polls GET /books until 200; returns the time it took, or None."""
+def wait_until(ok, seconds):
+    """Polls `ok()` until true; returns the time it took, or None."""
     started = time.monotonic()
     while time.monotonic() - started < seconds:
-        if lib.try_request(host.port, "GET", "/books", token=token, timeout=10).status == 200:
+        if ok():
             return time.monotonic() - started
         time.sleep(0.2)
     return None
+
+
+def books_ok(host, token):
+    return lambda: lib.try_request(host.port, "GET", "/books", token=token, timeout=10).status == 200
+
+
+def health_ok(host):
+    return lambda: lib.try_request(host.port, "GET", "/health", timeout=10).is_envelope(*HEALTHY)
+
+
+def judge(t, name, answers, good, what, bound):
+    """Notes the answers' statuses and slowest time; checks each is `good`
+    and came within `bound` seconds."""
+    slowest = max(r.elapsed for r in answers)
+    bad = [r for r in answers if not good(r)]
+    t.note(f"{name}: {len(answers)} requests, statuses {sorted({r.status for r in answers})}, "
+           f"slowest {slowest:.2f}s")
+    t.check(not bad, f"{name}: {what}", f"{len(bad)} not, e.g. {bad[:2]}")
+    t.check(slowest < bound, f"{name}: each answered within {bound:.0f} s", f"slowest {slowest:.2f}s")
 
 
 def outage_requests(host, token, known_id, sequential=True):
@@ -93,30 +111,13 @@ def health_answers(host, n_concurrent=8):
                                      range(n_concurrent)))
 
 
-def wait_until_healthy(host, seconds):
-    """Polls GET /health until 200; returns the time it took, or None."""
-    started = time.monotonic()
-    while time.monotonic() - started < seconds:
-        if lib.try_request(host.port, "GET", "/health", timeout=10).is_envelope(*HEALTHY):
-            return time.monotonic() - started
-        time.sleep(0.2)
-    return None
-
-
 def health_outage(ctx, host, cycle):
     """GET /health while PostgreSQL is stopped (the caller paused it): 503
     within the connect timeout, no detail in the body, the host stays up."""
-    t = ctx.tally
-    answers = health_answers(host)
-    slowest = max(r.elapsed for r in answers)
-    bad = [r for r in answers if not (r.is_envelope(*UNAVAILABLE) and r.data is None)]
-    t.note(f"outage {cycle}: GET /health x{len(answers)} while PostgreSQL was down: statuses "
-           f"{sorted({r.status for r in answers})}, slowest {slowest:.2f}s")
-    t.check(not bad, f"outage {cycle}: GET /health answers 503 'Service unavailable' (data null)",
-            f"{len(bad)} not, e.g. {bad[:2]}")
-    t.check(slowest < BOUND, f"outage {cycle}: GET /health answers within {BOUND:.0f} s "
-            "(the connect timeout is 5 s)", f"slowest {slowest:.2f}s")
-    t.check(host.alive(), f"outage {cycle}: the host stays up under health probes")
+    judge(ctx.tally, f"outage {cycle}: GET /health", health_answers(host),
+          lambda r: r.is_envelope(*UNAVAILABLE) and r.data is None,
+          "answers 503 'Service unavailable' (data null)", BOUND)
+    ctx.tally.check(host.alive(), f"outage {cycle}: the host stays up under health probes")
 
 
 def postgres(ctx):
@@ -137,21 +138,16 @@ def postgres(ctx):
             health_outage(ctx, host, cycle)
         finally:
             ctx.pg.resume()
-        healthy_after = wait_until_healthy(host, 20)
+        healthy_after = wait_until(health_ok(host), 20)
         t.check(healthy_after is not None,
                 f"outage {cycle}: GET /health is 200 again after resume, without a restart",
                 "no 200 within 20 s")
         if healthy_after is not None:
             t.note(f"outage {cycle}: GET /health 200 {healthy_after:.2f}s after the server was back")
-        slowest = max(r.elapsed for r in answers)
-        bad = [r for r in answers if not r.is_envelope(*ERROR)]
-        t.note(f"outage {cycle}: {len(answers)} requests while PostgreSQL was down, slowest answer "
-               f"{slowest:.2f}s, statuses {sorted({r.status for r in answers})}")
-        t.check(not bad, f"outage {cycle}: every request gets the 500 'Internal server error' envelope",
-                f"{len(bad)} not, e.g. {bad[:2]}")
-        t.check(slowest < BOUND, f"outage {cycle}: each answered within {BOUND:.0f} s", f"slowest {slowest:.2f}s")
+        judge(t, f"outage {cycle}", answers, lambda r: r.is_envelope(*ERROR),
+              "every request gets the 500 'Internal server error' envelope", BOUND)
         t.check(host.alive(), f"outage {cycle}: the host stays up")
-        took = wait_until_ok(host, token, 20)
+        took = wait_until(books_ok(host, token), 20)
         t.check(took is not None, f"outage {cycle}: the service recovers after resume, without a restart",
                 "no 200 within 20 s")
         if took is not None:
@@ -191,7 +187,6 @@ def frozen(ctx, host, token, books, known):
     if not pids:
         t.note("frozen-server test skipped: no postmaster.pid")
         return
-    bound = FROZEN_BOUND
     try:
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
@@ -203,22 +198,14 @@ def frozen(ctx, host, token, books, known):
                 os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-    slowest = max(r.elapsed for r in answers)
-    bad = [r for r in answers if not r.is_envelope(*ERROR)]
-    t.note(f"frozen PostgreSQL: {len(answers)} requests, answers {sorted({r.status for r in answers})}, "
-           f"slowest {slowest:.2f}s")
-    t.check(not bad, "PostgreSQL frozen: every request gets the 500 envelope", f"{len(bad)} not, e.g. {bad[:2]}")
-    t.check(slowest < bound, f"PostgreSQL frozen: each answered within {bound:.0f} s", f"slowest {slowest:.2f}s")
+    judge(t, "PostgreSQL frozen", answers, lambda r: r.is_envelope(*ERROR),
+          "every request gets the 500 envelope", FROZEN_BOUND)
     t.check(host.alive(), "PostgreSQL frozen: the host stays up")
-    slowest_health = max(r.elapsed for r in health)
-    bad_health = [r for r in health if not r.is_envelope(*UNAVAILABLE)]
-    t.check(not bad_health, "PostgreSQL frozen: GET /health answers 503 'Service unavailable'",
-            f"{len(bad_health)} not, e.g. {bad_health[:2]}")
-    t.check(slowest_health < bound, f"PostgreSQL frozen: GET /health answers within {bound:.0f} s",
-            f"slowest {slowest_health:.2f}s")
-    took = wait_until_ok(host, token, 30)
-    t.check(took is not None, "PostgreSQL thawed: the service recovers without a restart")
-    t.check(wait_until_healthy(host, 30) is not None,
+    judge(t, "PostgreSQL frozen: GET /health", health, lambda r: r.is_envelope(*UNAVAILABLE),
+          "answers 503 'Service unavailable'", FROZEN_BOUND)
+    t.check(wait_until(books_ok(host, token), 30) is not None,
+            "PostgreSQL thawed: the service recovers without a restart")
+    t.check(wait_until(health_ok(host), 30) is not None,
             "PostgreSQL thawed: GET /health is 200 again without a restart")
     ok, why = all_present(host, token, books)
     t.check(ok, "PostgreSQL thawed: the books from before are all there", why)
@@ -252,34 +239,33 @@ def sqlite_disk_full(ctx):
         filler = mnt / "filler"
         fill(filler, 65536)
         fill(mnt / "filler2", 512)  # the space left in partial blocks
-        statuses, bad, slowest = {}, [], 0.0
+        statuses, bad, slowest = Counter(), [], 0.0
         big = {"title": "F" * 1000, "author": "A" * 1000, "year": 1}
         for _ in range(300):
             r = lib.try_request(host.port, "POST", "/book", body=big, token=token, timeout=30)
             slowest = max(slowest, r.elapsed)
-            statuses[r.status] = statuses.get(r.status, 0) + 1
+            statuses[r.status] += 1
             if r.status == 201:
                 books[r.data["id"]] = big
             elif not r.is_envelope(*ERROR):
                 bad.append(r)
-            if statuses.get(500, 0) >= 20:
+            if statuses[500] >= 20:
                 break
-        t.note(f"disk full: creates answered {statuses}, slowest {slowest:.2f}s")
-        t.check(statuses.get(500, 0) > 0 and not bad,
+        t.note(f"disk full: creates answered {dict(statuses)}, slowest {slowest:.2f}s")
+        t.check(statuses[500] > 0 and not bad,
                 "disk full: creates get the 500 envelope (none another error)", f"{statuses} {bad[:2]}")
         r = host.call("GET", "/books", token=token)
         t.check(r.status == 200 and r.is_envelope(200), "disk full: reads still work", f"{r.status}")
         t.check(host.alive(), "disk full: the host stays up")
         filler.unlink()
         (mnt / "filler2").unlink()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            r = host.call("POST", "/book", {"title": "Space", "author": "Freed", "year": 2}, token)
-            if r.status == 201:
-                books[r.data["id"]] = {"title": "Space", "author": "Freed", "year": 2}
-                break
-            time.sleep(0.2)
-        t.check(r.status == 201, "disk full: creates work again once space is freed, without a restart", f"{r!r}")
+        def create_one():
+            made = create_books(host, token, 1, "freed")
+            books.update(made)
+            return made
+
+        t.check(wait_until(create_one, 10) is not None,
+                "disk full: creates work again once space is freed, without a restart")
         ok, why = all_present(host, token, books)
         t.check(ok, "disk full: every book answered 201 is there", why)
         t.check(host.stop() == 0, "disk full: the host exits 0 on SIGTERM")
@@ -318,16 +304,12 @@ def sqlite_bad_file(ctx):
         host.start(healthy=False)
         # The earlier token stays valid (same secret). A login needs the
         # database too (the failed-login check), so it fails closed.
-        answers = [host.call("POST", "/token", {"username": host.username, "password": host.password}),
+        answers = [host.login(),
                    host.call("GET", "/books", token=token),
                    host.call("POST", "/book", {"title": "x", "author": "y", "year": 1}, token),
                    host.call("GET", f"/book/{next(iter(books))}", token=token)]
-        bad = [r for r in answers if not r.is_envelope(*ERROR)]
-        slowest = max(r.elapsed for r in answers)
-        t.check(not bad, f"database file replaced by {fault}: 500 'Internal server error' envelope",
-                f"{bad[:2]}")
-        t.check(slowest < BOUND, f"database file replaced by {fault}: answered within {BOUND:.0f} s",
-                f"{slowest:.2f}s")
+        judge(t, f"database file replaced by {fault}", answers, lambda r: r.is_envelope(*ERROR),
+              "500 'Internal server error' envelope", BOUND)
         t.check(host.alive(), f"database file replaced by {fault}: the host stays up")
         t.check(host.stop() == 0, f"database file replaced by {fault}: the host exits 0 on SIGTERM")
     # Restore.

@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """A settings source that fails never opens the default door.
 
-    tests/faults/providers.py --store sqlite|postgres [--scale quick|full]
-
 The host reads its variables from a HashiCorp Vault (`--runtime-config-file`
 with a `[[variables_provider]] type = "vault"`, as Spin takes it), played by
 a small KV version 2 server here. First it serves the login settings, and

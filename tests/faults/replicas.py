@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Replicas: three spin-lite processes on one PostgreSQL database.
 
-    tests/faults/replicas.py --store postgres [--scale quick|full]
-
 Like three SpinKube replicas behind a Service: the same component, secret and
 credentials, one fresh database of the cluster. Worker threads run a mixed
 load (create, update, delete, get, list) spread over the three hosts; halfway
@@ -25,6 +23,7 @@ import random
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -49,7 +48,7 @@ class Worker:
         self.server_errors = []  # (host index, method, path, status, body)
         self.survivor_failures = []  # connection failures on a host that was alive
         self.unexpected = []  # any other status than the one the model predicts
-        self.counts = {}
+        self.counts = Counter()
         self.k = 0
 
     def live_ids(self):
@@ -71,7 +70,7 @@ class Worker:
         host = self.hosts[index]
         r = lib.try_request(host.port, method, path, body=body, token=self.token, timeout=30)
         key = f"{method} {path.split('/')[1]}"
-        self.counts[key] = self.counts.get(key, 0) + 1
+        self.counts[key] += 1
         if r.status >= 500:
             self.server_errors.append((index, method, path, r.status, r.raw[:200]))
         if r.status == 0 and index != VICTIM:
@@ -185,10 +184,7 @@ def run(ctx):
     t.check(not any(th.is_alive() for th in threads), "every worker finished")
 
     survivors = [h for i, h in enumerate(hosts) if i != VICTIM]
-    totals = {}
-    for w in workers:
-        for key, n in w.counts.items():
-            totals[key] = totals.get(key, 0) + n
+    totals = sum((w.counts for w in workers), Counter())
     t.note(f"requests: {dict(sorted(totals.items()))}; load went on "
            f"{max(stop_at - killed_at, 0):.1f} s after the kill")
     server_errors = [e for w in workers for e in w.server_errors]

@@ -3,8 +3,6 @@
 instances, replicas and restarts: each of its rules, performed as an
 attacker would.
 
-    tests/faults/throttle.py --store sqlite|postgres [--scale quick|full]
-
 Hosts with LOGIN_MAX_FAILURES=10 (the default, set explicitly), a 10-second
 window and TRUSTED_PROXY_HOPS=1 (one proxy in front: the last
 X-Forwarded-For entry names the client), a fresh instance per request (so
@@ -66,9 +64,7 @@ def login(host, client, right, spoofed=None, headers=None):
     forwarded = client if spoofed is None else f"{spoofed}, {client}"
     h = {"X-Forwarded-For": forwarded} if client else {}
     h.update(headers or {})
-    return lib.try_request(host.port, "POST", "/token",
-                           body={"username": host.username, "password": password},
-                           headers=h, timeout=60)
+    return host.login(password, headers=h, timeout=60)
 
 
 def retry_after(r):
@@ -76,17 +72,10 @@ def retry_after(r):
     return int(value) if value.isdigit() else None
 
 
-def summary(answers):
-    counts = {}
-    for r in answers:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    return dict(sorted(counts.items()))
-
-
 def check_burst(t, name, answers, wrong_checked):
     """A burst's answers: only 401/429 envelopes (and 200 for right
     passwords), Retry-After exactly on the 429s, and `wrong_checked(n401)`."""
-    counts = summary(answers)
+    counts = lib.counts(r.status for r in answers)
     unauthorized = [r for r in answers if r.status == 401]
     limited = [r for r in answers if r.status == 429]
     bad = [r for r in answers if not (r.is_envelope(401, INVALID) or r.is_envelope(429, TOO_MANY)
@@ -136,7 +125,7 @@ def run(ctx):
     rights = [answers[i] for i in sorted(right_at)]
     t.check(all(r.is_envelope(429, TOO_MANY) for r in rights),
             f"a burst of {BURST - MAX_FAILURES} after them, the right password at 20 random "
-            "places: each right one 429", f"{summary(rights)}")
+            "places: each right one 429", f"{lib.counts(r.status for r in rights)}")
     check_burst(t, "that burst", answers,
                 lambda n401, _c: (n401 == 0, "no password of it checked (no 401)"))
 

@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """PostgreSQL over TLS as real Spin 4.0.2 does it.
 
-    tests/faults/tls.py --store postgres [--host spin-lite|spin]
-
 A cluster of its own that serves TLS with a certificate for IP 127.0.0.1
 signed by a CA of its own, which no system trusts (the usual self-signed or
 private-CA cluster certificate). Spin verifies the server's certificate and
@@ -78,8 +76,7 @@ def run(ctx):
                            "Service unavailable")
         t.check(ok, f"{name}: GET /health {expected}", f"{r!r}\n{host.tail(8)}")
         if expected == 503:
-            login = lib.try_request(host.port, "POST", "/token",
-                                    body={"username": host.username, "password": host.password})
+            login = host.login()
             t.check(login.is_envelope(500, "Internal server error"),
                     f"{name}: a login (it needs the store) answers 500", f"{login!r}")
         host.stop()

@@ -2,8 +2,6 @@
 """A database made by the schema before versioned migrations, upgraded in
 place, rows kept.
 
-    tests/faults/upgrade.py --store sqlite|postgres [--host spin-lite|spin]
-
 The database holds what the component created before migrations were
 versioned (`books` and `login_failures`, no `schema_migrations`), with books
 and a failed-login count whose window still runs. Then the host serves it:
@@ -90,12 +88,8 @@ def run(ctx):
     r = host.call("POST", "/book", {"title": "After", "author": "Upgrade", "year": 2026}, token)
     t.check(r.is_envelope(201) and r.data["id"] == len(BOOKS) + 1,
             "a new book gets an id after the old ones (a deleted id is not reused)", f"{r!r}")
-    statuses = []
-    for _ in range(11 - COUNTED):
-        r = lib.try_request(host.port, "POST", "/token",
-                            body={"username": host.username, "password": "wrong"},
-                            headers={"X-Forwarded-For": client})
-        statuses.append(r.status)
+    statuses = [host.login("wrong", headers={"X-Forwarded-For": client}).status
+                for _ in range(11 - COUNTED)]
     t.check(statuses == [401] * (10 - COUNTED) + [429],
             f"the running window's {COUNTED} failures were carried over: "
             f"{10 - COUNTED} more answer 401, then 429", f"{statuses}")
