@@ -34,11 +34,12 @@ import stalls  # noqa: E402
 import throttle  # noqa: E402
 import tls  # noqa: E402
 import upgrade  # noqa: E402
+import variants  # noqa: E402
 
 MODULES = [("concurrency", concurrency), ("crash", crash), ("attacks", attacks),
            ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog),
            ("throttle", throttle), ("stalls", stalls), ("providers", providers), ("tls", tls),
-           ("upgrade", upgrade)]
+           ("upgrade", upgrade), ("variants", variants)]
 
 
 if __name__ == "__main__":
