@@ -6,7 +6,7 @@
                         [--only NAME,...]
 
 Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits,
-catalog, throttle, stalls, providers, tls (PostgreSQL only) and upgrade (see each file) against
+catalog, throttle, stalls, providers, tls (PostgreSQL only), upgrade and variants (see each file) against
 their own hosts; PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR,
 else one of its own, removed at the end. --scale full (or FAULTS_SCALE=full)
 is the `make soak` size. Each named check is one test.
