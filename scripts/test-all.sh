@@ -121,7 +121,7 @@ if [ -n "$pg_url" ]; then
     tests/faults/run.py --store postgres || true
 fi
 
-spin_faults=throttle,stalls,providers,upgrade,concurrency
+spin_faults=throttle,stalls,providers,upgrade,concurrency,variants
 have_spin=
 if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then
     have_spin=1
