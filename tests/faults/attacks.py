@@ -16,10 +16,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 from lib import b64url, jwt, segment  # noqa: E402  (the one HS256 forger)
 

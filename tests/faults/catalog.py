@@ -22,11 +22,9 @@ quick: 400 books, 150 queries; full: 3,000 books, 1,000 queries.
 import random
 import re
 import sys
-from pathlib import Path
 from urllib.parse import quote
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 SEED = 20261122

@@ -11,10 +11,8 @@ right after the kill, before the restart. quick: 1 kill; full: 5 kills.
 import threading
 import time
 import sys
-from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 THREADS = 8

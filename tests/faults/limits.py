@@ -1,20 +1,12 @@
 #!/usr/bin/env python3
-"""Body limits, slow and stalled clients, and a request storm.
-
-* A Content-Length of 100 MiB with only a few bytes sent: a quick 413
-  "Request body too large" (the body is not waited for).
-* A body one byte over 1 MiB, sent whole by 6 clients at once, 300 times
-  (full: 600): every client reads its 413, none sees a reset connection.
-* A chunked body that grows past 1 MiB: 413.
-* 50 connections that send half a request head and stall, 10 that connect
-  and send nothing, and 5 that send a body one byte at a time: normal
-  requests keep answering within 1 s meanwhile; the host closes the stalled
-  ones after its header read timeout (10 s in host/src/http/,
-  HEADER_TIMEOUT); the slow bodies complete.
-* full only: a body that stalls half way is cut off after the body timeout
-  (30 s, BODY_TIMEOUT).
-* A storm of 5,000 requests at concurrency 200 (full: 50,000), within 120 s:
-  no 5xx, no crash.
+"""Body limits, slow and stalled clients, and a request storm: 413 without
+waiting for a 100 MiB Content-Length; bodies one byte over 1 MiB sent whole
+by 6 clients at once, each reading its 413 (the host drains the rest, so no
+reset); a chunked body growing past 1 MiB; stalled heads, silent
+connections and 1-byte-per-100-ms bodies beside normal requests, the stalled
+ones closed after HEADER_TIMEOUT (full: a body stalled half way, cut off
+after BODY_TIMEOUT); a storm of 5,000 requests at concurrency 200 (full:
+50,000) without a 5xx.
 """
 
 import select
@@ -23,10 +15,8 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 HEADER_TIMEOUT = 10  # host/src/http/

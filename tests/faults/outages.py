@@ -1,20 +1,12 @@
 #!/usr/bin/env python3
 """Store outages while the host serves, and recovery without a restart.
 
-PostgreSQL: `pg-cluster.sh pause` (server stopped, data kept) while the host
-serves: every request gets the 500 envelope within BOUND seconds, GET
-/health answers 503 "Service unavailable" (within the 5 s connect timeout),
-and the host stays up; `resume`: the service answers again and /health 200
-without a restart, the books from before are there. quick: 1 outage; full: 3.
-
-SQLite:
-  * disk full: the state directory is a 2 MiB tmpfs (needs root and
-    `mount -t tmpfs`; skipped with a note otherwise), filled up while the host
-    serves: creates get the 500 envelope, reads still work, the host stays up;
-    space freed: creates work again without a restart.
-  * the database file replaced by garbage, then by a directory, while the
-    host is stopped: 500 envelope, host up; the original file put back: it
-    works again, `PRAGMA integrity_check` = ok, every earlier book present.
+PostgreSQL stopped (`pg-cluster.sh pause`, quick: once; full: 3 times) and
+frozen (SIGSTOP): every request gets the 500 envelope, GET /health 503, each
+within a bound, the host stays up; resumed: 200 again without a restart, the
+books from before there. SQLite: the state directory on a full 2 MiB tmpfs
+(needs root, skipped with a note otherwise), and the database file replaced
+by garbage, then by a directory; then the space freed or the file put back.
 """
 
 import os
@@ -28,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 BOUND = 6.0  # seconds: the answer time promised during an outage

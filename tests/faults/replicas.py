@@ -1,22 +1,10 @@
 #!/usr/bin/env python3
-"""Replicas: three spin-lite processes on one PostgreSQL database.
-
-Like three SpinKube replicas behind a Service: the same component, secret and
-credentials, one fresh database of the cluster. Worker threads run a mixed
-load (create, update, delete, get, list) spread over the three hosts; halfway
-through, one host is SIGKILLed and the workers carry on with the other two.
-Each worker only touches the books it created, so the expected catalog is
-known exactly, except where a request was cut off by the kill (its outcome is
-then either).
-
-Checks: the survivors never answer 5xx (nor fail a connection); a token from
-one host is accepted by the others; after the load both survivors list the
-same books, ids unique and ascending; every acknowledged create, update and
-delete is reflected there, and no book is there that nobody created.
-quick: 6 workers for 4 s; full: 16 workers for 30 s.
-
-PostgreSQL only: with --store sqlite there is nothing shared to test (each
-host has its own file) and the module runs no check.
+"""Three spin-lite processes on one PostgreSQL database (like SpinKube
+replicas behind a Service: one secret, one database). Workers run a mixed
+load over the three; halfway through one host is SIGKILLed. Each worker only
+touches its own books, so the expected catalog is known exactly, except where
+the kill cut a request off (its outcome is then either). quick: 6 workers for
+4 s; full: 16 for 30 s. With --store sqlite nothing is shared: no check.
 """
 
 import random
@@ -24,10 +12,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 HOSTS = 3

@@ -1,24 +1,11 @@
 #!/usr/bin/env python3
-"""PostgreSQL over TLS as real Spin 4.0.2 does it.
-
-A cluster of its own that serves TLS with a certificate for IP 127.0.0.1
-signed by a CA of its own, which no system trusts (the usual self-signed or
-private-CA cluster certificate). Spin verifies the server's certificate and
-host name under every sslmode but `disable`, against the system's roots;
-spin-lite must do the same, so each check runs against the host under test
-(`--host spin` runs them under real Spin):
-
-* `sslmode=require`, `prefer` and no sslmode: refused (GET /health 503), no
-  fall back to plain text;
-* `sslmode=disable`: served (200);
-* the same `require` with the CA trusted (`SSL_CERT_FILE` naming it, as
-  OpenSSL reads it): served, so it is the verification that refused;
-* trusted CA but the wrong host name (`localhost`, which the certificate does
-  not name): refused;
-* `sslmode=verify-full`: refused, because Spin 4.0.2 (tokio-postgres 0.7.12)
-  does not know it.
-
-With --store sqlite there is nothing to test: the module runs no check.
+"""PostgreSQL over TLS as real Spin 4.0.2 does it, under the host under test
+(`--host spin`: real Spin). A cluster of its own serves a certificate for IP
+127.0.0.1 signed by a CA no system trusts. Spin verifies certificate and host
+name under every sslmode but `disable` (it does not know `verify-full`,
+tokio-postgres 0.7.12), against the system's roots; trusting the CA through
+SSL_CERT_FILE shows it is the verification that refuses. With --store sqlite:
+no check.
 """
 
 import sys
@@ -26,7 +13,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 

@@ -1,23 +1,15 @@
 #!/usr/bin/env python3
-"""A database made by the schema before versioned migrations, upgraded in
-place, rows kept.
-
-The database holds what the component created before migrations were
-versioned (`books` and `login_failures`, no `schema_migrations`), with books
-and a failed-login count whose window still runs. Then the host serves it:
-The component migrates it lazily, under either host, on the
-first statement that finds `login_attempts` missing. Checks: every book is
-there with its id and fields; a new book gets an id after them; the running
-count was carried into `login_attempts` (the client has only its remaining
-failures left); `schema_migrations` records 1, 2 and 3.
+"""A database made by the schema before versioned migrations (`books` and
+`login_failures`, no `schema_migrations`), holding books and a failed-login
+count whose window still runs, served by the host under test: the component
+migrates it lazily on the first statement that finds `login_attempts`
+missing. Rows, ids and the running count are kept; 1, 2 and 3 recorded.
 """
 
 import sqlite3
 import sys
-from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 # The schema before versioned migrations, exactly as the component made it.
