@@ -251,7 +251,8 @@ api_key = "{{ api_key }}"
         assert_eq!(m.route.raw, "/...");
         assert_eq!(m.sqlite_databases, vec!["default"]);
         assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
-        assert!(m.variables["api_key"].secret);
+        assert!(m.variables["api_key"].secret && m.variables["api_key"].required);
+        assert_eq!(m.variables["api_key"].default, None);
         assert_eq!(
             m.variables["db_host"].default.as_deref(),
             Some("127.0.0.1:5432")
@@ -276,20 +277,6 @@ source = "c.wasm"
 {component_extra}
 "#
         )
-    }
-
-    #[test]
-    fn variables_required_and_templates() {
-        let text = manifest(
-            "token = { required = true, secret = true }\nhost = { default = \"db:5432\" }",
-            "allowed_outbound_hosts = [\"postgres://{{ host }}\", \"postgres://x:1\"]\nsqlite_databases = []\n[component.c.variables]\nsecret = \"pre-{{ token }}-post\"",
-        );
-        let m = Manifest::parse(&text, PathBuf::from(".")).unwrap();
-        assert!(m.variables["token"].required);
-        assert_eq!(m.variables["token"].default, None);
-        assert!(m.sqlite_databases.is_empty());
-        assert_eq!(m.allowed_outbound_hosts.len(), 2);
-        assert_eq!(m.route.base, "/api");
     }
 
     #[test]

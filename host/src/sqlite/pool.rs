@@ -216,27 +216,3 @@ impl Drop for Connection {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grants_and_labels() {
-        let at = |labels: &[&str]| {
-            labels
-                .iter()
-                .map(|l| (l.to_string(), PathBuf::from(format!("/nowhere/{l}.db"))))
-                .collect::<BTreeMap<_, _>>()
-        };
-        let dbs = SqliteDbs::new(
-            &["default".into(), "other".into()],
-            at(&["default", "secret"]),
-        );
-        assert!(dbs.open("default").is_ok());
-        assert!(matches!(dbs.open("other"), Err(Refused::NoSuchDatabase)));
-        assert!(matches!(dbs.open("secret"), Err(Refused::AccessDenied)));
-        let none = SqliteDbs::new(&[], at(&["default"]));
-        assert!(matches!(none.open("default"), Err(Refused::AccessDenied)));
-    }
-}
