@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -312,13 +313,11 @@ def try_request(*args, **kwargs):
 
 
 class Host(launch.Host):
-    """The component served for a test (tests/launch.py's Host) on the
-    context's host and store, with a random secret and credentials of its own.
-    Logins from the tests themselves come from 127.0.0.1 and always succeed;
-    a test that makes wrong logins names its own client in X-Forwarded-For
-    (`client(n)`), as the one proxy in front would (TRUSTED_PROXY_HOPS=1), so
-    it never blocks the others' logins, also on a PostgreSQL database shared
-    by several hosts."""
+    """tests/launch.py's Host on the context's host and store, with a random
+    secret and credentials of its own. A test that makes wrong logins names
+    its own client in X-Forwarded-For (`client(n)`, TRUSTED_PROXY_HOPS=1), so
+    it never blocks the others' logins from 127.0.0.1, also on a shared
+    PostgreSQL database."""
 
     def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None,
                  kind=None):
@@ -366,6 +365,10 @@ class Host(launch.Host):
 
     def call(self, method, path, body=None, token=None, **kwargs):
         return request(self.port, method, path, body=body, token=token, **kwargs)
+
+    def serves(self, token):
+        """Up, and GET /books answers 200."""
+        return self.alive() and try_request(self.port, "GET", "/books", token=token).status == 200
 
 
 # --- Context and main --------------------------------------------------------
@@ -453,7 +456,6 @@ def run_guarded(ctx, name, fn):
     try:
         fn(ctx)
     except Exception as e:  # noqa: BLE001 - any crash of a test is a failure
-        import traceback
         traceback.print_exc()
         ctx.tally.check(False, f"{name}: ran to the end", repr(e))
     finally:
