@@ -64,13 +64,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_in_the_state_dir_and_labels_from_the_file() {
+    fn labels_from_the_file_may_move_the_default() {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
-        let only_default = locations(None, &state).unwrap();
-        assert_eq!(only_default.len(), 1);
-        assert_eq!(only_default["default"], state.join("sqlite_db.db"));
-
+        // `default` in the state dir without a file: tests/serve.rs.
         let file = dir.path().join("rc.toml");
         let cwd = std::env::current_dir().unwrap();
         std::fs::write(

@@ -1,9 +1,10 @@
-//! `SPIN_VARIABLE_*` assignments in a `.env` file in the current directory,
-//! which `spin up` reads beside the environment.
+//! The assignments of a `.env` file: the one in the current directory,
+//! whose `SPIN_VARIABLE_*` `spin up` reads beside the environment, and an env
+//! provider's `dotenv_path`, read for its own prefix.
 
 use std::collections::HashMap;
 
-/// Reads `SPIN_VARIABLE_*` assignments from a `.env` file (missing file: none).
+/// Reads the assignments of a `.env` file (missing file: none).
 pub fn read_dotenv(path: &std::path::Path) -> HashMap<String, String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return HashMap::new();
@@ -23,9 +24,6 @@ pub fn parse_dotenv(text: &str) -> HashMap<String, String> {
             continue;
         };
         let key = key.trim();
-        if !key.starts_with("SPIN_VARIABLE_") {
-            continue;
-        }
         let value = value.trim();
         let value = ['"', '\'']
             .iter()
@@ -48,6 +46,6 @@ mod tests {
         assert_eq!(d["SPIN_VARIABLE_A"], "1");
         assert_eq!(d["SPIN_VARIABLE_B"], "two words");
         assert_eq!(d["SPIN_VARIABLE_C"], "q");
-        assert!(!d.contains_key("OTHER"));
+        assert_eq!(d["OTHER"], "x");
     }
 }

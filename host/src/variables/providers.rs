@@ -116,6 +116,7 @@ mod tests {
 
     fn load_text(text: &str, env: &[(&str, &str)]) -> Result<(Vec<Provider>, Vec<String>)> {
         let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("app.env"), "APP_API_KEY=from-dotenv\n").unwrap();
         let path = dir.path().join("runtime-config.toml");
         std::fs::write(&path, text).unwrap();
         let env: HashMap<String, String> = env
@@ -139,6 +140,7 @@ prefix = "app"
 [[variables_provider]]
 type = "env"
 prefix = "APP"
+dotenv_path = "app.env"
 
 [sqlite_database.default]
 type = "spin"
@@ -155,7 +157,10 @@ type = "spin"
             panic!("{providers:?}")
         };
         assert_eq!(values.get("store").map(String::as_str), Some("the-store"));
-        assert_eq!(values.get("api_key"), None);
+        assert_eq!(
+            values.get("api_key").map(String::as_str),
+            Some("from-dotenv")
+        );
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("[key_value_store]"), "{warnings:?}");
         assert!(!format!("{providers:?}").contains("root-token-xyz"));
