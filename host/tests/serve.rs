@@ -416,12 +416,3 @@ fn postgres_refusals_are_spins_and_keep_the_password() {
         assert_eq!(host.terminate().code(), Some(0));
     }
 }
-
-#[test]
-fn database_urls() {
-    assert_eq!(
-        with_database("postgres://u:p@127.0.0.1:5432/one?sslmode=disable", "x"),
-        "postgres://u:p@127.0.0.1:5432/x?sslmode=disable"
-    );
-    assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
-}

@@ -256,12 +256,6 @@ pub fn with_database(url: &str, database: &str) -> String {
 /// Runs SQL as the test database's user (tokio-postgres, without TLS as
 /// `make test`'s throwaway cluster is).
 pub fn pg_admin(url: &str, sql: &str) {
-    pg_rows(url, sql);
-}
-
-/// Runs SQL (the simple protocol: text values) and returns the rows of its
-/// results, each value as text (`None` for NULL).
-pub fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -271,23 +265,11 @@ pub fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
             .await
             .unwrap_or_else(|e| panic!("cannot connect to SPIN_LITE_TEST_PG_URL: {e}"));
         let task = tokio::spawn(connection);
-        let messages = client
-            .simple_query(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        if let Err(e) = client.simple_query(sql).await {
+            panic!("{sql}: {e}");
+        }
         drop(client);
         let _ = task.await;
-        messages
-            .iter()
-            .filter_map(|message| match message {
-                tokio_postgres::SimpleQueryMessage::Row(row) => Some(
-                    (0..row.len())
-                        .map(|i| row.get(i).map(str::to_string))
-                        .collect(),
-                ),
-                _ => None,
-            })
-            .collect()
     })
 }
 
