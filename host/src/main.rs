@@ -56,13 +56,7 @@ fn main() -> ExitCode {
     };
     // Start-up, signals and one of the serving threads run on this
     // single-threaded runtime; `Server::serve` starts one more per core.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        // Tokio's default allows 512 blocking threads, each with its own
-        // stack and allocator heap; we need only a few.
-        .max_blocking_threads(http::MAX_BLOCKING_THREADS_PER_RUNTIME)
-        .build()
-    {
+    let runtime = match http::serving_runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

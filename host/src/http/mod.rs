@@ -37,6 +37,6 @@ mod spin_headers;
 
 pub use hooks::NoOutgoingHttp;
 pub use server::{
-    start_epoch_ticker, GuestState, Limits, Server, DEFAULT_MAX_INSTANCES,
-    MAX_BLOCKING_THREADS_PER_RUNTIME, MAX_IDLE_INSTANCES,
+    serving_runtime, start_epoch_ticker, GuestState, Limits, Server, DEFAULT_MAX_INSTANCES,
+    MAX_IDLE_INSTANCES,
 };

@@ -41,9 +41,18 @@ pub const MAX_IDLE_INSTANCES: u32 = 32;
 /// How often running guest code yields to the other requests of its thread
 /// (an epoch tick, see `start_epoch_ticker`).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// Blocking threads per runtime. Statements run inline on the serving
-/// threads; the blocking pool only closes connections left in a transaction.
-pub const MAX_BLOCKING_THREADS_PER_RUNTIME: usize = 4;
+/// Blocking threads per runtime (tokio's default is 512, each with its own
+/// stack and allocator heap). Statements run inline on the serving threads;
+/// the blocking pool only closes connections left in a transaction.
+const MAX_BLOCKING_THREADS_PER_RUNTIME: usize = 4;
+
+/// The single-threaded runtime of a serving thread (the main thread's too).
+pub fn serving_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS_PER_RUNTIME)
+        .build()
+}
 
 /// Serving threads: one per core this process may run on, or
 /// `SPIN_LITE_THREADS` (1 to 64).
@@ -148,11 +157,7 @@ impl<T: GuestState> Server<T> {
             let spawned = std::thread::Builder::new()
                 .name(format!("serve-{index}"))
                 .spawn(move || {
-                    let runtime = match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .max_blocking_threads(MAX_BLOCKING_THREADS_PER_RUNTIME)
-                        .build()
-                    {
+                    let runtime = match serving_runtime() {
                         Ok(runtime) => runtime,
                         Err(e) => {
                             eprintln!("cannot start serving thread {index}: {e}");
