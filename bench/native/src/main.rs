@@ -17,11 +17,10 @@
 //!
 //! Usage: book-native [--listen 127.0.0.1:8080] [--state-dir .spin] [--pool 16]
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context as _};
@@ -30,7 +29,7 @@ use book_catalog::native::{self, rusqlite};
 use book_catalog::settings::{
     self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind, DEFAULT_SQLITE_LABEL,
 };
-use book_catalog::sql::{Column, Connection, SqlParam, Statement};
+use book_catalog::sql::Connection;
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -42,7 +41,12 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::runtime::Handle;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+mod pool;
+mod postgres;
+
+use pool::{Pool, Pooled};
+use postgres::{connect_postgres, PgConnection, PgStore};
 
 struct Options {
     listen: SocketAddr,
@@ -75,167 +79,6 @@ fn parse_options() -> anyhow::Result<Options> {
         bail!("--pool must be at least 1");
     }
     Ok(options)
-}
-
-// ---------------------------------------------------------------- pool
-
-/// A fixed set of connections; a request waits (asynchronously) for one.
-struct Pool<T> {
-    items: Mutex<Vec<T>>,
-    available: Arc<Semaphore>,
-}
-
-struct Pooled<T: Send + 'static> {
-    item: Option<T>,
-    pool: Arc<Pool<T>>,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl<T: Send + 'static> Pool<T> {
-    fn new(items: Vec<T>) -> Arc<Pool<T>> {
-        let available = Arc::new(Semaphore::new(items.len()));
-        Arc::new(Pool {
-            items: Mutex::new(items),
-            available,
-        })
-    }
-
-    async fn get(self: &Arc<Self>) -> Pooled<T> {
-        let permit = self
-            .available
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the pool's semaphore is never closed");
-        let item = self.items.lock().unwrap().pop();
-        Pooled {
-            item,
-            pool: self.clone(),
-            _permit: permit,
-        }
-    }
-}
-
-impl<T: Send + 'static> Drop for Pooled<T> {
-    fn drop(&mut self) {
-        // Back in the pool before the permit (dropped after this) frees it.
-        if let Some(item) = self.item.take() {
-            self.pool.items.lock().unwrap().push(item);
-        }
-    }
-}
-
-impl<T: Send + 'static> std::ops::Deref for Pooled<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.item
-            .as_ref()
-            .expect("a pooled item is present until dropped")
-    }
-}
-
-impl<T: Send + 'static> std::ops::DerefMut for Pooled<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.item
-            .as_mut()
-            .expect("a pooled item is present until dropped")
-    }
-}
-
-// ---------------------------------------------------------------- PostgreSQL
-
-/// One PostgreSQL connection and the statements prepared on it.
-struct PgConnection {
-    client: tokio_postgres::Client,
-    statements: HashMap<String, tokio_postgres::Statement>,
-}
-
-async fn connect_postgres(url: &str) -> anyhow::Result<PgConnection> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .context("connecting to PostgreSQL")?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            eprintln!("error: PostgreSQL connection: {error}");
-        }
-    });
-    Ok(PgConnection {
-        client,
-        statements: HashMap::new(),
-    })
-}
-
-/// A pooled connection, used from a blocking thread: each query is driven
-/// to completion on the runtime with `Handle::block_on`.
-struct PgStore<'a> {
-    connection: &'a mut PgConnection,
-    runtime: Handle,
-}
-
-type PgParam<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
-
-/// Borrows a shared-SQL value as a tokio-postgres parameter.
-fn pg_param<'p>(param: &'p SqlParam) -> PgParam<'p> {
-    match param {
-        SqlParam::Text(text) => text,
-        SqlParam::Int32(value) => value,
-        SqlParam::Int64(value) => value,
-    }
-}
-
-/// A row as the shared readers of `sql` take it.
-fn pg_columns(row: &tokio_postgres::Row) -> anyhow::Result<Vec<Column>> {
-    use tokio_postgres::types::Type;
-    (0..row.len())
-        .map(|i| {
-            let column = match *row.columns()[i].type_() {
-                Type::INT4 => row
-                    .try_get::<_, Option<i32>>(i)?
-                    .map(|v| Column::Integer(v.into())),
-                Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Column::Integer),
-                Type::TEXT | Type::VARCHAR => {
-                    row.try_get::<_, Option<String>>(i)?.map(Column::Text)
-                }
-                _ => Some(Column::Other),
-            };
-            Ok(column.unwrap_or(Column::Null))
-        })
-        .collect()
-}
-
-impl Connection for PgStore<'_> {
-    fn kind(&self) -> StoreKind {
-        StoreKind::Postgres
-    }
-
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        let params: Vec<PgParam> = statement.params.iter().map(pg_param).collect();
-        let PgConnection { client, statements } = &mut *self.connection;
-        let sql = &statement.sql;
-        let rows = self
-            .runtime
-            .block_on(async {
-                let prepared = match statements.get(sql) {
-                    Some(prepared) => prepared.clone(),
-                    None => {
-                        let prepared = client.prepare(sql).await?;
-                        statements.insert(sql.clone(), prepared.clone());
-                        prepared
-                    }
-                };
-                client.query(&prepared, &params).await
-            })
-            // `{:?}` names the SQLSTATE, as Spin's text does.
-            .map_err(|error| anyhow!("PostgreSQL: {error:?}"))?;
-        rows.iter().map(pg_columns).collect()
-    }
-
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
-        let client = &self.connection.client;
-        self.runtime
-            .block_on(client.batch_execute(sql))
-            .with_context(|| format!("PostgreSQL: {sql}"))
-    }
 }
 
 // ---------------------------------------------------------------- the core's Context
