@@ -214,81 +214,61 @@ fn authentication_comes_before_everything_on_protected_paths() {
 // ---- Bodies -------------------------------------------------------------
 
 #[test]
-fn bodies_over_the_limit_are_413() {
+fn bodies_are_413_over_the_limit_and_judged_as_bodies_at_it() {
     let mut ctx = TestContext::new();
     ctx.create_book("Dune", "Frank Herbert", 1965);
     let t = ctx.login();
-    let over = padded(&book_body("Big", "Body", 1), MAX_BODY_BYTES + 1);
-    let login_over = padded(
-        r#"{"username":"admin","password":"password"}"#,
-        MAX_BODY_BYTES + 1,
-    );
-    ctx.reset_calls();
-    assert_eq!(
-        ctx.call_raw("POST", "/book", Some(t.as_bytes()), &over),
-        too_large()
-    );
-    assert_eq!(
-        ctx.call_raw("PUT", "/book/1", Some(t.as_bytes()), &over),
-        too_large()
-    );
-    assert_eq!(
-        ctx.call_raw("POST", "/token", None, &login_over),
-        too_large()
-    );
-    let much_larger = vec![b'x'; 8 * MAX_BODY_BYTES];
-    assert_eq!(
-        ctx.call_raw("POST", "/book", Some(t.as_bytes()), &much_larger),
-        too_large()
-    );
-    // The login's only store call is the failed-login check, which comes
-    // before the body is judged.
-    assert_eq!(
-        (ctx.opens, &ctx.statements[..]),
-        (1, &["read attempts"][..]),
-        "too-large bodies never reach the books"
-    );
-    assert_eq!(
-        ctx.all_books(),
-        json!([book(1, "Dune", "Frank Herbert", 1965)])
-    );
-}
-
-#[test]
-fn a_body_of_exactly_the_limit_is_accepted() {
-    let mut ctx = TestContext::new();
-    ctx.create_book("Dune", "Frank Herbert", 1965);
-    let t = ctx.login();
-    let t = Some(t.as_bytes());
-    assert_eq!(
-        ctx.call_raw(
+    let login = r#"{"username":"admin","password":"password"}"#;
+    // (method, path, with the token, the body, the answer at exactly the limit)
+    let cases = [
+        (
             "POST",
             "/book",
-            t,
-            &padded(&book_body("Exact", "Size", 2), MAX_BODY_BYTES)
+            true,
+            book_body("Exact", "Size", 2),
+            created(2, "Exact", "Size", 2),
         ),
-        created(2, "Exact", "Size", 2)
-    );
-    assert_eq!(
-        ctx.call_raw(
+        (
             "PUT",
             "/book/1",
-            t,
-            &padded(r#"{"year":1966}"#, MAX_BODY_BYTES)
+            true,
+            r#"{"year":1966}"#.into(),
+            updated(1, "Dune", "Frank Herbert", 1966),
         ),
-        updated(1, "Dune", "Frank Herbert", 1966)
-    );
-    let (status, envelope, _) = ctx.call_raw(
-        "POST",
-        "/token",
-        None,
-        &padded(
-            r#"{"username":"admin","password":"password"}"#,
-            MAX_BODY_BYTES,
+        (
+            "POST",
+            "/token",
+            false,
+            login.into(),
+            issued(&valid_token()),
         ),
-    );
-    assert_eq!(status, 200);
-    assert_eq!(envelope["message"], "Token generated successfully");
+    ];
+    for (method, path, with_token, body, at_limit) in cases {
+        let auth = with_token.then_some(t.as_bytes());
+        ctx.reset_calls();
+        let over = padded(&body, MAX_BODY_BYTES + 1);
+        assert_eq!(
+            ctx.call_raw(method, path, auth, &over),
+            too_large(),
+            "{method} {path}"
+        );
+        // The login's only store call is the failed-login check, which comes
+        // before the body is judged: too-large bodies never reach the books.
+        let calls = &ctx.statements;
+        assert!(
+            calls.iter().all(|c| *c == "read attempts"),
+            "{method} {path}: {calls:?}"
+        );
+        let exact = padded(&body, MAX_BODY_BYTES);
+        assert_eq!(
+            ctx.call_raw(method, path, auth, &exact),
+            at_limit,
+            "{method} {path}"
+        );
+    }
+    let t = Some(t.as_bytes());
+    let much_larger = vec![b'x'; 8 * MAX_BODY_BYTES];
+    assert_eq!(ctx.call_raw("POST", "/book", t, &much_larger), too_large());
     // Exactly the limit but not JSON is judged as a body, not as a size.
     assert_eq!(
         ctx.call_raw("POST", "/book", t, &vec![b'x'; MAX_BODY_BYTES]),

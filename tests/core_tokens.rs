@@ -557,109 +557,98 @@ fn a_one_mebibyte_header_is_refused_fast() {
 }
 
 #[test]
-fn without_a_secret_every_token_is_refused_and_none_is_issued() {
-    let mut ctx = TestContext::without_secret();
-    // A token that would be valid under SECRET, and one signed with the empty key.
-    let empty_key_token = forge(HS256_HEADER, &claims_900(), b"");
-    for token in [valid_token(), empty_key_token.clone()] {
-        for (method, path, body) in PROTECTED {
-            assert_eq!(
-                ctx.call(method, path, Some(&token), body),
-                invalid_token(),
-                "{method} {path}"
-            );
-        }
-    }
-    // Still "required" when nothing is sent.
-    assert_eq!(ctx.call("GET", "/books", None, ""), token_required());
-    // Correct credentials: no empty-key signing, 500.
-    assert_eq!(
-        ctx.call(
-            "POST",
-            "/token",
-            None,
-            r#"{"username":"admin","password":"password"}"#
-        ),
-        token_not_issued()
-    );
-    // Wrong credentials are refused before the secret matters.
-    assert_eq!(
-        ctx.call(
-            "POST",
-            "/token",
-            None,
-            r#"{"username":"admin","password":"wrong-password-1"}"#
-        ),
-        invalid_credentials()
-    );
-    // The logins touched only the failed-login counts, never the books.
-    assert!(ctx.statements.iter().all(|name| name.contains("attempt")));
-    assert!(
-        ctx.logs.iter().any(|l| l.contains("secret")),
-        "the missing secret is logged: {:?}",
-        ctx.logs
-    );
-    assert_eq!(
-        token::verify(empty_key_token.as_bytes(), b"", NOW),
-        Err(TokenError::EmptyKey)
-    );
-}
-
-#[test]
-fn an_empty_secret_from_the_host_is_never_used() {
-    // The contract says settings arrive non-empty; even if a host passed an
-    // empty secret, the core neither signs nor verifies with it.
-    let mut ctx = TestContext::new();
-    ctx.secret = Some(String::new());
-    assert_eq!(
-        ctx.call(
-            "POST",
-            "/token",
-            None,
-            r#"{"username":"admin","password":"password"}"#
-        ),
-        token_not_issued()
-    );
-    let empty_key_token = forge(HS256_HEADER, &claims_900(), b"");
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&empty_key_token), ""),
-        invalid_token()
-    );
-}
-
-#[test]
-fn a_secret_shorter_than_32_bytes_is_not_used() {
+fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let short = "0123456789abcdef0123456789abcde"; // 31 bytes
-    let right = r#"{"username":"admin","password":"password"}"#;
-    let mut ctx = TestContext::new();
-    ctx.secret = Some(short.into());
-    assert_eq!(ctx.call("POST", "/token", None, right), token_not_issued());
-    let signed_with_it = forge(HS256_HEADER, &claims_900(), short.as_bytes());
-    ctx.never_logged.push(signed_with_it.clone());
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&signed_with_it), ""),
-        invalid_token()
-    );
-    assert!(
-        ctx.logs
-            .iter()
-            .any(|l| l.contains("shorter than 32 bytes") && l.contains("RFC 7518")),
-        "{:?}",
-        ctx.logs
-    );
+    let empty_key = forge(HS256_HEADER, &claims_900(), b"");
+    let short_key = forge(HS256_HEADER, &claims_900(), short.as_bytes());
+    let previous = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
+    // (case, secret_token, secret_token_previous, whether a login is issued,
+    // the tokens refused on every protected route, what the log names)
+    let cases = [
+        (
+            "no secret",
+            None,
+            None,
+            false,
+            vec![valid_token(), empty_key.clone()],
+            "secret",
+        ),
+        (
+            "an empty secret",
+            Some(""),
+            None,
+            false,
+            vec![empty_key.clone()],
+            "SECRET_TOKEN",
+        ),
+        (
+            "a secret under 32 bytes",
+            Some(short),
+            None,
+            false,
+            vec![short_key.clone()],
+            "shorter than 32 bytes (RFC 7518",
+        ),
+        (
+            "a previous secret under 32 bytes",
+            Some(SECRET),
+            Some(short),
+            true,
+            vec![short_key.clone()],
+            "SECRET_TOKEN_PREVIOUS",
+        ),
+        (
+            "the previous secret alone",
+            None,
+            Some(PREVIOUS),
+            false,
+            vec![previous],
+            "SECRET_TOKEN",
+        ),
+    ];
+    for (case, secret, previous, issues, tokens, logged) in cases {
+        let mut ctx = TestContext::new();
+        ctx.secret = secret.map(String::from);
+        ctx.previous_secret = previous.map(String::from);
+        for token in &tokens {
+            for (method, path, body) in PROTECTED {
+                let outcome = ctx.call(method, path, Some(token), body);
+                assert_eq!(outcome, invalid_token(), "{case}: {method} {path}");
+            }
+        }
+        // Still "required" when nothing is sent.
+        assert_eq!(
+            ctx.call("GET", "/books", None, ""),
+            token_required(),
+            "{case}"
+        );
+        let (login, _) = ctx.post_token(r#"{"username":"admin","password":"password"}"#);
+        match issues {
+            true => assert_eq!(login.0, 200, "{case}"),
+            false => assert_eq!(login, token_not_issued(), "{case}"),
+        }
+        // Wrong credentials are refused before the secret matters.
+        let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
+        assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{case}");
+        // The logins touched only the failed-login counts, never the books.
+        assert!(
+            ctx.statements.iter().all(|name| name.contains("attempt")),
+            "{case}"
+        );
+        assert!(
+            ctx.logs.iter().any(|l| l.contains(logged)),
+            "{case}: {:?}",
+            ctx.logs
+        );
+    }
     // 32 bytes are enough.
     let mut ctx = TestContext::new();
     ctx.secret = Some(format!("{short}f"));
-    assert_eq!(ctx.call("POST", "/token", None, right).0, 200);
-    // A short previous secret is not used either.
-    let mut ctx = TestContext::new();
-    ctx.previous_secret = Some(short.into());
-    ctx.never_logged.push(signed_with_it.clone());
+    ctx.login();
     assert_eq!(
-        ctx.call("GET", "/books", Some(&signed_with_it), ""),
-        invalid_token()
+        token::verify(empty_key.as_bytes(), b"", NOW),
+        Err(TokenError::EmptyKey)
     );
-    assert!(ctx.logs.iter().any(|l| l.contains("SECRET_TOKEN_PREVIOUS")));
 }
 
 #[test]
@@ -709,23 +698,4 @@ fn new_tokens_are_signed_with_the_current_secret_only() {
         PREVIOUS.as_bytes(),
     );
     assert_eq!(ctx.call("GET", "/books", Some(&none), ""), invalid_token());
-}
-
-#[test]
-fn the_previous_secret_alone_verifies_nothing() {
-    // Without a current secret every token is refused, old ones too.
-    let mut ctx = TestContext::without_secret();
-    ctx.previous_secret = Some(PREVIOUS.into());
-    let old = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
-    ctx.never_logged.push(old.clone());
-    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
-    assert_eq!(
-        ctx.call(
-            "POST",
-            "/token",
-            None,
-            r#"{"username":"admin","password":"password"}"#
-        ),
-        token_not_issued()
-    );
 }
