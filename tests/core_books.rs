@@ -742,11 +742,6 @@ fn each_single_book_request_is_one_store_call() {
 #[test]
 fn store_errors_are_500_with_the_detail_only_in_the_log() {
     // A login's store failure: core_login.rs (it fails closed).
-    let detail = "disk I/O error at page 4711 (detail-ZQX)";
-    let mut ctx = TestContext::new();
-    ctx.create_book("Dune", "Frank Herbert", 1965);
-    let t = ctx.login();
-    ctx.fail_store = Some(detail.to_string());
     let requests = [
         ("GET", "/books", ""),
         ("GET", "/book/1", ""),
@@ -757,45 +752,36 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
         ("PUT", "/book/1", "not json"),
         ("DELETE", "/book/1", ""),
     ];
-    for (method, path, body) in requests {
-        ctx.logs.clear();
+    for fails_to_open in [false, true] {
+        let mut ctx = TestContext::new();
+        ctx.create_book("Dune", "Frank Herbert", 1965);
+        let t = ctx.login();
+        let detail = "disk I/O error at db-host-7 (detail-ZQX)".to_string();
+        match fails_to_open {
+            true => ctx.fail_open = Some(detail),
+            false => ctx.fail_store = Some(detail),
+        }
+        for (method, path, body) in requests {
+            ctx.logs.clear();
+            let what = format!("open fails: {fails_to_open}: {method} {path} {body}");
+            assert_eq!(
+                ctx.call(method, path, Some(&t), body),
+                internal_error(),
+                "{what}"
+            );
+            assert!(
+                ctx.logs
+                    .iter()
+                    .any(|l| l.contains("detail-ZQX") && l.contains(method) && l.contains(path)),
+                "{what}: {:?}",
+                ctx.logs
+            );
+        }
+        (ctx.fail_store, ctx.fail_open) = (None, None);
         assert_eq!(
-            ctx.call(method, path, Some(&t), body),
-            internal_error(),
-            "{method} {path} {body}"
-        );
-        assert!(
-            ctx.logs
-                .iter()
-                .any(|l| l.contains("detail-ZQX") && l.contains(method) && l.contains(path)),
-            "{method} {path}: {:?}",
-            ctx.logs
-        );
-    }
-    ctx.fail_store = None;
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&t), ""),
-        listed(json!([book(1, "Dune", "Frank Herbert", 1965)])),
-        "nothing changed while the store failed"
-    );
-}
-
-#[test]
-fn a_store_that_cannot_be_opened_is_500() {
-    let mut ctx = TestContext::new();
-    let t = ctx.login();
-    ctx.fail_open = Some("connection refused by db-host-7 (detail-OPEN)".to_string());
-    for (method, path, body) in PROTECTED {
-        ctx.logs.clear();
-        assert_eq!(
-            ctx.call(method, path, Some(&t), body),
-            internal_error(),
-            "{method} {path}"
-        );
-        assert!(
-            ctx.logs.iter().any(|l| l.contains("detail-OPEN")),
-            "{:?}",
-            ctx.logs
+            ctx.call("GET", "/books", Some(&t), ""),
+            listed(json!([book(1, "Dune", "Frank Herbert", 1965)])),
+            "nothing changed while the store failed"
         );
     }
 }

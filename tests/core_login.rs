@@ -781,25 +781,6 @@ fn the_client_counted_is_the_one_the_settings_name() {
 // ---- Failing closed -----------------------------------------------------
 
 #[test]
-fn a_store_failure_fails_the_login_closed() {
-    // The failed-login check needs the store: no store, no token, and the
-    // store's detail only in the log line of the request.
-    let mut ctx = TestContext::new();
-    ctx.fail_store = Some("database is locked (detail-LOCK)".into());
-    for body in [RIGHT, WRONG] {
-        ctx.logs.clear();
-        assert_eq!(ctx.post_token(body).0, internal_error(), "{body}");
-        assert!(
-            ctx.logs
-                .iter()
-                .any(|l| l.contains("detail-LOCK") && l.contains("POST /token")),
-            "{:?}",
-            ctx.logs
-        );
-    }
-}
-
-#[test]
 fn a_setting_whose_provider_fails_is_never_replaced_by_its_default() {
     // Every setting a login reads: the default credentials never sign.
     for setting in [
