@@ -7,8 +7,6 @@
 
 mod support;
 
-use std::cell::Cell;
-
 use book_catalog::MAX_BODY_BYTES;
 use serde_json::json;
 use support::*;
@@ -186,19 +184,13 @@ fn authentication_comes_before_everything_on_protected_paths() {
     ];
     let bad_token = forge(HS256_HEADER, r#"{"exp":1}"#, SECRET.as_bytes());
     for (method, path, body) in requests {
-        let read = Cell::new(false);
-        let limit = Cell::new(0);
-        let probe = ProbeBody {
-            bytes: body,
-            read: &read,
-            limit: &limit,
-        };
+        let probe = BodyProbe::default();
         assert_eq!(
-            ctx.call_with(method, path, None, probe),
+            ctx.call_with(method, path, None, probe.body(body)),
             token_required(),
             "{method} {path} without a token"
         );
-        assert!(!read.get(), "{method} {path}: body read before auth");
+        assert!(!probe.read.get(), "{method} {path}: body read before auth");
         for token in [bad_token.as_bytes(), b"garbage"] {
             assert_eq!(
                 ctx.call_raw(method, path, Some(token), body),
@@ -329,17 +321,11 @@ fn bodies_are_read_with_the_documented_1_mib_limit() {
         ),
         ("PUT", "/book/1", Some(t.as_bytes()), r#"{"year":2}"#),
     ] {
-        let read = Cell::new(false);
-        let limit = Cell::new(0);
-        let probe = ProbeBody {
-            bytes: body.as_bytes(),
-            read: &read,
-            limit: &limit,
-        };
-        let (status, _, _) = ctx.call_with(method, path, auth, probe);
+        let probe = BodyProbe::default();
+        let (status, _, _) = ctx.call_with(method, path, auth, probe.body(body.as_bytes()));
         assert!(status < 300, "{method} {path}: {status}");
-        assert!(read.get(), "{method} {path} reads its body");
-        assert_eq!(limit.get(), MAX_BODY_BYTES, "{method} {path}");
+        assert!(probe.read.get(), "{method} {path} reads its body");
+        assert_eq!(probe.limit.get(), MAX_BODY_BYTES, "{method} {path}");
     }
 }
 
@@ -364,19 +350,13 @@ fn get_and_delete_ignore_any_body() {
         ("DELETE", "/book/1", deleted()),
     ];
     for (method, path, expected) in outcomes {
-        let read = Cell::new(false);
-        let limit = Cell::new(0);
-        let probe = ProbeBody {
-            bytes: &huge,
-            read: &read,
-            limit: &limit,
-        };
+        let probe = BodyProbe::default();
         assert_eq!(
-            ctx.call_with(method, path, Some(t.as_bytes()), probe),
+            ctx.call_with(method, path, Some(t.as_bytes()), probe.body(&huge)),
             expected,
             "{method} {path}"
         );
-        assert!(!read.get(), "{method} {path} does not read its body");
+        assert!(!probe.read.get(), "{method} {path} does not read its body");
     }
     assert_eq!(
         ctx.call("GET", "/books", Some(&t), "not json at all"),

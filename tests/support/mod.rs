@@ -504,17 +504,29 @@ impl Context for TestContext {
     }
 }
 
-/// A body that records whether and with which limit it was read.
+/// Records whether, and with which limit, a request body was read.
+#[derive(Default)]
+pub struct BodyProbe {
+    pub read: Cell<bool>,
+    pub limit: Cell<usize>,
+}
+
+impl BodyProbe {
+    /// `bytes` as a request body that reports to this probe.
+    pub fn body<'a>(&'a self, bytes: &'a [u8]) -> ProbeBody<'a> {
+        ProbeBody { bytes, probe: self }
+    }
+}
+
 pub struct ProbeBody<'a> {
-    pub bytes: &'a [u8],
-    pub read: &'a Cell<bool>,
-    pub limit: &'a Cell<usize>,
+    bytes: &'a [u8],
+    probe: &'a BodyProbe,
 }
 
 impl Body for ProbeBody<'_> {
     fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
-        self.read.set(true);
-        self.limit.set(limit);
+        self.probe.read.set(true);
+        self.probe.limit.set(limit);
         self.bytes.read(limit)
     }
 }
@@ -653,9 +665,7 @@ pub fn sign(input: &str, key: &[u8]) -> String {
 
 /// `b64(header).b64(claims).sig` with an HS256 signature computed by hand.
 pub fn forge(header_json: &str, claims_json: &str, key: &[u8]) -> String {
-    let input = format!("{}.{}", b64(header_json), b64(claims_json));
-    let signature = sign(&input, key);
-    format!("{input}.{signature}")
+    sign_segments(&b64(header_json), &b64(claims_json), key)
 }
 
 /// Signs already-encoded header and claims segments as they are.
