@@ -206,14 +206,6 @@ impl TestContext {
         ctx
     }
 
-    /// Custom credentials configured.
-    pub fn with_credentials(username: &str, password: &str) -> TestContext {
-        let mut ctx = TestContext::new();
-        ctx.username = Some(username.to_string());
-        ctx.password = Some(password.to_string());
-        ctx
-    }
-
     pub fn call(&mut self, method: &str, path: &str, auth: Option<&str>, body: &str) -> Outcome {
         self.call_raw(method, path, auth.map(str::as_bytes), body.as_bytes())
     }
@@ -441,17 +433,12 @@ impl TestContext {
         }
         leaks
     }
-
-    /// Asserts that no log line holds a secret, a password or a token.
-    pub fn assert_logs_clean(&self) {
-        assert_eq!(self.leaks(), Vec::<String>::new(), "secrets in the log");
-    }
 }
 
 impl Drop for TestContext {
     fn drop(&mut self) {
         if !std::thread::panicking() {
-            self.assert_logs_clean();
+            assert_eq!(self.leaks(), Vec::<String>::new(), "secrets in the log");
         }
     }
 }
