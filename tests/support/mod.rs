@@ -162,12 +162,6 @@ pub struct TestContext {
     pub never_logged: Vec<String>,
 }
 
-impl Default for TestContext {
-    fn default() -> Self {
-        TestContext::new()
-    }
-}
-
 impl TestContext {
     /// Secret set, default credentials (admin/password), default store.
     pub fn new() -> TestContext {
