@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -31,8 +31,9 @@ needed = { default = "x" }"#;
 /// The probe's manifest: variables `greeting` (default "from-default"),
 /// SQLite `default`, `archive` and `elsewhere` granted, PostgreSQL at
 /// `{{ pg_host }}` allowed when declared, `extra` appended to its variables.
-fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> std::path::PathBuf {
-    let source = write_component(dir, "probe.wasm", &components::probe());
+fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> PathBuf {
+    let source = dir.join("probe.wasm");
+    std::fs::write(&source, components::probe()).unwrap();
     write_manifest(
         dir,
         &source,
@@ -50,7 +51,7 @@ fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> std::path::PathBu
 }
 
 fn body(host: &Host, path: &str) -> String {
-    let (status, head, body) = host.request("GET", path, None, "");
+    let (status, head, body) = get(host.port, path);
     assert_eq!(status, 200, "{path}: {head}\n{body}\n{}", host.stderr());
     body
 }
@@ -191,37 +192,40 @@ fn start_up_errors_are_one_line() {
     assert!(err.contains("cannot load component"), "{err}");
 }
 
-/// A component whose handler traps (`unreachable`) before answering.
-const TRAPPING_COMPONENT: &str = r#"
-(component
+/// The manifest of a component whose `wasi:http/incoming-handler` is the
+/// core function `handler` (of two i32 parameters), which never answers.
+fn handler_manifest(dir: &Path, handler: &str) -> PathBuf {
+    let wasm = wat::parse_str(format!(
+        r#"(component
   (import "wasi:http/types@0.2.0" (instance $types
     (export "incoming-request" (type (sub resource)))
     (export "response-outparam" (type (sub resource)))
   ))
   (alias export $types "incoming-request" (type $request))
   (alias export $types "response-outparam" (type $outparam))
-  (core module $m
-    (func (export "handle") (param i32 i32) unreachable)
-  )
+  (core module $m {handler})
   (core instance $i (instantiate $m))
   (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
     (canon lift (core func $i "handle")))
   (instance $handler (export "handle" (func $handle)))
   (export "wasi:http/incoming-handler@0.2.0" (instance $handler))
-)
-"#;
+)"#
+    ))
+    .unwrap();
+    let source = dir.join("handler.wasm");
+    std::fs::write(&source, wasm).unwrap();
+    write_manifest(dir, &source, "", "")
+}
 
 #[test]
 fn a_trap_answers_spins_plain_500_and_the_host_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = wat::parse_str(TRAPPING_COMPONENT).unwrap();
-    let source = write_component(dir.path(), "trap.wasm", &wasm);
-    let manifest = write_manifest(dir.path(), &source, "", "");
+    let trap = r#"(func (export "handle") (param i32 i32) unreachable)"#;
+    let manifest = handler_manifest(dir.path(), trap);
     for reuse in ["1", "3"] {
         let host = Host::start(dir.path(), &manifest, &["--max-instance-reuse", reuse], &[]);
         for _ in 0..4 {
-            let (status, head, body) = host.request("GET", "/anything", None, "");
-            assert_plain(500, (status, head, body));
+            assert_plain(500, get(host.port, "/anything"));
         }
         // The trap is logged by the instance's task, which may finish after
         // the 500 has been sent.
@@ -230,31 +234,11 @@ fn a_trap_answers_spins_plain_500_and_the_host_keeps_serving() {
     }
 }
 
-/// A component whose handler never returns: a loop with no call in it.
-const LOOPING_COMPONENT: &str = r#"
-(component
-  (import "wasi:http/types@0.2.0" (instance $types
-    (export "incoming-request" (type (sub resource)))
-    (export "response-outparam" (type (sub resource)))
-  ))
-  (alias export $types "incoming-request" (type $request))
-  (alias export $types "response-outparam" (type $outparam))
-  (core module $m
-    (func (export "handle") (param i32 i32) (loop $forever (br $forever)))
-  )
-  (core instance $i (instantiate $m))
-  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
-    (canon lift (core func $i "handle")))
-  (instance $handler (export "handle" (func $handle)))
-  (export "wasi:http/incoming-handler@0.2.0" (instance $handler))
-)
-"#;
-
-/// A host serving `LOOPING_COMPONENT` on one serving thread.
+/// A host, on one serving thread, serving a component whose handler never
+/// returns: a loop with no call in it.
 fn looping_host(dir: &Path, args: &[&str]) -> Host {
-    let wasm = wat::parse_str(LOOPING_COMPONENT).unwrap();
-    let source = write_component(dir, "loop.wasm", &wasm);
-    let manifest = write_manifest(dir, &source, "", "");
+    let looping = r#"(func (export "handle") (param i32 i32) (loop $forever (br $forever)))"#;
+    let manifest = handler_manifest(dir, looping);
     Host::start(dir, &manifest, args, &[("SPIN_LITE_THREADS", "1")])
 }
 
@@ -264,7 +248,7 @@ fn concurrent_requests(port: u16, count: usize) -> Vec<((u16, String, String), D
         .map(|_| {
             std::thread::spawn(move || {
                 let started = Instant::now();
-                let answer = request(port, "GET", "/items", None, "");
+                let answer = get(port, "/items");
                 (answer, started.elapsed())
             })
         })
@@ -321,10 +305,10 @@ fn a_request_that_waits_too_long_for_a_slot_answers_503() {
         &["--request-timeout", "8", "--max-instances", "1"],
     );
     let port = host.port;
-    let holder = std::thread::spawn(move || request(port, "GET", "/items", None, ""));
+    let holder = std::thread::spawn(move || get(port, "/items"));
     std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
-    let answer = request(port, "GET", "/items", None, "");
+    let answer = get(port, "/items");
     let waited = started.elapsed().as_secs_f64();
     assert_plain(503, answer);
     assert!(
@@ -337,7 +321,7 @@ fn a_request_that_waits_too_long_for_a_slot_answers_503() {
 
 /// The probe's manifest for PostgreSQL: `pg_address` set by `--variable`,
 /// `allowed_outbound_hosts` admitting `pg_host`.
-fn pg_probe(dir: &Path, pg_host: &str) -> std::path::PathBuf {
+fn pg_probe(dir: &Path, pg_host: &str) -> PathBuf {
     probe_manifest(
         dir,
         &format!(
@@ -348,9 +332,6 @@ fn pg_probe(dir: &Path, pg_host: &str) -> std::path::PathBuf {
     )
 }
 
-/// Needs a server: `SPIN_LITE_TEST_PG_URL=postgres://user:pw@127.0.0.1:5432/db`
-/// (`make test` starts a throwaway cluster and sets it); without one this
-/// test fails rather than pass unrun.
 #[test]
 #[ignore = "needs PostgreSQL: make test runs it"]
 fn postgres_as_spin_serves_it_and_the_zero_row_check() {

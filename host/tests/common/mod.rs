@@ -2,7 +2,6 @@
 //! a manifest in a folder of its own, the tests' own components
 //! (`components.rs`), a minimal HTTP client, and PostgreSQL helpers
 //! (`SPIN_LITE_TEST_PG_URL`).
-#![allow(dead_code)]
 
 pub mod components;
 
@@ -27,26 +26,11 @@ pub fn write_manifest(dir: &Path, source: &Path, variables: &str, extra: &str) -
     path
 }
 
-/// `wasm` written into `dir` as `name`.
-pub fn write_component(dir: &Path, name: &str, wasm: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, wasm).unwrap();
-    path
-}
-
 pub struct Host {
     child: Child,
     pub port: u16,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 pub fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
@@ -72,7 +56,11 @@ pub fn command(dir: &Path) -> Command {
 
 impl Host {
     pub fn start(dir: &Path, manifest: &Path, args: &[&str], env: &[(&str, &str)]) -> Host {
-        let port = free_port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let listen = format!("127.0.0.1:{port}");
         let state = dir.join("state");
         let mut cmd = command(dir);
@@ -118,16 +106,6 @@ impl Host {
         self.stderr.lock().unwrap().clone()
     }
 
-    pub fn request(
-        &self,
-        method: &str,
-        path: &str,
-        token: Option<&str>,
-        body: &str,
-    ) -> (u16, String, String) {
-        request(self.port, method, path, token, body)
-    }
-
     /// Waits (5 s at most) for `text` in the host's log, which may be
     /// written after the answer is sent.
     pub fn wait_for_log(&self, text: &str) {
@@ -167,26 +145,16 @@ impl Drop for Host {
     }
 }
 
-/// A minimal HTTP/1.1 client: one request per connection.
-pub fn request(
-    port: u16,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: &str,
-) -> (u16, String, String) {
+/// A minimal HTTP/1.1 client: one GET per connection; the status, the head
+/// and the (de-chunked) body.
+pub fn get(port: u16, path: &str) -> (u16, String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: {t}\r\n"))
-        .unwrap_or_default();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{auth}\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut raw = Vec::new();
@@ -197,25 +165,19 @@ pub fn request(
     let chunked = head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked");
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_string()
-    };
-    (status, head.to_string(), body)
-}
-
-pub fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
+    if !chunked {
+        return (status, head.to_string(), rest.to_string());
+    }
+    let (mut body, mut rest) = (String::new(), rest);
     while let Some((size, after)) = rest.split_once("\r\n") {
         let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }
-        out.push_str(&after[..size]);
+        body.push_str(&after[..size]);
         rest = &after[size + 2..];
     }
-    out
+    (status, head.to_string(), body)
 }
 
 /// `SPIN_LITE_TEST_PG_URL` and its `host:port` (no port: 5432), for the
@@ -233,24 +195,6 @@ pub fn test_pg_url() -> (String, String) {
         format!("{host_port}:5432")
     };
     (url, host_port)
-}
-
-/// `url` with its database (the URL path) replaced by `database`.
-pub fn with_database(url: &str, database: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let authority = base.find("://").expect("a postgres:// URL") + 3;
-    let path = base[authority..]
-        .find('/')
-        .map_or(base.len(), |i| authority + i);
-    let mut out = format!("{}/{database}", &base[..path]);
-    if let Some(query) = query {
-        out.push('?');
-        out.push_str(query);
-    }
-    out
 }
 
 /// Runs SQL as the test database's user (tokio-postgres, without TLS as
@@ -295,9 +239,17 @@ impl ScratchDatabase {
         scratch
     }
 
-    /// The URL of this database.
+    /// The admin URL with its database (the URL path) replaced by this one.
     pub fn url(&self) -> String {
-        with_database(&self.admin_url, &self.name)
+        let (base, query) = match self.admin_url.split_once('?') {
+            Some((base, query)) => (base, format!("?{query}")),
+            None => (self.admin_url.as_str(), String::new()),
+        };
+        let authority = base.find("://").expect("a postgres:// URL") + 3;
+        let path = base[authority..]
+            .find('/')
+            .map_or(base.len(), |i| authority + i);
+        format!("{}/{}{query}", &base[..path], self.name)
     }
 }
 
