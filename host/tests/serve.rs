@@ -86,23 +86,6 @@ fn variables_come_from_spins_sources_in_spins_order() {
 }
 
 #[test]
-fn a_required_variable_nobody_set_stops_start_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = probe_manifest(dir.path(), "greeting = { required = true }", "");
-    let out = command(dir.path())
-        .arg("--from")
-        .arg(&manifest)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("no provider resolved required variable(s): greeting"),
-        "{err}"
-    );
-}
-
-#[test]
 fn the_component_environment_is_exactly_the_e_pairs() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = probe_manifest(dir.path(), PROBE_VARIABLES, "");
@@ -159,37 +142,28 @@ fn sqlite_databases_as_spin_places_and_grants_them() {
 #[test]
 fn start_up_errors_are_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
+    let fails = |args: &[&str], code: i32, text: &str| {
         let out = command(dir.path()).args(args).output().unwrap();
-        (
-            out.status,
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(text), "{err}");
     };
-
-    let (status, err) = run(&["--from", "missing.toml"]);
-    assert!(!status.success());
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("cannot read manifest"), "{err}");
-
-    let (status, err) = run(&["--listen", "not-an-address"]);
-    assert_eq!(status.code(), Some(2));
-    assert_eq!(err.lines().count(), 1, "{err}");
-
-    std::fs::write(
-        dir.path().join("bad.toml"),
-        "spin_manifest_version = 2\n[[trigger.http]]\n",
-    )
-    .unwrap();
-    let (status, err) = run(&["--from", "bad.toml"]);
-    assert!(!status.success());
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("invalid manifest"), "{err}");
-
+    fails(&["--from", "missing.toml"], 1, "cannot read manifest");
+    fails(&["--listen", "not-an-address"], 2, "--listen");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "spin_manifest_version = 2\n[[trigger.http]]\n").unwrap();
+    fails(&["--from", bad.to_str().unwrap()], 1, "invalid manifest");
     let manifest = write_manifest(dir.path(), &dir.path().join("none.wasm"), "", "");
-    let (status, err) = run(&["--from", manifest.to_str().unwrap()]);
-    assert!(!status.success());
-    assert!(err.contains("cannot load component"), "{err}");
+    fails(
+        &["--from", manifest.to_str().unwrap()],
+        1,
+        "cannot load component",
+    );
+    let required = "greeting = { required = true }";
+    let manifest = probe_manifest(dir.path(), required, "");
+    let message = "no provider resolved required variable(s): greeting";
+    fails(&["--from", manifest.to_str().unwrap()], 1, message);
 }
 
 /// The manifest of a component whose `wasi:http/incoming-handler` is the
