@@ -61,15 +61,12 @@ impl Host {
             .local_addr()
             .unwrap()
             .port();
-        let listen = format!("127.0.0.1:{port}");
-        let state = dir.join("state");
         let mut cmd = command(dir);
         cmd.arg("--from")
             .arg(manifest)
-            .arg("--listen")
-            .arg(&listen)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
             .arg("--state-dir")
-            .arg(&state)
+            .arg(dir.join("state"))
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -84,7 +81,9 @@ impl Host {
             stderr,
         };
         let deadline = Instant::now() + Duration::from_secs(120);
-        while !host.stdout().contains("Serving http://") {
+        // Listening where --listen said.
+        let serving = format!("Serving http://127.0.0.1:{port}");
+        while !host.stdout().contains(&serving) {
             if let Ok(Some(status)) = host.child.try_wait() {
                 panic!("spin-lite exited with {status}: {}", host.stderr());
             }
