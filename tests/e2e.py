@@ -4,26 +4,14 @@
     tests/e2e.py [--store sqlite|postgres] [--host spin-lite|spin] [--reuse N]
                  [--wasm F] [--manifest F]
 
-Serves the component (tests/launch.py, through tests/faults/lib.py's Host:
-a fresh state directory, a random signing secret, credentials of its own,
-one trusted proxy, a 30-second failed-login window so that throttle.hurl's
-counts lapse soon), then:
-  * runs the whole hurl suite with tests/hurl/run.py --strict (the runner of
-    `make hurl`; the host is ours alone, so the catalog must be exactly as
-    before the suite), one test per request;
-  * a book created before a restart is there after it, with the same fields,
-    and a token issued before it is still valid;
-  * the host exits 0 on SIGTERM, after the suite and after the restart;
-  * SQLite: the database is <state-dir>/sqlite_db.db;
-  * after the restart the password is configured as an Argon2id hash made
-    by Debian's `argon2` CLI as docs/configuration.md shows (scripts/
-    ensure-tools.sh argon2 installs it), and logs in.
-PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR (its database may
-already hold books), else one of its own, removed at the end.
-
-Output: `e2e STORE: N passed, M failed` (the label names --reuse, --wasm and
-Spin); `N M` is appended to $E2E_TALLY when set. Exit status 0 only when
-nothing failed.
+A host of tests/faults/lib.py (a 30-second failed-login window, so that
+throttle.hurl's counts lapse soon) serves tests/hurl/run.py --strict (the
+host is ours alone: the catalog must end as it began); then a restart keeps
+a book and a token, the host exits 0 on SIGTERM, SQLite's database is
+<state-dir>/sqlite_db.db, and a password configured as an Argon2id hash made
+by Debian's `argon2` CLI (docs/configuration.md) logs in. PostgreSQL: the
+cluster in FAULTS_PG_DIR, else a throwaway one. Prints `e2e STORE: N passed,
+M failed` (and appends `N M` to $E2E_TALLY when set).
 """
 
 import os
@@ -52,16 +40,10 @@ class E2eHost(lib.Host):
         return settings
 
 
-def argon2_cli_hash(password):
-    """The PHC string docs/configuration.md makes with Debian's argon2 CLI."""
-    salt = secrets.token_hex(16)
-    made = subprocess.run(["argon2", salt, "-id", "-t", "2", "-k", "19456", "-p", "1", "-e"],
-                          input=password, capture_output=True, text=True, timeout=60, check=True)
-    return made.stdout.strip()
-
-
-def hurl_suite(ctx, host):
-    """tests/hurl/run.py against the host; its tally joins ours."""
+def run(ctx):
+    t = ctx.tally
+    host = E2eHost(ctx).start()
+    # The hurl suite (tests/hurl/run.py); its tally joins ours.
     with tempfile.NamedTemporaryFile("r", dir=ctx.tmp, suffix=".counts") as counts:
         env = dict(os.environ, HURL_BASE_URL=host.base_url, HURL_USERNAME=host.username,
                    HURL_PASSWORD=host.password, SECRET_TOKEN=host.secret,
@@ -75,12 +57,6 @@ def hurl_suite(ctx, host):
     if failed:
         ctx.tally.failures.append(f"hurl: {failed} failed")
     lib.log(f"{ctx.tally.label} {ctx.store}: hurl: {passed} passed, {failed} failed")
-
-
-def run(ctx):
-    t = ctx.tally
-    host = E2eHost(ctx).start()
-    hurl_suite(ctx, host)
 
     book = {"title": "Restart \u2713 " + lib.random_text(8), "author": "Persistence \u00e9",
             "year": 1851}
@@ -96,7 +72,11 @@ def run(ctx):
                 f"files: {sorted(p.name for p in host.state_dir.iterdir())}")
 
     try:
-        host.password_hash = argon2_cli_hash(host.password)
+        # The PHC string docs/configuration.md makes with Debian's argon2 CLI.
+        host.password_hash = subprocess.run(
+            ["argon2", secrets.token_hex(16), "-id", "-t", "2", "-k", "19456", "-p", "1", "-e"],
+            input=host.password, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError) as e:
         t.check(False, "Debian's argon2 CLI makes a hash (scripts/ensure-tools.sh argon2)", repr(e))
     host.start()

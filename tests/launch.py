@@ -5,30 +5,16 @@
                     [--wasm FILE] [--manifest FILE] [--reuse N] [--port N]
                     [--state-dir DIR] [--env NAME=VALUE]... -- COMMAND...
 
-Starts the host on 127.0.0.1 (a free port unless --port) with a fresh state
-directory (unless --state-dir), waits until `GET /health` answers 200, runs
-COMMAND with BASE_URL, SECRET_TOKEN (the signing secret the host got:
---env SECRET_TOKEN=..., else a random one), HOST_PID and STATE_DIR in its
-environment, then stops the host with SIGTERM and exits with COMMAND's
-status. The host's output goes to STATE_DIR/../host-N.log (shown when it
-fails to start).
-
-The hosts: `spin-lite` (target/release/spin-lite, or $SPIN_LITE) or real Spin
-(`spin up`: $SPIN, else build/spin/spin, else spin on PATH). Both get the
-settings as a Spin user sets them: the secret and the store (SECRET_TOKEN,
-DB_URL and the db_host it implies) as SPIN_VARIABLE_*, every other --env
-NAME=VALUE as the component's environment (`-e NAME=VALUE`). No setting of
-the caller's shell reaches the host (SPIN_VARIABLE_* are dropped), and it
-runs from its own directory (no stray .env).
-
---store postgres serves DB_URL=--pg-url, else a throwaway cluster of
-scripts/pg-cluster.sh (removed afterwards). On spin-lite, a PostgreSQL query
-that returns no rows fails (SPIN_LITE_PG_EMPTY_QUERY_ERROR=1), because it
-hangs real Spin 4.0.2. --reuse N: spin-lite --max-instance-reuse N.
---wasm points the manifest's one `source` at FILE (in a copy).
-
-As a module: `Host` (what the CLI starts), `Pg` (a pg-cluster.sh cluster),
-`psql`, `free_port`, `random_text`.
+Serves the component on 127.0.0.1 (spin-lite: $SPIN_LITE or target/release;
+spin: $SPIN, build/spin/spin or PATH) until `GET /health` answers 200, runs
+COMMAND with BASE_URL, SECRET_TOKEN (--env's, else random), HOST_PID and
+STATE_DIR set, stops the host with SIGTERM and exits with COMMAND's status.
+SECRET_TOKEN, DB_URL and DB_HOST reach the host as SPIN_VARIABLE_* (the
+caller's own are dropped), every other --env as `-e`; it runs from its own
+directory (no stray .env). --store postgres without --pg-url: a throwaway
+scripts/pg-cluster.sh cluster. On spin-lite a PostgreSQL query returning no
+rows fails, as it hangs real Spin 4.0.2. --wasm: a manifest copy whose one
+`source` is FILE.
 """
 
 import argparse
@@ -60,12 +46,31 @@ HOSTS = ("spin-lite", "spin")
 
 
 def spin_binary():
-    """Real Spin: $SPIN, else build/spin/spin (.ci/run unpacks it there),
-    else spin on PATH; None without one."""
     for candidate in (os.environ.get("SPIN"), ROOT / "build/spin/spin", shutil.which("spin")):
         if candidate and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
+
+
+def host_command(kind):
+    """spin-lite, or `spin up`; an error that says how to get the missing one."""
+    if kind == "spin":
+        if not spin_binary():
+            raise RuntimeError("no Spin binary (set SPIN=path, put spin on PATH, "
+                               "or unpack it to build/spin/spin)")
+        return [spin_binary(), "up"]
+    if not SPIN_LITE.exists():
+        raise RuntimeError(f"{SPIN_LITE} not found (cargo build --release --locked -p spin-lite)")
+    return [str(SPIN_LITE)]
+
+
+def add_host_options(p, host_default=None):
+    """The options launch.py and every test runner share."""
+    p.add_argument("--host", choices=HOSTS, default=host_default, required=host_default is None)
+    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    p.add_argument("--wasm", help="serve this component instead of the manifest's")
+    p.add_argument("--manifest", help="serve this manifest instead of spin.toml")
+    p.add_argument("--reuse", type=int, default=1, help="spin-lite --max-instance-reuse N")
 
 
 def random_text(n):
@@ -80,8 +85,7 @@ def free_port():
 
 
 def psql(url, sql):
-    """Runs `sql` against the database at `url` (the newest psql installed);
-    its output, one row a line, fields separated by `|`."""
+    """`sql` run by the newest psql installed: its rows, one a line, fields split by `|`."""
     bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: [
         int(x) if x.isdigit() else x for x in p.parent.name.split(".")])[-1]
     out = subprocess.run([str(bindir / "psql"), url, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
@@ -90,8 +94,7 @@ def psql(url, sql):
 
 
 class Pg:
-    """A pg-cluster.sh cluster: the one in `directory` (left running), or our
-    own (removed by close)."""
+    """A pg-cluster.sh cluster: `directory`'s (left running) or our own (close removes it)."""
 
     def __init__(self, directory=None, tls=False):
         self.own = directory is None
@@ -146,13 +149,9 @@ def manifest_for(wasm, manifest, directory):
 
 
 class Host:
-    """The component served on a loopback port by spin-lite or real Spin.
-
-    `settings`: the component's settings by environment name (SECRET_TOKEN,
-    AUTH_USERNAME, ...); `settings()` may be overridden, and so may
-    `command_and_env()` (the host's process). `args`: more command-line
-    options for the host. start() and stop() may alternate (a restart keeps the state
-    directory and picks a new port unless `port` was given)."""
+    """The component served by spin-lite or real Spin. `settings`: by
+    environment name; `args`: more host options. A restart keeps the state
+    directory and picks a new port unless `port` was given."""
 
     def __init__(self, kind="spin-lite", store="sqlite", settings=None, pg_url=None, wasm=None,
                  manifest=None, reuse=1, port=None, state_dir=None, workdir=None):
@@ -177,10 +176,6 @@ class Host:
         self.args = []
 
     @property
-    def spin(self):
-        return self.kind == "spin"
-
-    @property
     def base_url(self):
         return f"http://127.0.0.1:{self.port}"
 
@@ -191,26 +186,15 @@ class Host:
             settings.setdefault("DB_HOST", db_host(settings["DB_URL"]))
         return settings
 
-    def binary(self):
-        if self.spin:
-            found = spin_binary()
-            if not found:
-                raise RuntimeError("no Spin binary (set SPIN=path, put spin on PATH, "
-                                   "or unpack it to build/spin/spin)")
-            return [found, "up"]
-        if not SPIN_LITE.exists():
-            raise RuntimeError(f"{SPIN_LITE} not found (cargo build --release --locked -p spin-lite)")
-        return [str(SPIN_LITE)]
-
     def command_and_env(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPIN_VARIABLE_")}
-        command = self.binary() + ["--from", str(self.manifest)]
+        command = host_command(self.kind) + ["--from", str(self.manifest)]
         for name, value in self.settings().items():
             if name in SPIN_VARIABLES:
                 env["SPIN_VARIABLE_" + name] = value
             else:
                 command += ["-e", f"{name}={value}"]
-        if not self.spin:
+        if self.kind != "spin":
             if self.reuse != 1:
                 command += ["--max-instance-reuse", str(self.reuse)]
             if self.store == "postgres":
@@ -266,18 +250,15 @@ class Host:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.kill()
-        self.kill_group()
+                pass
+        self.kill()
         return self.proc.returncode
 
     def kill(self):
+        """The host and whatever it started (Spin's trigger process)."""
         if self.alive():
             self.proc.kill()
             self.proc.wait()
-        self.kill_group()
-
-    def kill_group(self):
-        """Whatever the host started (Spin's trigger process) goes too."""
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -294,12 +275,8 @@ class Host:
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 usage=__doc__.split("\n\n")[1].strip())
-    p.add_argument("--host", choices=HOSTS, required=True)
-    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    add_host_options(p)
     p.add_argument("--pg-url")
-    p.add_argument("--wasm")
-    p.add_argument("--manifest")
-    p.add_argument("--reuse", type=int, default=1)
     p.add_argument("--port", type=int)
     p.add_argument("--state-dir")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")

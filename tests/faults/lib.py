@@ -1,8 +1,6 @@
 """Shared plumbing for the fault tests, scripts/fuzz.sh, tests/e2e.py and
-tests/hurl/run.py: the one HS256 forger in Python (`jwt`; `forge` for
-auth_forged.hurl), the tally, requests, and a test's host (tests/launch.py's,
-with credentials of its own). Standard library only, 127.0.0.1 only; what a
-test starts is stopped on exit, also on failure or SIGINT/SIGTERM.
+tests/hurl/run.py: the HS256 forger (`jwt`, `forge`), the tally, requests and
+a test's host. What a test starts is stopped on exit, also on a signal.
 A test module defines `run(ctx)` and ends with `lib.main("name", run)`."""
 
 import argparse
@@ -24,6 +22,7 @@ import time
 import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -32,16 +31,14 @@ import launch  # noqa: E402  (the one host launcher)
 from launch import ROOT, Pg, free_port, psql, random_text  # noqa: E402, F401
 
 WASM = ROOT / "target/wasm32-wasip2/release/book_catalog.wasm"
-ENVELOPE_KEYS = {"status", "message", "data"}
 
 # Client addresses for tests that make wrong logins: this run's own /48 in
-# the IPv6 documentation range; `client(n)` is an address in the n-th /64 of
-# it (the service counts an IPv6 client by its /64).
+# the IPv6 documentation range; `client(n, host)` is address `host` in its
+# n-th /64 (the service counts an IPv6 client by its /64).
 CLIENT_PREFIX = "2001:db8:%x:" % secrets.randbits(16)
 
 
 def client(n, host=1):
-    """Address `host` of this run's n-th /64."""
     return "%s%x::%x" % (CLIENT_PREFIX, n, host)
 
 
@@ -50,9 +47,7 @@ def log(*parts):
 
 
 # --- Tokens ------------------------------------------------------------------
-# HS256 tokens made by hand, good and bad (attacks.py, side_by_side.py,
-# `forge` for tests/hurl/run.py); the Rust tests have their own in
-# tests/support/mod.rs.
+# HS256 tokens made by hand, good and bad (the Rust tests' are in tests/support).
 
 HS256_HEADER = {"alg": "HS256", "typ": "JWT"}
 
@@ -81,19 +76,6 @@ def jwt(key, claims, header=None, digest=hashlib.sha256, raw_claims=None):
     return signing_input + "." + sign(key, signing_input, digest)
 
 
-def std_alphabet_token(key, exp):
-    """A correctly signed token whose claims segment uses the standard base64
-    alphabet (`+` or `/`), which base64url forbids: malformed."""
-    # "???" in some alignment encodes to a 6-bit group of all ones: `_`.
-    for pad in range(1, 7):
-        claims_b64 = segment({"exp": exp, "n": "?" * pad})
-        if "-" in claims_b64 or "_" in claims_b64:
-            claims_std = claims_b64.replace("-", "+").replace("_", "/")
-            signing_input = segment(HS256_HEADER) + "." + claims_std
-            return signing_input + "." + sign(key, signing_input)
-    raise RuntimeError("no padding gave a '-' or '_'")  # unreachable
-
-
 def forge(secret, now):
     """The tokens tests/hurl/auth_forged.hurl needs, by hurl variable name:
     one good token with a fractional `exp` (a NumericDate may carry one, RFC
@@ -105,7 +87,6 @@ def forge(secret, now):
     header, claims, signature = good.split(".")
     tokens = {}
 
-    # A valid token made here, with a fractional exp: the service must accept it.
     tokens["future_fraction_token"] = jwt(key, {"exp": future + 0.5})
     # Everything below must be refused with 401 "Invalid token".
     tokens["expired_token"] = jwt(key, {"exp": now - 120})
@@ -134,7 +115,12 @@ def forge(secret, now):
     tokens["array_claims_token"] = jwt(key, [future])
     # `=` padding on the signature segment (43 characters -> 44).
     tokens["padded_token"] = good + "="
-    tokens["std_alphabet_token"] = std_alphabet_token(key, future)
+    # Claims in the standard base64 alphabet (`+`, `/`), which base64url
+    # forbids, correctly signed: "???" in some alignment gives a `_`.
+    claims_b64 = next(c for c in (segment({"exp": future, "n": "?" * pad}) for pad in range(1, 7))
+                      if "-" in c or "_" in c)
+    std_input = header + "." + claims_b64.replace("-", "+").replace("_", "/")
+    tokens["std_alphabet_token"] = std_input + "." + sign(key, std_input)
     tokens["two_segment_token"] = header + "." + claims
     tokens["four_segment_token"] = good + "." + signature
     tokens["empty_segments_token"] = ".."
@@ -199,13 +185,9 @@ class Response:
 
     def is_envelope(self, status=None, message=None):
         j = self.json
-        if not (isinstance(j, dict) and set(j) == ENVELOPE_KEYS and j["status"] == self.status):
-            return False
-        if status is not None and self.status != status:
-            return False
-        if message is not None and j["message"] != message:
-            return False
-        return True
+        return (isinstance(j, dict) and set(j) == {"status", "message", "data"}
+                and j["status"] == self.status and status in (None, self.status)
+                and message in (None, j["message"]))
 
     def __repr__(self):
         return f"<{self.status} {self.raw[:200]!r} in {self.elapsed:.3f}s>"
@@ -277,11 +259,8 @@ def read_answer(sock, timeout):
 def sqlite_integrity(db):
     """`PRAGMA integrity_check` of a SQLite file, read-only: [("ok",)] when sound."""
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
             return con.execute("PRAGMA integrity_check").fetchall()
-        finally:
-            con.close()
     except sqlite3.Error as e:
         return [(repr(e),)]
 
@@ -313,11 +292,9 @@ def try_request(*args, **kwargs):
 
 
 class Host(launch.Host):
-    """tests/launch.py's Host on the context's host and store, with a random
-    secret and credentials of its own. A test that makes wrong logins names
-    its own client in X-Forwarded-For (`client(n)`, TRUSTED_PROXY_HOPS=1), so
-    it never blocks the others' logins from 127.0.0.1, also on a shared
-    PostgreSQL database."""
+    """launch.Host on the context's host and store, with a random secret and
+    credentials of its own. TRUSTED_PROXY_HOPS=1: a test making wrong logins
+    names its own `client(n)`, never blocking 127.0.0.1 on a shared database."""
 
     def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None,
                  kind=None):
@@ -325,10 +302,10 @@ class Host(launch.Host):
         super().__init__(kind or ctx.host_kind, ctx.store, pg_url=pg_url, wasm=ctx.wasm,
                          manifest=ctx.manifest, reuse=ctx.reuse if (kind or ctx.host_kind) != "spin" else 1,
                          state_dir=state_dir, workdir=ctx.tmp)
-        self.ctx = ctx
         self.secret = random_text(48) if secret is True else (secret or None)
         self.username = username or "faults-" + random_text(8).lower()
         self.password = password or "Faults." + random_text(16)
+        ctx.hosts.append(self)  # killed when its test module ends
 
     def settings(self):
         settings = super().settings()
@@ -337,11 +314,6 @@ class Host(launch.Host):
         if self.secret:
             settings["SECRET_TOKEN"] = self.secret
         return settings
-
-    def start(self, timeout=90, healthy=True):
-        if self not in self.ctx.hosts:
-            self.ctx.hosts.append(self)
-        return super().start(timeout, healthy)
 
     def rss_kib(self):
         try:
@@ -380,25 +352,17 @@ class Context:
     def __init__(self, args, label="faults"):
         self.store, self.full = args.store, args.scale == "full"
         self.host_kind, self.wasm, self.manifest, self.reuse = args.host, args.wasm, args.manifest, args.reuse
-        self.spin = self.host_kind == "spin"
-        self.tally = Tally(label if not self.spin else label + " (spin up)", self.store)
+        self.tally = Tally(label + (" (spin up)" if args.host == "spin" else ""), self.store)
         self.tmp = tempfile.mkdtemp(prefix=f"book-faults-{self.store}.")
         self.hosts = []
         self.pg = None
-        self._own_pg = False
         self.extra_clusters = []  # clusters a test started for itself
-
-    def setup_pg(self):
-        if self.store == "postgres" and self.pg is None:
-            self.pg = Pg(os.environ.get("FAULTS_PG_DIR") or None)
-            self._own_pg = True
 
     def host(self, **kwargs):
         return Host(self, **kwargs)
 
     def fresh_database(self):
-        """PostgreSQL: a new empty database of the cluster; SQLite: None (a
-        host's own state directory is already fresh)."""
+        """PostgreSQL: a new empty database; SQLite: None (a state dir is fresh)."""
         return self.pg.fresh_database() if self.store == "postgres" else None
 
     def cleanup(self, failed=False):
@@ -408,7 +372,7 @@ class Context:
         for cluster in self.extra_clusters:
             cluster.close()
         self.extra_clusters = []
-        if self.pg is not None and self._own_pg:
+        if self.pg is not None:
             self.pg.close()
             self.pg = None
         if self.tmp and os.path.isdir(self.tmp):
@@ -420,65 +384,34 @@ class Context:
 
 
 def parse_args(description, argv=None, more=None):
-    """The options every runner takes (fault modules, run.py, fuzz.py,
-    tests/e2e.py); `more(parser)` adds a runner's own."""
+    """The options every runner takes; `more(parser)` adds a runner's own."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    launch.add_host_options(p, host_default="spin-lite")
     p.add_argument("--scale", choices=["quick", "full"],
                    default=os.environ.get("FAULTS_SCALE", "quick") or "quick")
-    p.add_argument("--host", choices=launch.HOSTS, default="spin-lite",
-                   help="serve with spin-lite, or with real Spin ($SPIN, build/spin/spin, PATH)")
-    p.add_argument("--wasm", help="serve this component instead of the manifest's")
-    p.add_argument("--manifest", help="serve this manifest instead of spin.toml")
-    p.add_argument("--reuse", type=int, default=1, help="spin-lite --max-instance-reuse N")
     if more:
         more(p)
     return p.parse_args(argv)
 
 
-def preconditions(ctx):
-    if not ctx.spin and not launch.SPIN_LITE.exists():
-        raise RuntimeError(f"{launch.SPIN_LITE} not found (cargo build --release --locked -p spin-lite)")
-    if not (ctx.wasm or ctx.manifest or WASM.exists()):
-        raise RuntimeError(f"{WASM} not found "
-                           "(cargo build --release --locked --target wasm32-wasip2 -p book-catalog)")
-    if ctx.spin:
-        require_spin()
-
-
 def require_spin():
-    if not launch.spin_binary():
-        raise RuntimeError("no Spin binary (set SPIN=path, put spin on PATH, or unpack it to build/spin/spin)")
-
-
-def run_guarded(ctx, name, fn):
-    """Runs one test module; an exception counts as one failed test."""
-    try:
-        fn(ctx)
-    except Exception as e:  # noqa: BLE001 - any crash of a test is a failure
-        traceback.print_exc()
-        ctx.tally.check(False, f"{name}: ran to the end", repr(e))
-    finally:
-        for h in ctx.hosts:
-            if h.alive():
-                log(f"{name}: host log tail ({h.log_path}):\n{h.tail(15)}") if ctx.tally.failures else None
-            h.kill()
-        ctx.hosts = []
+    launch.host_command("spin")
 
 
 def run_modules(args, modules, label):
-    """Runs each (name, run) of `modules` with one context, every check one
-    test; prints `LABEL STORE: N passed, M failed` and exits with 0 only when
-    nothing failed."""
-    def on_signal(signum, _frame):
-        raise SystemExit(128 + signum)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    """Runs each (name, run) of `modules`, every check one test; prints
+    `LABEL STORE: N passed, M failed`; exits 0 only when nothing failed."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda received, _: sys.exit(128 + received))
     ctx = Context(args, label=label)
     atexit.register(ctx.cleanup)
     try:
-        preconditions(ctx)
-        ctx.setup_pg()
+        launch.host_command(ctx.host_kind)
+        if not (ctx.wasm or ctx.manifest or WASM.exists()):
+            raise RuntimeError(f"{WASM} not found "
+                               "(cargo build --release --locked --target wasm32-wasip2 -p book-catalog)")
+        if ctx.store == "postgres":  # Pg.close leaves FAULTS_PG_DIR's cluster running
+            ctx.pg = Pg(os.environ.get("FAULTS_PG_DIR") or None)
     except Exception as e:  # noqa: BLE001
         ctx.tally.check(False, "setup", repr(e))
         sys.exit(ctx.tally.finish())
@@ -486,7 +419,17 @@ def run_modules(args, modules, label):
         before = (ctx.tally.passed, ctx.tally.failed)
         started = time.monotonic()
         ctx.tally.prefix = f"{name}: " if len(modules) > 1 else ""
-        run_guarded(ctx, name, fn)
+        try:
+            fn(ctx)
+        except Exception as e:  # noqa: BLE001 - a crash of a test module is one failed test
+            traceback.print_exc()
+            ctx.tally.check(False, f"{name}: ran to the end", repr(e))
+        finally:
+            for h in ctx.hosts:
+                if h.alive() and ctx.tally.failures:
+                    log(f"{name}: host log tail ({h.log_path}):\n{h.tail(15)}")
+                h.kill()
+            ctx.hosts = []
         ctx.tally.prefix = ""
         if len(modules) > 1:
             log(f"{ctx.tally.label} {ctx.store}: {name}: {ctx.tally.passed - before[0]} passed, "
@@ -497,6 +440,5 @@ def run_modules(args, modules, label):
 
 
 def main(name, fn):
-    """A module run alone: its lines carry its own name ("side by side
-    sqlite: ..."), not run.py's "faults"."""
+    """A module run alone: its lines carry its name, not run.py's "faults"."""
     run_modules(parse_args(name), [(name, fn)], name.replace("_", " "))
