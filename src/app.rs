@@ -5,20 +5,66 @@
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::handlers::{auth, books, health, login};
+use crate::log::{self, RequestFields};
 use crate::port::{open_configured_store, Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use crate::query::BookQuery;
 use crate::router::{self, Endpoint};
+use crate::settings::{DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
+use crate::sql::Connection;
 
-/// Serves one request. Never panics; every outcome is an envelope.
-pub fn handle(ctx: &mut impl Context, head: &RequestHead, body: impl Body) -> Response {
-    match respond(ctx, head, body) {
+/// A request served: its response, and what its log line
+/// (`log::request`, written by the adapter once the response is sent) says
+/// of it.
+#[derive(Debug)]
+pub struct Served<'a> {
+    pub response: Response,
+    pub fields: RequestFields<'a>,
+}
+
+/// Serves one request. Never panics; every outcome is an envelope. A 500 or
+/// 503 logs its reason.
+pub fn handle<'h>(ctx: &mut impl Context, head: &RequestHead<'h>, body: impl Body) -> Served<'h> {
+    let mut noted = NotingStore { ctx, store: None };
+    let result = respond(&mut noted, head, body);
+    let fields = RequestFields {
+        method: head.method,
+        route: router::pattern(head.path),
+        store: noted.store.map_or("none", StoreKind::name),
+    };
+    let response = match result {
         Ok(response) => response,
         Err(error) => {
             if let ApiError::Internal(detail) | ApiError::ServiceUnavailable(detail) = &error {
-                ctx.log(&format!("error: {} {}: {detail}", head.method, head.path));
+                noted.ctx.log(&log::failure(&fields, detail));
             }
             Response::error(&error)
         }
+    };
+    Served { response, fields }
+}
+
+/// The host's context, noting which store the request opened.
+struct NotingStore<'c, C> {
+    ctx: &'c mut C,
+    store: Option<StoreKind>,
+}
+
+impl<C: Context> SettingSource for NotingStore<'_, C> {
+    fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
+        self.ctx.setting(setting)
+    }
+    fn log(&mut self, line: &str) {
+        self.ctx.log(line);
+    }
+}
+
+impl<C: Context> Context for NotingStore<'_, C> {
+    fn now(&self) -> u64 {
+        self.ctx.now()
+    }
+    fn open_store(&mut self, database: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
+        self.store = Some(database.kind);
+        self.ctx.open_store(database)
     }
 }
 

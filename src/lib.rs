@@ -6,6 +6,7 @@
 //! A host-independent core that builds and is tested natively, imports
 //! flowing one way (each module uses only those above it in this list):
 //!
+//! - `log`: the component's log lines (logfmt);
 //! - `error`, `envelope`: the one error type and the response it maps to;
 //! - `model`: the book, its id and its rules;
 //! - `query`: catalog queries on `GET /books`;
@@ -33,6 +34,7 @@ pub mod client;
 pub mod envelope;
 pub mod error;
 pub mod handlers;
+pub mod log;
 pub mod login_limit;
 pub mod migrations;
 pub mod model;

@@ -62,7 +62,20 @@ pub struct RequestHead<'a> {
     /// The `Authorization` value; several headers are joined with ", ".
     pub authorization: Option<&'a [u8]>,
     /// The request's header fields, names in lower case, in the order
-    /// received, for the endpoints that read more than `Authorization`
-    /// (`router::reads_headers`); an adapter may leave it empty for others.
+    /// received: at least those `router::headers_read` names for it.
     pub headers: &'a [(String, Vec<u8>)],
+}
+
+impl RequestHead<'_> {
+    /// Every value of header `name` (lower case), joined with ", " as HTTP
+    /// combines repeated fields; `None` when the request has none.
+    pub fn header(&self, name: &str) -> Option<Vec<u8>> {
+        let mut values = self.headers.iter().filter(|(field, _)| field == name);
+        let mut joined = values.next()?.1.clone();
+        for (_, value) in values {
+            joined.extend_from_slice(b", ");
+            joined.extend_from_slice(value);
+        }
+        Some(joined)
+    }
 }

@@ -35,10 +35,41 @@ pub const HEALTH_PATH: &str = "/health";
 /// The login path.
 pub const TOKEN_PATH: &str = "/token";
 
-/// Whether requests to `path` read header fields besides `Authorization`
-/// (`RequestHead::headers`): only a login does, to tell who the client is.
-pub fn reads_headers(path: &str) -> bool {
-    path == TOKEN_PATH
+/// The header fields besides `Authorization` that a request's endpoint
+/// reads (`RequestHead::headers`), so that an adapter copies only those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadersRead {
+    None,
+    /// A login: who the client is may be told by several headers, which
+    /// ones depending on settings.
+    All,
+    /// One field, by its lower-case name: `If-Match` on `PUT` and `DELETE`
+    /// of a book, `Idempotency-Key` on `POST /book`.
+    Only(&'static str),
+}
+
+pub fn headers_read(method: &str, path: &str) -> HeadersRead {
+    match (method, path) {
+        (_, TOKEN_PATH) => HeadersRead::All,
+        ("POST", "/book") => HeadersRead::Only(IDEMPOTENCY_KEY),
+        ("PUT" | "DELETE", _) if path.starts_with(BOOK_ITEM_PREFIX) => HeadersRead::Only(IF_MATCH),
+        _ => HeadersRead::None,
+    }
+}
+
+pub const IF_MATCH: &str = "if-match";
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The route pattern a path matches, for log lines: never the path itself.
+pub fn pattern(path: &str) -> &'static str {
+    match path {
+        HEALTH_PATH => HEALTH_PATH,
+        TOKEN_PATH => TOKEN_PATH,
+        "/book" => "/book",
+        "/books" => "/books",
+        _ if path.starts_with(BOOK_ITEM_PREFIX) => "/book/{id}",
+        _ => "unmatched",
+    }
 }
 
 /// Routes a request; `path` excludes the query string.

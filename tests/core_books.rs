@@ -736,10 +736,14 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
                 internal_error(),
                 "{what}"
             );
+            let request = format!(
+                "method={method} route={} store=sqlite",
+                book_catalog::router::pattern(path)
+            );
             assert!(
                 ctx.logs
                     .iter()
-                    .any(|l| l.contains("detail-ZQX") && l.contains(method) && l.contains(path)),
+                    .any(|l| l.contains("detail-ZQX") && l.contains(&request)),
                 "{what}: {:?}",
                 ctx.logs
             );

@@ -549,7 +549,7 @@ fn invalid_settings_warn_and_use_the_defaults() {
             assert!(
                 ctx.logs
                     .iter()
-                    .any(|l| l.starts_with("warning:") && l.contains(name)),
+                    .any(|l| l.starts_with("level=warn ") && l.contains(name)),
                 "{name}: {:?}",
                 ctx.logs
             );
@@ -796,7 +796,7 @@ fn a_setting_whose_provider_fails_is_never_replaced_by_its_default() {
         assert!(
             ctx.logs
                 .iter()
-                .any(|l| l.starts_with("error:") && l.contains(name)),
+                .any(|l| l.starts_with("level=error ") && l.contains(name)),
             "{setting:?}: {:?}",
             ctx.logs
         );
@@ -843,7 +843,7 @@ fn nothing_secret_reaches_the_log() {
             None,
             200,
             401,
-            "warning:",
+            "level=warn ",
             "LOGIN_MAX_FAILURES",
         ),
         (
@@ -852,7 +852,7 @@ fn nothing_secret_reaches_the_log() {
             Some("disk I/O error (detail-LOGSTORE)"),
             500,
             500,
-            "error: POST /token",
+            "level=error msg=\"request failed\" method=POST route=/token",
             "detail-LOGSTORE",
         ),
         (
@@ -861,7 +861,7 @@ fn nothing_secret_reaches_the_log() {
             None,
             500,
             500,
-            "error: POST /token",
+            "level=error msg=\"request failed\" method=POST route=/token",
             "AUTH_PASSWORD_HASH",
         ),
     ];

@@ -354,3 +354,35 @@ fn get_and_delete_ignore_any_body() {
         listed(json!([]))
     );
 }
+
+// ---- The request log line ---------------------------------------------
+
+#[test]
+fn each_request_line_names_its_route_status_and_store_never_its_path() {
+    let mut ctx = TestContext::new();
+    let t = ctx.login();
+    ctx.call("GET", "/book/42", Some(&t), "");
+    ctx.call("GET", "/books", None, "");
+    ctx.call("GET", "/secret-looking/path", None, "");
+    let [login, get, unauthorized, unmatched] = &ctx.request_lines[..] else {
+        panic!("{:?}", ctx.request_lines);
+    };
+    let expected = [
+        (login, "method=POST route=/token status=200 store=sqlite"),
+        (get, "method=GET route=/book/{id} status=404 store=sqlite"),
+        (
+            unauthorized,
+            "method=GET route=/books status=401 store=none",
+        ),
+        (
+            unmatched,
+            "method=GET route=unmatched status=404 store=none",
+        ),
+    ];
+    for (line, fields) in expected {
+        assert_eq!(
+            *line,
+            format!("level=info msg=request {fields} duration_us=0")
+        );
+    }
+}

@@ -71,6 +71,14 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
+    /// Its name in log lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "sqlite",
+            StoreKind::Postgres => "postgres",
+        }
+    }
+
     /// Whether this build of the component contains the store.
     pub fn is_built(self) -> bool {
         match self {

@@ -19,8 +19,8 @@ use crate::password::{Credentials, ExpectedPassword, HashedPassword};
 pub fn signing_secret(ctx: &mut impl SettingSource) -> Result<Option<String>, ApiError> {
     let secret = ctx.setting(Setting::SecretToken)?;
     if secret.is_none() {
-        ctx.log(
-            "warning: no signing secret is configured (secret_token / SECRET_TOKEN): no token \
+        ctx.warn(
+            "no signing secret is configured (secret_token / SECRET_TOKEN): no token \
              is issued or accepted",
         );
     }
@@ -45,8 +45,8 @@ fn fit_secret(
 ) -> Option<String> {
     let secret = secret?;
     if secret.len() < MIN_SECRET_BYTES {
-        ctx.log(&format!(
-            "warning: the signing secret {} / {} is shorter than {MIN_SECRET_BYTES} bytes \
+        ctx.warn(&format!(
+            "the signing secret {} / {} is shorter than {MIN_SECRET_BYTES} bytes \
              (RFC 7518 section 3.2) and is not used: no token is issued or accepted with it",
             setting.variable_name(),
             setting.env_name()
@@ -76,8 +76,8 @@ pub fn credentials(ctx: &mut impl SettingSource) -> Result<Credentials, ApiError
         None => match ctx.setting(Setting::AuthPassword)? {
             Some(password) => ExpectedPassword::Plain(password),
             None => {
-                ctx.log(
-                    "warning: the default password is in use: set auth_password / \
+                ctx.warn(
+                    "the default password is in use: set auth_password / \
                      AUTH_PASSWORD (or auth_password_hash)",
                 );
                 ExpectedPassword::Plain(DEFAULT_PASSWORD.to_string())
@@ -95,8 +95,8 @@ pub fn login_limit(ctx: &mut impl SettingSource) -> Result<LoginLimit, ApiError>
     let max_failures = match ctx.setting(Setting::LoginMaxFailures)? {
         None => DEFAULT_LOGIN_MAX_FAILURES,
         Some(value) => parse_max_failures(&value).unwrap_or_else(|| {
-            ctx.log(&format!(
-                "warning: login_max_failures / LOGIN_MAX_FAILURES is not a whole number from \
+            ctx.warn(&format!(
+                "login_max_failures / LOGIN_MAX_FAILURES is not a whole number from \
                  0 to 4294967295: using the default, {DEFAULT_LOGIN_MAX_FAILURES}"
             ));
             DEFAULT_LOGIN_MAX_FAILURES
@@ -112,8 +112,8 @@ pub fn login_limit(ctx: &mut impl SettingSource) -> Result<LoginLimit, ApiError>
     let window_seconds = match ctx.setting(Setting::LoginWindowSeconds)? {
         None => DEFAULT_LOGIN_WINDOW_SECONDS,
         Some(value) => parse_window_seconds(&value).unwrap_or_else(|| {
-            ctx.log(&format!(
-                "warning: login_window_seconds / LOGIN_WINDOW_SECONDS is not a whole number \
+            ctx.warn(&format!(
+                "login_window_seconds / LOGIN_WINDOW_SECONDS is not a whole number \
                  of seconds from 1 to {MAX_LOGIN_WINDOW_SECONDS}: using the default, \
                  {DEFAULT_LOGIN_WINDOW_SECONDS}"
             ));
@@ -133,8 +133,8 @@ pub fn client_identity(ctx: &mut impl SettingSource) -> Result<ClientIdentity, A
     let ip_header = match ctx.setting(Setting::ClientIpHeader)? {
         None => None,
         Some(value) => parse_header_name(&value).or_else(|| {
-            ctx.log(
-                "warning: client_ip_header / CLIENT_IP_HEADER is not a header name: no header \
+            ctx.warn(
+                "client_ip_header / CLIENT_IP_HEADER is not a header name: no header \
                  names the client",
             );
             None
@@ -142,8 +142,8 @@ pub fn client_identity(ctx: &mut impl SettingSource) -> Result<ClientIdentity, A
     };
     let proxy_hops = match ctx.setting(Setting::TrustedProxyHops)? {
         Some(value) => parse_proxy_hops(&value).unwrap_or_else(|| {
-            ctx.log(&format!(
-                "warning: trusted_proxy_hops / TRUSTED_PROXY_HOPS is not a whole number from 0 \
+            ctx.warn(&format!(
+                "trusted_proxy_hops / TRUSTED_PROXY_HOPS is not a whole number from 0 \
                  to {MAX_TRUSTED_PROXY_HOPS}: X-Forwarded-For is not trusted"
             ));
             0
@@ -164,8 +164,8 @@ fn legacy_proxy_hops(ctx: &mut impl SettingSource) -> Result<u32, ApiError> {
     };
     Ok(match parse_flag(&value) {
         Some(true) => {
-            ctx.log(
-                "warning: trust_forwarded_for / TRUST_FORWARDED_FOR=true is read as \
+            ctx.warn(
+                "trust_forwarded_for / TRUST_FORWARDED_FOR=true is read as \
                  trusted_proxy_hops=1 (the address the one proxy in front appended to \
                  X-Forwarded-For); set trusted_proxy_hops / TRUSTED_PROXY_HOPS instead",
             );
@@ -173,8 +173,8 @@ fn legacy_proxy_hops(ctx: &mut impl SettingSource) -> Result<u32, ApiError> {
         }
         Some(false) => 0,
         None => {
-            ctx.log(
-                "warning: trust_forwarded_for / TRUST_FORWARDED_FOR is neither true nor false: \
+            ctx.warn(
+                "trust_forwarded_for / TRUST_FORWARDED_FOR is neither true nor false: \
                  X-Forwarded-For is not trusted",
             );
             0

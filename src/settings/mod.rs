@@ -24,9 +24,12 @@ pub trait SettingSource {
     /// The resolved, non-empty value of a setting (see `resolve`), or why
     /// its source could not give one.
     fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable>;
-    /// A line for the operator's log (a setting's warning). Never given a
-    /// secret.
+    /// A line for the operator's log (`crate::log`). Never given a secret.
     fn log(&mut self, line: &str);
+    /// A setting's warning, as its log line.
+    fn warn(&mut self, message: &str) {
+        self.log(&crate::log::warning(message));
+    }
 }
 
 /// A setting of the service.

@@ -19,7 +19,7 @@ use wasi::io::streams::StreamError;
 use crate::app;
 use crate::envelope::Response;
 use crate::port::{Body, BodyError, Context, RequestHead};
-use crate::router;
+use crate::router::{self, HeadersRead};
 use crate::settings::{self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
 use crate::sql::Connection;
 
@@ -36,12 +36,12 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let authorization = joined_header(&headers, "authorization");
     let declared_length = joined_header(&headers, "content-length")
         .and_then(|value| std::str::from_utf8(&value).ok()?.trim().parse::<u64>().ok());
-    // A login reads who the client is from several headers (which ones
-    // depends on settings); other requests skip copying them.
-    let all_headers = if router::reads_headers(path) {
-        headers.entries()
-    } else {
-        Vec::new()
+    let read = match router::headers_read(&method, path) {
+        HeadersRead::None => Vec::new(),
+        HeadersRead::All => headers.entries(),
+        HeadersRead::Only(name) => joined_header(&headers, name)
+            .map(|value| vec![(name.to_string(), value)])
+            .unwrap_or_default(),
     };
     drop(headers);
 
@@ -50,19 +50,19 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
         path,
         query: router::query_of(&target),
         authorization: authorization.as_deref(),
-        headers: &all_headers,
+        headers: &read,
     };
     let body = RequestBody {
         request,
         declared_length,
     };
-    let response = app::handle(&mut SpinContext, &head, body);
-
+    let app::Served { response, fields } = app::handle(&mut SpinContext, &head, body);
     let status = response.status;
     send(response_out, response).await;
-    log(&format!(
-        "{method} {path} {status} {}us",
-        started.elapsed().as_micros()
+    log(&crate::log::request(
+        &fields,
+        status,
+        started.elapsed().as_micros(),
     ));
 }
 

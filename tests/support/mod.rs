@@ -151,6 +151,8 @@ pub struct TestContext {
     pub opens: usize,
     pub statements: Vec<&'static str>,
     pub logs: Vec<String>,
+    /// The request line (`log::request`, duration 0) of every request.
+    pub request_lines: Vec<String>,
     /// Every statement fails with this detail.
     pub fail_store: Option<String>,
     /// Opening the store fails with this detail.
@@ -186,6 +188,7 @@ impl TestContext {
             opens: 0,
             statements: Vec::new(),
             logs: Vec::new(),
+            request_lines: Vec::new(),
             fail_store: None,
             fail_open: None,
             opened: Vec::new(),
@@ -251,7 +254,10 @@ impl TestContext {
             authorization: auth,
             headers: &headers,
         };
-        handle(self, &head, body)
+        let served = handle(self, &head, body);
+        let line = book_catalog::log::request(&served.fields, served.response.status, 0);
+        self.request_lines.push(line);
+        served.response
     }
 
     /// `POST /token` with `body`: the outcome and its `Retry-After` in

@@ -172,17 +172,13 @@ async fn serve(
     let method = parts.method.as_str().to_string();
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().map(str::to_string);
-    // As the component: a login reads the client's headers (here there is no
-    // peer address, so every login counts as the one client `unknown`).
-    let headers: Vec<(String, Vec<u8>)> = if book_catalog::router::reads_headers(&path) {
-        parts
-            .headers
-            .iter()
-            .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    // Every header: the core reads those its endpoint needs (here there is
+    // no peer address, so every login counts as the one client `unknown`).
+    let headers: Vec<(String, Vec<u8>)> = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+        .collect();
     let mut authorization: Option<Vec<u8>> = None;
     for value in parts.headers.get_all(AUTHORIZATION) {
         let joined = authorization.get_or_insert_with(Vec::new);
@@ -234,7 +230,7 @@ async fn serve(
             authorization: authorization.as_deref(),
             headers: &headers,
         };
-        book_catalog::handle(&mut context, &head, body)
+        book_catalog::handle(&mut context, &head, body).response
     };
     // Store work blocks: it runs on tokio's blocking threads. The rest
     // (refusals, other paths) is cheap and stays on the async thread.

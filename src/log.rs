@@ -1,0 +1,101 @@
+//! The component's log lines, one per event, in logfmt (`key=value`, a value
+//! quoted when it holds a space, `"`, `\` or `=`), so that an operator can
+//! filter them (docs/operations.md): after every request, its line; before
+//! it, on a 500 or 503, the reason; a setting's warning when it is read.
+//! No line ever holds a secret: callers pass routes, not paths, and reasons
+//! whose addresses are already masked.
+
+use std::fmt::Write;
+
+/// `value` as a logfmt value.
+fn value(text: &str) -> String {
+    let plain = !text.is_empty()
+        && !text
+            .chars()
+            .any(|c| c == ' ' || c == '"' || c == '\\' || c == '=' || c.is_control());
+    if plain {
+        return text.to_string();
+    }
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            c if c.is_control() => {
+                let _ = write!(quoted, "\\u{{{:x}}}", c as u32);
+            }
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+/// What a request was, for its log lines: its method, the route pattern it
+/// matched (`router::pattern`) and the store it opened (`none` if it opened
+/// none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestFields<'a> {
+    pub method: &'a str,
+    pub route: &'static str,
+    pub store: &'static str,
+}
+
+/// The line after every request.
+pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String {
+    format!(
+        "level=info msg=request method={} route={} status={status} store={} \
+         duration_us={duration_us}",
+        value(fields.method),
+        fields.route,
+        fields.store
+    )
+}
+
+/// The line before a 500 or 503: why.
+pub fn failure(fields: &RequestFields, reason: &str) -> String {
+    format!(
+        "level=error msg=\"request failed\" method={} route={} store={} reason={}",
+        value(fields.method),
+        fields.route,
+        fields.store,
+        value(reason)
+    )
+}
+
+/// A setting's warning.
+pub fn warning(message: &str) -> String {
+    format!("level=warn msg={}", value(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_with_spaces_quotes_or_newlines_are_quoted_and_escaped() {
+        assert_eq!(value("GET"), "GET");
+        assert_eq!(value(""), "\"\"");
+        assert_eq!(value("a b"), "\"a b\"");
+        assert_eq!(value("say \"hi\"\\"), "\"say \\\"hi\\\"\\\\\"");
+        assert_eq!(value("x=1\ny\u{7}"), "\"x=1\\ny\\u{7}\"");
+        let fields = RequestFields {
+            method: "PUT",
+            route: "/book/{id}",
+            store: "postgres",
+        };
+        assert_eq!(
+            request(&fields, 200, 123),
+            "level=info msg=request method=PUT route=/book/{id} status=200 store=postgres \
+             duration_us=123"
+        );
+        assert_eq!(
+            failure(&fields, "PostgreSQL: db error"),
+            "level=error msg=\"request failed\" method=PUT route=/book/{id} store=postgres \
+             reason=\"PostgreSQL: db error\""
+        );
+        assert_eq!(warning("no secret"), "level=warn msg=\"no secret\"");
+    }
+}
