@@ -5,8 +5,10 @@
                  [--wasm F] [--manifest F]
 
 A host of tests/faults/lib.py (a 30-second failed-login window, so that
-throttle.hurl's counts lapse soon) serves tests/hurl/run.py --strict (the
-host is ours alone: the catalog must end as it began); then a restart keeps
+throttle.hurl's counts lapse soon) serves the plain hurl command as the
+README shows it (one test per file), then tests/hurl/run.py --strict (the
+host is ours alone: the catalog must end as it began); the built-in
+credentials are refused (the host has its own); a restart keeps
 a book and a token, the host exits 0 on SIGTERM, SQLite's database is
 <state-dir>/sqlite_db.db, and a password configured as an Argon2id hash made
 by Debian's `argon2` CLI (docs/configuration.md) logs in. PostgreSQL: the
@@ -15,6 +17,7 @@ M failed` (and appends `N M` to $E2E_TALLY when set).
 """
 
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -43,7 +46,26 @@ class E2eHost(lib.Host):
 def run(ctx):
     t = ctx.tally
     host = E2eHost(ctx).start()
-    # The hurl suite (tests/hurl/run.py); its tally joins ours.
+    # The plain files as a user runs them: hurl alone, one test per file.
+    plain = subprocess.run(
+        ["hurl", "--test", "--variables-file", "tests/hurl/example.env",
+         "--variable", f"base_url={host.base_url}", "--variable", f"username={host.username}",
+         "--secret", f"password={host.password}"]
+        + sorted(str(f.relative_to(lib.ROOT)) for f in HERE.glob("hurl/*.hurl")),
+        cwd=lib.ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    sys.stderr.write(plain.stdout + plain.stderr)
+    files = dict(re.findall(r"^(Succeeded|Failed) files:\s+(\d+)", plain.stderr, re.M))
+    passed, failed = int(files.get("Succeeded", 0)), int(files.get("Failed", 0))
+    failed += plain.returncode != 0 and failed == 0  # hurl itself failing
+    t.passed += passed
+    t.failed += failed
+    if failed:
+        t.failures.append(f"plain hurl: {failed} files failed")
+    lib.log(f"{t.label} {ctx.store}: plain hurl: {passed} files passed, {failed} failed")
+    r = host.call("POST", "/token", {"username": "admin", "password": "password"})
+    t.check(r.is_envelope(401, "Invalid credentials"),
+            "the built-in credentials are refused once the host sets its own", f"{r!r}")
+    # The plain and wrapped files with the runner's checks; its tally joins ours.
     with tempfile.NamedTemporaryFile("r", dir=ctx.tmp, suffix=".counts") as counts:
         env = dict(os.environ, HURL_BASE_URL=host.base_url, HURL_USERNAME=host.username,
                    HURL_PASSWORD=host.password, SECRET_TOKEN=host.secret,
