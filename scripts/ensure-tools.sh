@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh Debian machine lacks: hurl
 # (from crates.io, with the C libraries it links), PostgreSQL and the argon2
-# CLI that docs/configuration.md makes password hashes with (Debian's).
+# CLI that docs/configuration.md makes password hashes with (Debian's), and
+# `otel`: opentelemetry-proto (PyPI) in build/venv, with which
+# tests/faults/otel.py decodes what Spin exports.
 # The Rust toolchain and the wasm32-wasip2 target come from
 # rust-toolchain.toml through rustup, on the first cargo call.
 set -euo pipefail
 
 HURL_VERSION=8.0.1
+OTEL_PROTO_VERSION=1.45.2
+VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/venv"
 apt_updated=false
 
 apt_install() {
@@ -20,11 +24,13 @@ apt_install() {
 need_hurl=false
 need_postgres=false
 need_argon2=false
+need_otel=false
 for tool in "$@"; do
     case "$tool" in
         hurl) need_hurl=true ;;
         postgres) need_postgres=true ;;
         argon2) need_argon2=true ;;
+        otel) need_otel=true ;;
         *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
     esac
 done
@@ -46,4 +52,13 @@ fi
 if $need_argon2 && ! command -v argon2 >/dev/null; then
     echo "== installing argon2 (Debian package)"
     apt_install argon2
+fi
+
+if $need_otel && ! "$VENV/bin/python" -c "import importlib.metadata as m, sys
+sys.exit(m.version('opentelemetry-proto') != '$OTEL_PROTO_VERSION')" 2>/dev/null; then
+    echo "== installing opentelemetry-proto $OTEL_PROTO_VERSION into $VENV"
+    if [ ! -x "$VENV/bin/pip" ]; then
+        python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
+    fi
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "opentelemetry-proto==$OTEL_PROTO_VERSION"
 fi

@@ -150,8 +150,10 @@ def manifest_for(wasm, manifest, directory):
 
 class Host:
     """The component served by spin-lite or real Spin. `settings`: by
-    environment name; `args`: more host options. A restart keeps the state
-    directory and picks a new port unless `port` was given."""
+    environment name; `args`: more host options; `host_env`: more environment
+    for the host process itself (OTEL_EXPORTER_OTLP_ENDPOINT), never the
+    component's. A restart keeps the state directory and picks a new port
+    unless `port` was given."""
 
     def __init__(self, kind="spin-lite", store="sqlite", settings=None, pg_url=None, wasm=None,
                  manifest=None, reuse=1, port=None, state_dir=None, workdir=None):
@@ -174,6 +176,7 @@ class Host:
         self.proc = None
         self.log_path = None
         self.args = []
+        self.host_env = {}
 
     @property
     def base_url(self):
@@ -188,6 +191,7 @@ class Host:
 
     def command_and_env(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPIN_VARIABLE_")}
+        env.update(self.host_env)
         command = host_command(self.kind) + ["--from", str(self.manifest)]
         for name, value in self.settings().items():
             if name in SPIN_VARIABLES:
