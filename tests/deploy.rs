@@ -194,6 +194,16 @@ impl Command {
         self.lines.iter().flat_map(|l| settings(l)).collect()
     }
 
+    /// The keys its `--from-file=key=path` (or `=path`: the file's name) make.
+    fn file_keys(&self) -> BTreeSet<String> {
+        let words = self.words();
+        let files = words.iter().filter_map(|w| w.strip_prefix("--from-file="));
+        let key = |f: &str| f.rsplit('/').next().unwrap_or(f).to_string();
+        files
+            .map(|f| f.split_once('=').map_or_else(|| key(f), |kv| kv.0.into()))
+            .collect()
+    }
+
     /// The word after `flag` (`-f path`, `--from=path`), quotes removed.
     fn flag(&self, flags: &[&str]) -> Option<String> {
         let words = self.words();
@@ -535,7 +545,6 @@ apiVersion: core.spinkube.dev/v1alpha1
 metadata: {name: book-catalog}
 spec:
   replicas: 3
-  executor: containerd-shim-spin
   checks: {liveness: {httpGet: {path: /health}}, readiness: {httpGet: {path: /health}}}
 ---
 kind: Ingress
@@ -638,6 +647,99 @@ fn spinkube_runs_three_replicas_behind_its_ingress_only(repo: &Repo) -> Findings
             need!(out, named, "admits clients");
         }
     }
+    out
+}
+
+/// spin-operator's SpinAppExecutor (943f5b17,
+/// config/crd/bases/core.spinkube.dev_spinappexecutors.yaml): each field of
+/// `spec` with its type, an object as its fields.
+const EXECUTOR_SPEC: &str = r#"
+createDeployment: boolean
+deploymentConfig:
+  runtimeClassName: string
+  spinImage: string
+  caCertSecret: string
+  installDefaultCACerts: boolean
+  otel:
+    exporter_otlp_endpoint: string
+    exporter_otlp_traces_endpoint: string
+    exporter_otlp_metrics_endpoint: string
+    exporter_otlp_logs_endpoint: string
+"#;
+/// The key of `caCertSecret` the operator mounts (internal/controller/deployment.go).
+const CA_KEY: &str = "ca-certificates.crt";
+
+/// `value` has only fields of `schema` (EXECUTOR_SPEC's form), of their types.
+fn typed(value: &Yaml, schema: &Yaml, at: &str, out: &mut Findings) {
+    let kind = schema.as_str().unwrap_or("mapping");
+    let right = match kind {
+        "string" => value.is_string(),
+        "boolean" => value.is_bool(),
+        _ => value.is_mapping(),
+    };
+    need!(out, right, "{at}: not a {kind}");
+    for (key, field) in entries(value).into_iter().filter(|_| schema.is_mapping()) {
+        let known = !schema[key].is_null();
+        need!(out, known, "{at}.{key}: not a field");
+        if known {
+            typed(field, &schema[key], &format!("{at}.{key}"), out);
+        }
+    }
+}
+
+/// The port and path of an `http(s)://host:port[/path]` URL.
+fn http_url_port_path(url: &str) -> Option<(u16, &str)> {
+    let http = url.strip_prefix("http://");
+    let rest = http.or_else(|| url.strip_prefix("https://"))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = authority.rsplit_once(':')?;
+    let host = !host.is_empty() && !host.contains(['@', '?', '#']);
+    Some((port.parse().ok().filter(|p| *p > 0 && host)?, path))
+}
+
+/// The SpinApp runs on the one SpinAppExecutor, which has only the CRD's
+/// fields, of their types, and makes the deployment on one of a RuntimeClass
+/// and an image (as the operator's webhook wants). Its `caCertSecret` is made
+/// by `kubectl create secret generic`, each time with the key the operator
+/// mounts, and not by the operator (`installDefaultCACerts` would fill it
+/// with public roots only). Its OTLP endpoints are http(s) URLs with a port,
+/// not gRPC's 4317 (Spin sends OTLP/HTTP; the executor sets no protocol), the
+/// combined one without a path (Spin appends `/v1/traces` and the like).
+fn spinkube_executor_trusts_the_database_ca_and_sets_otel(repo: &Repo) -> Findings {
+    let (mut out, executors) = (Findings::new(), repo.yaml("SpinAppExecutor"));
+    out.same("SpinAppExecutors", executors.len(), 1);
+    let Some((_, executor)) = executors.first() else {
+        return out;
+    };
+    let (spec, config) = (&executor["spec"], &executor["spec"]["deploymentConfig"]);
+    let schema: Yaml = serde_yaml::from_str(EXECUTOR_SPEC).expect("YAML");
+    typed(spec, &schema, "spec", &mut out);
+    let create = spec["createDeployment"].as_bool();
+    out.same("createDeployment", create, Some(true));
+    let one = config["runtimeClassName"].is_null() != config["spinImage"].is_null();
+    need!(out, one, "not one of runtimeClassName and spinImage");
+    let (app, name) = (repo.the_spinapp(), &executor["metadata"]["name"]);
+    out.same("executor", &app["spec"]["executor"], name);
+    let secret = text(&config["caCertSecret"]);
+    let operator = config["installDefaultCACerts"].as_bool() == Some(true);
+    need!(out, !operator, "installDefaultCACerts: {secret}");
+    let mut made = 0;
+    for (at, c) in repo.commands() {
+        let named = c.flag(&["generic"]).is_some_and(|n| n == secret);
+        if c.runs("kubectl create secret generic") && named {
+            let key = c.file_keys().contains(CA_KEY);
+            need!(out, key, "{at}: {secret} without {CA_KEY}");
+            made += 1;
+        }
+    }
+    need!(out, made > 0, "{secret:?}: no `kubectl create`");
+    for (key, url) in entries(&config["otel"]) {
+        let (port, path) = http_url_port_path(text(url)).unwrap_or((0, ""));
+        let base = key != "exporter_otlp_endpoint" || path.trim_matches('/').is_empty();
+        need!(out, port != 0 && port != 4317 && base, "{key}: {url:?}");
+    }
+    let endpoint = config["otel"]["exporter_otlp_endpoint"].is_string();
+    need!(out, endpoint, "no OTLP endpoint");
     out
 }
 
@@ -959,11 +1061,12 @@ macro_rules! named {
     ($($check:ident),* $(,)?) => { [$((stringify!($check), $check as Check)),*] };
 }
 
-const CHECKS: [(&str, Check); 16] = named![
+const CHECKS: [(&str, Check); 17] = named![
     files_parse,
     manifest_variables_are_the_settings,
     deploy_manifests_keep_spin_toml,
     spinkube_runs_three_replicas_behind_its_ingress_only,
+    spinkube_executor_trusts_the_database_ca_and_sets_otel,
     spinapp_credentials_come_from_the_secret,
     no_usable_signing_secret,
     runtime_configs_configure_granted_sqlite,
@@ -1004,6 +1107,16 @@ spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.y
 spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | value: "1" | value: 1
 spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/ingress.yaml | number: 80 | number: 8080
 spinkube_runs_three_replicas_behind_its_ingress_only | deploy/spinkube/networkpolicy.yaml |   podSelector:\n            matchLabels:\n              app.kubernetes.io/name: ingress-nginx\n |
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | caCertSecret: book-catalog-ca | caCertSecrets: book-catalog-ca
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | installDefaultCACerts: false | installDefaultCACerts: "false"
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | installDefaultCACerts: false | installDefaultCACerts: true
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | runtimeClassName: wasmtime-spin-v2 | runtimeClassName: wasmtime-spin-v2\n    spinImage: ghcr.io/spinframework/spin:v3.6.3
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/spinapp.yaml | executor: book-catalog-shim | executor: containerd-shim-spin
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | caCertSecret: book-catalog-ca | caCertSecret: books-db-ca
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/README.md | generic book-catalog-ca --from-file=ca-certificates.crt= | generic book-catalog-ca --from-file=ca.crt=
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | http://otel-collector.observability:4318 | otel-collector.observability:4318
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | :4318 | :4317
+spinkube_executor_trusts_the_database_ca_and_sets_otel | deploy/spinkube/executor.yaml | :4318 | :4318/v1/traces
 spinapp_credentials_come_from_the_secret | deploy/spinkube/spinapp.yaml | key: db_host | key: db_hostname
 spinapp_credentials_come_from_the_secret | deploy/spinkube/README.md | --from-literal=auth_username=admin | --from-literal=auth_user=admin
 no_usable_signing_secret | deploy/spinkube/secret.yaml | secret_token: "REPLACE-ME" | secret_token: "0123456789abcdef0123456789abcdef"
@@ -1017,10 +1130,10 @@ spin_up_variable_says_spin_3_4 | deploy/runtime-config/README.md | spin up --run
 no_bare_spin_deploy | deploy/fermyon-cloud/deploy.sh | exec spin cloud deploy | exec spin deploy
 every_path_curled_is_routed | deploy/akamai/README.md | .fwf.app/health | .fwf.app/healthz
 db_host_is_the_host_of_db_url | deploy/akamai/README.md | --variable db_host=db.example.com:5432 | --variable db_host=db.example.com:5433
-db_host_is_the_host_of_db_url | deploy/spinkube/secret.yaml | db_host: "postgres.books.svc.cluster.local:5432" | db_host: "postgres.books.svc.cluster.local:5433"
-db_host_is_the_host_of_db_url | deploy/spinkube/README.md | db_host=postgres.books.svc.cluster.local:5432 | db_host=postgres:5432
+db_host_is_the_host_of_db_url | deploy/spinkube/secret.yaml | db_host: "books-db-rw.books.svc:5432" | db_host: "books-db-rw.books.svc:5433"
+db_host_is_the_host_of_db_url | deploy/spinkube/README.md | db_host=books-db-rw.books.svc:5432 | db_host=books-db-rw:5432
 postgres_tls_modes_are_ones_spin_accepts | deploy/akamai/README.md | 5432/books?sslmode=require | 5432/books?sslmode=verify-full
-postgres_tls_modes_are_ones_spin_accepts | deploy/spinkube/secret.yaml | books?sslmode=disable | books?user=u&sslmode=allow
+postgres_tls_modes_are_ones_spin_accepts | deploy/spinkube/secret.yaml | books?sslmode=require | books?user=u&sslmode=allow
 postgres_tls_modes_are_ones_spin_accepts | deploy/akamai/README.md | except `disable` | but `disable`
 akamai_deploys_the_postgres_only_build_with_true_client_ip | deploy/akamai/README.md | client_ip_header=true-client-ip | client_ip_header=x-real-ip
 akamai_deploys_the_postgres_only_build_with_true_client_ip | deploy/akamai/spin.toml | default = "true-client-ip" | default = ""
