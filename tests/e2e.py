@@ -7,9 +7,9 @@
 A host of tests/faults/lib.py (a 30-second failed-login window, so that
 throttle.hurl's counts lapse soon) serves the plain hurl command as the
 README shows it (one test per file), then tests/hurl/run.py --strict (the
-host is ours alone: the catalog must end as it began); the built-in
-credentials are refused (the host has its own); a restart keeps
-a book and a token, the host exits 0 on SIGTERM, SQLite's database is
+host is ours alone: the catalog must end as it began). Then: the built-in
+credentials are refused (the host has its own), a restart keeps a book and
+a token, the host exits 0 on SIGTERM, SQLite's database is
 <state-dir>/sqlite_db.db, and a password configured as an Argon2id hash made
 by Debian's `argon2` CLI (docs/configuration.md) logs in. PostgreSQL: the
 cluster in FAULTS_PG_DIR, else a throwaway one. Prints `e2e STORE: N passed,
