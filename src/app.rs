@@ -6,10 +6,12 @@ use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::handlers::{auth, books, health, login};
 use crate::log::{self, RequestFields};
+use crate::model::BookId;
 use crate::port::{open_configured_store, Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use crate::query::BookQuery;
 use crate::router::{self, Endpoint};
-use crate::settings::{DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
+use crate::safe_writes::{IdempotencyKey, IfMatch, Precondition};
+use crate::settings::{self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
 use crate::sql::Connection;
 
 /// A request served: its response, and what its log line
@@ -87,7 +89,10 @@ fn respond(
         }
         Endpoint::CreateBook => {
             let body = read_body(body, ApiError::InvalidBook)?;
-            books::create(&mut *open_configured_store(ctx)?, &body)
+            let key = head.header(router::IDEMPOTENCY_KEY);
+            let key = key.map(|key| IdempotencyKey::parse(&key)).transpose()?;
+            let now = ctx.now();
+            books::create(&mut *open_configured_store(ctx)?, &body, key.as_ref(), now)
         }
         Endpoint::ListBooks => {
             // Parameters are judged before the store is opened.
@@ -101,13 +106,29 @@ fn respond(
         Endpoint::UpdateBook(id) => {
             let id = id.ok_or(ApiError::BookNotFound)?;
             let body = read_body(body, ApiError::InvalidBook)?;
-            books::update(&mut *open_configured_store(ctx)?, id, &body)
+            let precondition = precondition(ctx, head, id)?;
+            books::update(&mut *open_configured_store(ctx)?, id, &precondition, &body)
         }
         Endpoint::DeleteBook(id) => {
             let id = id.ok_or(ApiError::BookNotFound)?;
-            books::delete(&mut *open_configured_store(ctx)?, id)
+            let precondition = precondition(ctx, head, id)?;
+            books::delete(&mut *open_configured_store(ctx)?, id, &precondition)
         }
     }
+}
+
+/// The request's `If-Match` for book `id`; without one, whether one is
+/// required (a setting read only then).
+fn precondition(
+    ctx: &mut impl Context,
+    head: &RequestHead,
+    id: BookId,
+) -> Result<Precondition, ApiError> {
+    Ok(match head.header(router::IF_MATCH) {
+        Some(value) => Precondition::IfMatch(IfMatch::parse(&value, id)),
+        None if settings::require_if_match(ctx)? => Precondition::Missing,
+        None => Precondition::Unconditional,
+    })
 }
 
 fn read_body(body: impl Body, unreadable: ApiError) -> Result<Vec<u8>, ApiError> {

@@ -20,6 +20,14 @@ pub enum ApiError {
     /// The path exists but not with this method; carries the `Allow` value.
     MethodNotAllowed(&'static str),
     BodyTooLarge,
+    /// `If-Match` names no version the book has (`safe_writes`).
+    PreconditionFailed,
+    /// `If-Match` is required (`require_if_match`) and missing.
+    PreconditionRequired,
+    /// An `Idempotency-Key` that is not 1 to 255 visible ASCII characters.
+    InvalidIdempotencyKey,
+    /// An `Idempotency-Key` already used to create a different book.
+    IdempotencyKeyReused,
     /// No signing secret, or signing itself failed.
     TokenNotIssued,
     /// `POST /token` from an address over its failed-login limit; carries
@@ -38,11 +46,17 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
-            ApiError::InvalidLoginPayload | ApiError::InvalidBook | ApiError::InvalidQuery => 400,
+            ApiError::InvalidLoginPayload
+            | ApiError::InvalidBook
+            | ApiError::InvalidQuery
+            | ApiError::InvalidIdempotencyKey => 400,
             ApiError::InvalidCredentials | ApiError::TokenRequired | ApiError::InvalidToken => 401,
             ApiError::BookNotFound | ApiError::RouteNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
+            ApiError::PreconditionFailed => 412,
             ApiError::BodyTooLarge => 413,
+            ApiError::IdempotencyKeyReused => 422,
+            ApiError::PreconditionRequired => 428,
             ApiError::TooManyLoginAttempts { .. } => 429,
             ApiError::TokenNotIssued | ApiError::Internal(_) => 500,
             ApiError::ServiceUnavailable(_) => 503,
@@ -61,6 +75,12 @@ impl ApiError {
             ApiError::RouteNotFound => "Not found",
             ApiError::MethodNotAllowed(_) => "Method not allowed",
             ApiError::BodyTooLarge => "Request body too large",
+            ApiError::PreconditionFailed => "Precondition failed",
+            ApiError::PreconditionRequired => "Precondition required",
+            ApiError::InvalidIdempotencyKey => "Invalid Idempotency-Key",
+            ApiError::IdempotencyKeyReused => {
+                "Idempotency-Key already used for a different request"
+            }
             ApiError::TooManyLoginAttempts { .. } => "Too many login attempts",
             ApiError::TokenNotIssued => "Could not generate token",
             ApiError::Internal(_) => "Internal server error",

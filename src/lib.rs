@@ -10,6 +10,7 @@
 //! - `error`, `envelope`: the one error type and the response it maps to;
 //! - `model`: the book, its id and its rules;
 //! - `query`: catalog queries on `GET /books`;
+//! - `safe_writes`: versions, ETags, `If-Match` and idempotency keys;
 //! - `client`, `password`, `login_limit`, `token`: who the client is, the
 //!   configured password and its check, the failed-login limit's rules,
 //!   tokens;
@@ -44,6 +45,7 @@ pub mod password;
 pub mod port;
 pub mod query;
 pub mod router;
+pub mod safe_writes;
 pub mod settings;
 pub mod sql;
 pub mod store;

@@ -18,13 +18,16 @@ use crate::error::ApiError;
 /// Longest title or author, in Unicode scalar values (characters).
 pub const MAX_TEXT_CHARS: usize = 1000;
 
-/// A stored book, as the API shows it.
+/// A stored book, as the API shows it, and its version (shown only as its
+/// ETag, `safe_writes`): 1 when created, one more on every `PUT`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Book {
     pub id: BookId,
     pub title: String,
     pub author: String,
     pub year: i32,
+    #[serde(skip)]
+    pub version: i64,
 }
 
 /// A book to create: all three fields, each valid.
@@ -113,14 +116,21 @@ impl BookChanges {
 }
 
 impl NewBook {
-    /// The stored book, once the store has assigned its id.
+    /// The stored book, once the store has assigned its id: its first
+    /// version.
     pub fn with_id(&self, id: BookId) -> Book {
         Book {
             id,
             title: self.title.clone(),
             author: self.author.clone(),
             year: self.year,
+            version: 1,
         }
+    }
+
+    /// Whether `book` holds exactly this book's fields.
+    pub fn is_stored_as(&self, book: &Book) -> bool {
+        (&self.title, &self.author, self.year) == (&book.title, &book.author, book.year)
     }
 
     pub fn from_json(body: &[u8]) -> Result<NewBook, ApiError> {

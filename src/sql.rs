@@ -1,7 +1,7 @@
 //! Every SQL statement the stores run, for both databases: the store kind
 //! decides placeholders and the one function that differs; every value is a
 //! bound parameter. The tables are those of `migrations/` (`books`,
-//! `login_attempts`). The rows these statements return, read back once for
+//! `login_attempts`, `idempotency_keys`). The rows these statements return, read back once for
 //! both databases; and the `Connection` that runs them.
 
 use anyhow::bail;
@@ -35,7 +35,7 @@ impl<C: Connection + ?Sized> Connection for &mut C {
 }
 
 /// The columns every book statement returns, in `Book` field order.
-pub const BOOK_COLUMNS: &str = "id, title, author, year";
+pub const BOOK_COLUMNS: &str = "id, title, author, year, version";
 
 /// A value bound to a placeholder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +50,9 @@ pub enum SqlParam<'a> {
 pub struct Statement<'a> {
     pub sql: String,
     pub params: Vec<SqlParam<'a>>,
+    /// Written to return a row whatever the data (`create_once` on
+    /// PostgreSQL), so a connection need not make sure it does.
+    pub always_a_row: bool,
 }
 
 /// The `n`-th placeholder (1-based): `?1` or `$1`.
@@ -81,7 +84,11 @@ fn statement<'a>(kind: StoreKind, text: &str, params: Vec<SqlParam<'a>>) -> Stat
     for n in (1..=params.len()).rev() {
         sql = sql.replace(&format!("{{{n}}}"), &placeholder(kind, n));
     }
-    Statement { sql, params }
+    Statement {
+        sql,
+        params,
+        always_a_row: false,
+    }
 }
 
 /// A column of a result row, as each connection hands it over: the rows
@@ -99,17 +106,18 @@ pub enum Column {
 /// A book row (`BOOK_COLUMNS`). Takes the row's strings rather than copying
 /// them: a list of 10,000 books is held once, not twice.
 fn book_from_row(row: Vec<Column>) -> anyhow::Result<Book> {
-    match <[Column; 4]>::try_from(row) {
+    match <[Column; 5]>::try_from(row) {
         Ok(
-            [Column::Integer(id), Column::Text(title), Column::Text(author), Column::Integer(year)],
+            [Column::Integer(id), Column::Text(title), Column::Text(author), Column::Integer(year), Column::Integer(version)],
         ) => match (BookId::new(id), i32::try_from(year)) {
-            (Some(id), Ok(year)) => Ok(Book {
+            (Some(id), Ok(year)) if version >= 1 => Ok(Book {
                 id,
                 title,
                 author,
                 year,
+                version,
             }),
-            _ => bail!("stored id {id} or year {year} out of range"),
+            _ => bail!("stored id {id}, year {year} or version {version} out of range"),
         },
         other => bail!("unexpected book row: {other:?}"),
     }
@@ -187,11 +195,34 @@ pub fn insert(kind: StoreKind, book: &NewBook) -> Statement<'_> {
     )
 }
 
-/// An `UPDATE ... RETURNING` of only the fields `changes` holds (non-empty),
-/// the id last. Only present fields are bound: no NULL parameter whose type a
-/// driver would have to guess.
-pub fn update(kind: StoreKind, id: BookId, changes: &BookChanges) -> Statement<'_> {
-    let mut assignments = Vec::with_capacity(3);
+/// `AND version IN (...)` when only `versions` may be replaced (`None`:
+/// any), its values appended to `params`. An empty list matches nothing.
+fn version_condition(versions: Option<&[i64]>, params: &mut Vec<SqlParam>) -> String {
+    let Some(versions) = versions else {
+        return String::new();
+    };
+    let mut placeholders = Vec::with_capacity(versions.len());
+    for version in versions {
+        params.push(SqlParam::Int64(*version));
+        placeholders.push(format!("{{{}}}", params.len()));
+    }
+    if placeholders.is_empty() {
+        return " AND false".to_string();
+    }
+    format!(" AND version IN ({})", placeholders.join(", "))
+}
+
+/// An `UPDATE ... RETURNING` of the fields `changes` holds and a new
+/// version, of the book only while it has one of `versions` (`None`: any):
+/// the check and the write are one statement. Only present fields are bound:
+/// no NULL parameter whose type a driver would have to guess.
+pub fn update<'a>(
+    kind: StoreKind,
+    id: BookId,
+    changes: &'a BookChanges,
+    versions: Option<&[i64]>,
+) -> Statement<'a> {
+    let mut assignments = Vec::with_capacity(4);
     let mut params = Vec::with_capacity(4);
     let fields = [
         ("title", changes.title.as_deref().map(SqlParam::Text)),
@@ -204,22 +235,122 @@ pub fn update(kind: StoreKind, id: BookId, changes: &BookChanges) -> Statement<'
             assignments.push(format!("{column} = {{{}}}", params.len()));
         }
     }
+    assignments.push("version = version + 1".to_string());
     params.push(SqlParam::Int64(id.get()));
+    let id_placeholder = params.len();
+    let condition = version_condition(versions, &mut params);
     let text = format!(
-        "UPDATE books SET {} WHERE id = {{{}}} RETURNING {BOOK_COLUMNS}",
+        "UPDATE books SET {} WHERE id = {{{id_placeholder}}}{condition} RETURNING {BOOK_COLUMNS}",
         assignments.join(", "),
-        params.len()
     );
     statement(kind, &text, params)
 }
 
-/// Deletes a book, returning its id (no row: there was none).
-pub fn delete(kind: StoreKind, id: BookId) -> Statement<'static> {
+/// Deletes a book while it has one of `versions` (`None`: any), returning
+/// its id (no row: there was none, or not at such a version).
+pub fn delete(kind: StoreKind, id: BookId, versions: Option<&[i64]>) -> Statement<'static> {
+    let mut params = vec![SqlParam::Int64(id.get())];
+    let condition = version_condition(versions, &mut params);
+    let text = format!("DELETE FROM books WHERE id = {{1}}{condition} RETURNING id");
+    statement(kind, &text, params)
+}
+
+/// The columns of a keyed create's row: whether it is the book a key
+/// already created (1) or a new one (0), then `BOOK_COLUMNS` of the book as
+/// first created (`keyed_book_from_row`).
+const KEYED_COLUMNS: &str = "replayed, id, title, author, year, version";
+
+/// The book `key` created, as it was created (zero or one row of
+/// `KEYED_COLUMNS`).
+pub fn find_key(kind: StoreKind, key: &str) -> Statement<'_> {
     statement(
         kind,
-        "DELETE FROM books WHERE id = {1} RETURNING id",
-        vec![SqlParam::Int64(id.get())],
+        "SELECT 1 AS replayed, book_id AS id, title, author, year, 1 AS version \
+         FROM idempotency_keys WHERE key = {1}",
+        vec![SqlParam::Text(key)],
     )
+}
+
+/// Remembers that `key` created `book`, at `now`.
+pub fn remember_key<'a>(kind: StoreKind, key: &'a str, book: &'a Book, now: u64) -> Statement<'a> {
+    statement(
+        kind,
+        "INSERT INTO idempotency_keys (key, book_id, title, author, year, created_at) \
+         VALUES ({1}, {2}, {3}, {4}, {5}, {6}) RETURNING key",
+        vec![
+            SqlParam::Text(key),
+            SqlParam::Int64(book.id.get()),
+            SqlParam::Text(&book.title),
+            SqlParam::Text(&book.author),
+            SqlParam::Int32(book.year),
+            SqlParam::Int64(seconds(now)),
+        ],
+    )
+}
+
+/// Forgets up to `limit` keys made at or before `horizon`, through the
+/// `created_at` index.
+pub fn prune_keys(kind: StoreKind, horizon: u64, limit: u32) -> Statement<'static> {
+    statement(
+        kind,
+        "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys \
+         WHERE created_at <= {1} ORDER BY created_at LIMIT {2}) RETURNING key",
+        vec![
+            SqlParam::Int64(seconds(horizon)),
+            SqlParam::Int64(limit.into()),
+        ],
+    )
+}
+
+/// PostgreSQL's whole keyed create in one statement (one row of
+/// `KEYED_COLUMNS`, whatever the data): the book `key` already created, or
+/// `book` stored with `key` remembered beside it, and up to 10 keys made at
+/// or before `horizon` forgotten. Two such statements with one new key both
+/// insert, and the second's key waits on the first's and then fails
+/// (unique violation): all of it, its book included, is undone.
+pub fn create_once<'a>(key: &'a str, book: &'a NewBook, now: u64, horizon: u64) -> Statement<'a> {
+    let mut statement = statement(
+        StoreKind::Postgres,
+        &format!(
+            "WITH existing AS (SELECT 1 AS replayed, book_id AS id, title, author, year \
+             FROM idempotency_keys WHERE key = {{1}}::text), \
+             created AS (INSERT INTO books (title, author, year) \
+             SELECT {{2}}::text, {{3}}::text, {{4}}::integer \
+             WHERE NOT EXISTS (SELECT 1 FROM existing) RETURNING id, title, author, year), \
+             remembered AS (INSERT INTO idempotency_keys \
+             (key, book_id, title, author, year, created_at) \
+             SELECT {{1}}::text, id, title, author, year, {{5}}::bigint FROM created \
+             RETURNING key), \
+             pruned AS (DELETE FROM idempotency_keys WHERE key IN (SELECT key \
+             FROM idempotency_keys WHERE created_at <= {{6}}::bigint ORDER BY created_at \
+             LIMIT 10) RETURNING key) \
+             SELECT {KEYED_COLUMNS} FROM (SELECT replayed, id, title, author, year, 1 AS version \
+             FROM existing UNION ALL SELECT 0, id, title, author, year, 1 FROM created) AS keyed"
+        ),
+        vec![
+            SqlParam::Text(key),
+            SqlParam::Text(&book.title),
+            SqlParam::Text(&book.author),
+            SqlParam::Int32(book.year),
+            SqlParam::Int64(seconds(now)),
+            SqlParam::Int64(seconds(horizon)),
+        ],
+    );
+    statement.always_a_row = true;
+    statement
+}
+
+/// A row of `KEYED_COLUMNS`: the book, and whether a key already made it.
+pub fn keyed_book_from_row(mut row: Vec<Column>) -> anyhow::Result<(Book, bool)> {
+    if row.is_empty() {
+        bail!("empty keyed row");
+    }
+    let replayed = row.remove(0);
+    match (replayed, book_from_row(row)?) {
+        (Column::Integer(1), book) => Ok((book, true)),
+        (Column::Integer(0), book) => Ok((book, false)),
+        (other, _) => bail!("unexpected replayed column {other:?}"),
+    }
 }
 
 /// The one `SELECT` of a catalog query: filters, `id > after`, ascending id,
@@ -332,16 +463,27 @@ mod tests {
             author: None,
             year: Some(1999),
         };
-        let update = update(StoreKind::Postgres, BookId::new(3).unwrap(), &changes);
+        let update = update(
+            StoreKind::Postgres,
+            BookId::new(3).unwrap(),
+            &changes,
+            Some(&[4, 5]),
+        );
         assert_eq!(
             update.sql,
-            "UPDATE books SET title = $1, year = $2 WHERE id = $3 RETURNING id, title, author, year"
+            "UPDATE books SET title = $1, year = $2, version = version + 1 WHERE id = $3 AND \
+             version IN ($4, $5) RETURNING id, title, author, year, version"
+        );
+        let delete = delete(StoreKind::Postgres, BookId::new(3).unwrap(), Some(&[]));
+        assert_eq!(
+            delete.sql,
+            "DELETE FROM books WHERE id = $1 AND false RETURNING id"
         );
         let query = BookQuery::parse(Some("author=B&after=7&limit=2")).unwrap();
         let page_sql = page(StoreKind::Postgres, &query);
         assert_eq!(
             page_sql.sql,
-            "SELECT id, title, author, year FROM books WHERE id > $1 AND strpos(translate(author, \
+            "SELECT id, title, author, year, version FROM books WHERE id > $1 AND strpos(translate(author, \
              'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), $2) > 0 ORDER BY id \
              LIMIT $3"
         );
@@ -363,17 +505,22 @@ mod tests {
 
     #[test]
     fn rows_outside_the_schema_are_errors_not_values() {
-        let row = |id, year| {
+        let row = |id, year, version| {
             vec![
                 Column::Integer(id),
                 Column::Text("T".into()),
                 Column::Text("A".into()),
                 Column::Integer(year),
+                Column::Integer(version),
             ]
         };
-        assert!(book_from_row(row(7, 1965)).is_ok());
-        assert!(book_from_row(row(7, i64::from(i32::MAX) + 1)).is_err());
-        assert!(book_from_row(row(0, 1965)).is_err());
+        assert!(book_from_row(row(7, 1965, 1)).is_ok());
+        assert!(book_from_row(row(7, i64::from(i32::MAX) + 1, 1)).is_err());
+        assert!(book_from_row(row(0, 1965, 1)).is_err());
+        assert!(book_from_row(row(7, 1965, 0)).is_err());
+        let mut keyed = row(7, 1965, 1);
+        keyed.insert(0, Column::Integer(2));
+        assert!(keyed_book_from_row(keyed).is_err());
         assert!(book_from_row(vec![Column::Integer(7), Column::Null]).is_err());
         assert!(id_from_row(&[Column::Integer(0)]).is_err());
         assert!(id_from_row(&[Column::Text("3".into())]).is_err());

@@ -12,6 +12,7 @@ use crate::login_limit::LoginAttempts;
 use crate::migrations;
 use crate::model::{Book, BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
+use crate::safe_writes::IDEMPOTENCY_KEY_SECONDS;
 use crate::settings::StoreKind;
 use crate::sql::{self, Column, Connection, Statement};
 
@@ -57,18 +58,100 @@ pub fn create(db: &mut dyn Connection, book: &NewBook) -> anyhow::Result<Book> {
     Ok(book.with_id(id))
 }
 
-/// Applies non-empty `changes`; `None` when there is no such book.
+/// Stores `changes` (maybe none) as the book's next version, if it has one
+/// of `versions` (`None`: any); `None` when there is no such book, or not
+/// at such a version. The check and the write are one statement.
 pub fn update(
     db: &mut dyn Connection,
     id: BookId,
     changes: &BookChanges,
+    versions: Option<&[i64]>,
 ) -> anyhow::Result<Option<Book>> {
-    sql::first_book(rows(db, |kind| sql::update(kind, id, changes))?)
+    sql::first_book(rows(db, |kind| sql::update(kind, id, changes, versions))?)
 }
 
-/// `false` when there was no such book.
-pub fn delete(db: &mut dyn Connection, id: BookId) -> anyhow::Result<bool> {
-    Ok(!rows(db, |kind| sql::delete(kind, id))?.is_empty())
+/// Deletes the book if it has one of `versions` (`None`: any); `false` when
+/// there was no such book, or not at such a version.
+pub fn delete(
+    db: &mut dyn Connection,
+    id: BookId,
+    versions: Option<&[i64]>,
+) -> anyhow::Result<bool> {
+    Ok(!rows(db, |kind| sql::delete(kind, id, versions))?.is_empty())
+}
+
+/// Stores `book` once per `key`: the book `key` already created, as it was
+/// created, with `true`; or `book` stored under a new id and `key`
+/// remembered with it, atomically, with `false`. Keys made more than
+/// `IDEMPOTENCY_KEY_SECONDS` before `now` are forgotten, a few each time.
+pub fn create_once(
+    db: &mut dyn Connection,
+    key: &str,
+    book: &NewBook,
+    now: u64,
+) -> anyhow::Result<(Book, bool)> {
+    let horizon = now.saturating_sub(IDEMPOTENCY_KEY_SECONDS);
+    match db.kind() {
+        // One statement; when a concurrent request stored the same new key
+        // first, ours was undone whole, and running it again finds theirs.
+        StoreKind::Postgres => {
+            let statement = |_| sql::create_once(key, book, now, horizon);
+            let rows = match rows(db, statement) {
+                Err(error) if format!("{error:#}").contains(UNIQUE_VIOLATION) => {
+                    rows(db, statement)
+                }
+                result => result,
+            }?;
+            let row = rows.into_iter().next();
+            sql::keyed_book_from_row(
+                row.ok_or_else(|| anyhow!("the keyed create returned no row"))?,
+            )
+        }
+        // A transaction holding the write lock from its start.
+        StoreKind::Sqlite => in_transaction(db, |db| {
+            let kind = db.kind();
+            if let Some(row) = db.query(&sql::find_key(kind, key))?.into_iter().next() {
+                return sql::keyed_book_from_row(row);
+            }
+            let created = db.query(&sql::insert(kind, book))?;
+            let stored = book.with_id(sql::id_from_row(
+                created.first().map_or(&[], Vec::as_slice),
+            )?);
+            db.query(&sql::remember_key(kind, key, &stored, now))?;
+            db.query(&sql::prune_keys(kind, horizon, 10))?;
+            Ok((stored, false))
+        }),
+    }
+}
+
+/// PostgreSQL's SQLSTATE for a unique violation, as its error text names it.
+const UNIQUE_VIOLATION: &str = "23505";
+
+/// Runs `work` in one SQLite transaction that takes the write lock first,
+/// committed if it succeeds and rolled back if not. A database behind this
+/// build's schema is migrated, and `work` runs again.
+fn in_transaction<T>(
+    db: &mut dyn Connection,
+    work: impl Fn(&mut dyn Connection) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let mut migrated = false;
+    loop {
+        db.execute("BEGIN IMMEDIATE")?;
+        match work(db) {
+            Ok(value) => {
+                db.execute("COMMIT")?;
+                return Ok(value);
+            }
+            Err(error) => {
+                let _ = db.execute("ROLLBACK");
+                if migrated || !migrations::schema_is_behind(db.kind(), &error) {
+                    return Err(error);
+                }
+                migrations::migrate(db).context("migrating the database")?;
+                migrated = true;
+            }
+        }
+    }
 }
 
 /// `GET /health`: connects (or takes a pooled connection) and runs the most

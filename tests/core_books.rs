@@ -686,7 +686,7 @@ fn each_single_book_request_is_one_store_call() {
             &["update"],
             200,
         ),
-        ("PUT", "/book/1", "{}", &["get"], 200),
+        ("PUT", "/book/1", "{}", &["update"], 200),
         ("PUT", "/book/1", r#"{"title":""}"#, &["get"], 400),
         ("PUT", "/book/9", r#"{"title":"U"}"#, &["update"], 404),
         ("PUT", "/book/9", r#"{"title":""}"#, &["get"], 404),

@@ -46,6 +46,7 @@ pub enum Setting {
     TrustForwardedFor,
     ClientIpHeader,
     TrustedProxyHops,
+    RequireIfMatch,
 }
 
 /// A setting whose source failed (a Spin variables provider that answered
@@ -141,7 +142,7 @@ pub fn parse_flag(value: &str) -> Option<bool> {
 }
 
 impl Setting {
-    pub const ALL: [Setting; 11] = [
+    pub const ALL: [Setting; 12] = [
         Setting::SecretToken,
         Setting::DbUrl,
         Setting::AuthUsername,
@@ -153,6 +154,7 @@ impl Setting {
         Setting::TrustForwardedFor,
         Setting::ClientIpHeader,
         Setting::TrustedProxyHops,
+        Setting::RequireIfMatch,
     ];
 
     /// The Spin variable (declared in `spin.toml`).
@@ -180,7 +182,23 @@ const NAMES: [(&str, &str); Setting::ALL.len()] = [
     ("trust_forwarded_for", "TRUST_FORWARDED_FOR"),
     ("client_ip_header", "CLIENT_IP_HEADER"),
     ("trusted_proxy_hops", "TRUSTED_PROXY_HOPS"),
+    ("require_if_match", "REQUIRE_IF_MATCH"),
 ];
+
+/// `require_if_match`: whether `PUT` and `DELETE` of a book need
+/// `If-Match` (428 without). Off by default, as the specification's blind
+/// writes; a value that is not a flag is warned about and read as off.
+pub fn require_if_match(ctx: &mut impl SettingSource) -> Result<bool, ApiError> {
+    let Some(value) = ctx.setting(Setting::RequireIfMatch)? else {
+        return Ok(false);
+    };
+    Ok(parse_flag(&value).unwrap_or_else(|| {
+        ctx.warn(
+            "require_if_match / REQUIRE_IF_MATCH is neither true nor false: If-Match stays              optional",
+        );
+        false
+    }))
+}
 
 /// A set, non-empty Spin variable wins; otherwise the set, non-empty
 /// environment value; otherwise nothing (the caller applies the default).

@@ -69,9 +69,15 @@ impl sql::Connection for PostgresConnection {
         StoreKind::Postgres
     }
 
-    /// Runs `statement` through `query`, wrapped by `at_least_one_row`.
+    /// Runs `statement` through `query`, wrapped by `at_least_one_row`
+    /// unless it is written to return a row anyway (a statement with
+    /// data-modifying CTEs, which PostgreSQL allows only at the top level).
     fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        let sql = at_least_one_row(&statement.sql);
+        let sql = if statement.always_a_row {
+            statement.sql.clone()
+        } else {
+            at_least_one_row(&statement.sql)
+        };
         let params = bind(&statement.params);
         let rows = self
             .connection()?

@@ -37,12 +37,16 @@ pub const HS256_HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
 pub type Outcome = (u16, Value, Option<String>);
 
 /// What a statement of `src/sql.rs` does, read from its text: `list`,
-/// `page` (a catalog query), `get`, `create`, `update`, `delete`, `ping`, and
-/// for the failed-login limit `read attempts`, `count attempt`, `clear
-/// attempts`, `prune attempts`, and a migration's `read versions`.
+/// `page` (a catalog query), `get`, `create`, `update`, `delete`, `ping`; for
+/// idempotency keys `find key`, `remember key`, `prune keys`; for the
+/// failed-login limit `read attempts`, `count attempt`, `clear attempts`,
+/// `prune attempts`; and a migration's `read versions`.
 fn statement_name(sql: &str) -> &'static str {
-    let books = "SELECT id, title, author, year FROM books";
+    let books = "SELECT id, title, author, year, version FROM books";
     let names = [
+        ("SELECT 1 AS replayed", "find key"),
+        ("INSERT INTO idempotency_keys", "remember key"),
+        ("DELETE FROM idempotency_keys", "prune keys"),
         ("INSERT INTO books", "create"),
         ("UPDATE books", "update"),
         ("DELETE FROM books", "delete"),
@@ -97,6 +101,7 @@ struct CountingConnection<'a> {
     db: &'a mut rusqlite::Connection,
     statements: &'a mut Vec<&'static str>,
     fail: Option<String>,
+    fail_on: Option<&'static str>,
 }
 
 impl Connection for CountingConnection<'_> {
@@ -104,13 +109,15 @@ impl Connection for CountingConnection<'_> {
         StoreKind::Sqlite
     }
     fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        self.statements.push(statement_name(&statement.sql));
+        let name = statement_name(&statement.sql);
+        self.statements.push(name);
         match &self.fail {
             Some(detail) => Err(anyhow::anyhow!("{detail}")),
+            None if self.fail_on == Some(name) => Err(anyhow::anyhow!("{name} failed")),
             None => self.db.query(statement),
         }
     }
-    /// Migrations only (a database from an older build, `core_upgrade.rs`).
+    /// Migrations and transactions: not recorded.
     fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
         self.db.execute(sql)
     }
@@ -135,6 +142,7 @@ pub struct TestContext {
     pub trust_forwarded_for: Option<String>,
     pub client_ip_header: Option<String>,
     pub trusted_proxy_hops: Option<String>,
+    pub require_if_match: Option<String>,
     /// Reading this setting fails, as when a Spin variables provider errors.
     pub failing_setting: Option<Setting>,
     /// What the platform reports as the client (`spin-client-addr`), the
@@ -155,6 +163,8 @@ pub struct TestContext {
     pub request_lines: Vec<String>,
     /// Every statement fails with this detail.
     pub fail_store: Option<String>,
+    /// The statements of this name (`statement_name`) fail.
+    pub fail_on: Option<&'static str>,
     /// Opening the store fails with this detail.
     pub fail_open: Option<String>,
     /// The databases `open_store` was asked for.
@@ -179,6 +189,7 @@ impl TestContext {
             trust_forwarded_for: None,
             client_ip_header: None,
             trusted_proxy_hops: None,
+            require_if_match: None,
             failing_setting: None,
             client_addr: Some("192.0.2.10:40000".to_string()),
             forwarded_for: None,
@@ -190,6 +201,7 @@ impl TestContext {
             logs: Vec::new(),
             request_lines: Vec::new(),
             fail_store: None,
+            fail_on: None,
             fail_open: None,
             opened: Vec::new(),
             never_logged: Vec::new(),
@@ -301,7 +313,7 @@ impl TestContext {
     }
 
     /// Checks what every response must satisfy and returns its parts.
-    fn check_response(&mut self, response: &Response) -> Outcome {
+    pub fn check_response(&mut self, response: &Response) -> Outcome {
         let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_else(|e| {
             panic!(
                 "body is not JSON ({e}): {:?}",
@@ -327,6 +339,14 @@ impl TestContext {
             Some("no-store"),
             "no response is for shared caches"
         );
+        let data = &envelope["data"];
+        match response.header("etag") {
+            Some(tag) => assert!(
+                tag.starts_with(&format!("\"{}.", data["id"])) && tag.ends_with('"'),
+                "an ETag is sent only with one book, and is its own: {tag} {data}"
+            ),
+            None => assert!(data.get("id").is_none(), "a book comes with its ETag"),
+        }
         let allow = response.header("allow").map(str::to_string);
         assert_eq!(
             allow.is_some(),
@@ -463,6 +483,7 @@ impl SettingSource for TestContext {
             Setting::TrustForwardedFor => self.trust_forwarded_for.clone(),
             Setting::ClientIpHeader => self.client_ip_header.clone(),
             Setting::TrustedProxyHops => self.trusted_proxy_hops.clone(),
+            Setting::RequireIfMatch => self.require_if_match.clone(),
         })
     }
 
@@ -487,6 +508,7 @@ impl Context for TestContext {
             db: &mut self.db,
             statements: &mut self.statements,
             fail: self.fail_store.clone(),
+            fail_on: self.fail_on,
         }))
     }
 }
