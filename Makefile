@@ -23,21 +23,14 @@ soak: build
 	    tests/faults/run.py --store $$store --scale full || status=1; \
 	done; exit $$status
 
-## The hurl suite (tests/hurl/) against a running deployment; leaves no books
-## behind and skips (and lists) the files that need what is not given:
+## The hurl suite against a running deployment: the plain files (hurl alone,
+## README "Testing") and tests/hurl/wrapped/ (forged tokens with SECRET_TOKEN,
+## the login limit with TRUSTED_PROXY_HOPS=1), failing if a secret or token
+## shows in hurl's output or report or a book the run created is left:
 ##   make hurl BASE_URL=https://books.example.com USERNAME=admin PASSWORD=... \
-##        [SECRET_TOKEN=...] [TRUSTED_PROXY_HOPS=1] \
-##        [REPORT_JUNIT=build/hurl-junit.xml] [REPORT_HTML=build/hurl-html]
-## or with hurl's own names, HURL_VARIABLE_base_url, HURL_VARIABLE_username,
-## HURL_SECRET_password (or HURL_VARIABLE_password) and HURL_SECRET_secret_token
-## (or HURL_VARIABLE_secret_token). Each setting from the first that gives it:
-## BASE_URL / USERNAME / PASSWORD / SECRET_TOKEN (passed as they are, no make
-## expansion), then HURL_BASE_URL / HURL_USERNAME / HURL_PASSWORD in the
-## environment, then HURL_VARIABLE_* / HURL_SECRET_* (tests/hurl/run.py run
-## directly also takes hurl's --variable / --secret NAME=VALUE, before all).
-## The password, secret and tokens show as *** in hurl's output and reports;
-## the runner checks it, and writes the reports (off by default) only then.
-## Last line: N passed, M failed. `make test` runs the same runner (tests/e2e.py).
+##        [SECRET_TOKEN=...] [TRUSTED_PROXY_HOPS=1]
+## (or HURL_BASE_URL / HURL_USERNAME / HURL_PASSWORD in the environment).
+## Last line: N passed, M failed. `make test` runs it too (tests/e2e.py).
 hurl: export HURL_BASE_URL := $(or $(value BASE_URL),$(value HURL_BASE_URL))
 hurl: export HURL_USERNAME := $(or $(value USERNAME),$(value HURL_USERNAME))
 hurl: export HURL_PASSWORD := $(or $(value PASSWORD),$(value HURL_PASSWORD))
@@ -46,8 +39,7 @@ hurl: export TRUSTED_PROXY_HOPS := $(value TRUSTED_PROXY_HOPS)
 hurl: export TRUST_FORWARDED_FOR := $(value TRUST_FORWARDED_FOR)
 hurl:
 	@scripts/ensure-tools.sh hurl
-	@tests/hurl/run.py $(if $(REPORT_JUNIT),--report-junit '$(REPORT_JUNIT)') \
-	    $(if $(REPORT_HTML),--report-html '$(REPORT_HTML)')
+	@tests/hurl/run.py
 
 ## Load benchmark (wrk on loopback): native, the floor and the component under
 ## spin-lite (isolated and reuse) and real Spin (SPIN=path), SQLite and

@@ -4,7 +4,8 @@
 # also on failure, and exits non-zero if anything failed.
 #   1. the component and the host, built (release)
 #   2. native unit and integration tests (cargo test --workspace)
-#   3. the hurl suite against the real component served by the host, on SQLite,
+#   3. the hurl suite (the plain hurl command, then tests/hurl/run.py) against
+#      the real component served by the host, on SQLite,
 #      with a fresh instance per request and with instances reused
 #   4. schema-driven fuzzing (schemathesis) and the fault tests (attacks,
 #      concurrency, crashes, outages, limits), sized for CI (`make soak` runs
@@ -14,7 +15,8 @@
 #      the hurl suite under `spin up` for each build and store, spin-lite and
 #      Spin side by side,
 #      and the fault tests of what Spin itself decides (login protection,
-#      stalled clients, failing variables providers, PostgreSQL TLS).
+#      stalled clients, failing variables providers, PostgreSQL TLS, safe writes,
+#      OpenTelemetry export).
 #      Without Spin these legs are listed as skipped, never counted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,7 +56,7 @@ summary() {
 step() { echo; echo "== $*"; }
 
 step "tools"
-if ! scripts/ensure-tools.sh hurl postgres argon2; then
+if ! scripts/ensure-tools.sh hurl postgres argon2 otel; then
     record 0 1
     summary
     exit 1
@@ -121,7 +123,7 @@ if [ -n "$pg_url" ]; then
     tests/faults/run.py --store postgres || true
 fi
 
-spin_faults=throttle,stalls,providers,upgrade,concurrency,variants
+spin_faults=throttle,stalls,providers,upgrade,concurrency,variants,safe_writes,otel
 have_spin=
 if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then
     have_spin=1

@@ -54,8 +54,10 @@ pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String
     )
 }
 
-/// The line before a 500 or 503: why.
+/// The line before a 500 or 503: why. A host error may carry the host's own
+/// backtrace (Spin's, under `RUST_BACKTRACE=1`): only the cause is kept.
 pub fn failure(fields: &RequestFields, reason: &str) -> String {
+    let reason = reason.split("\n\nStack backtrace:").next().unwrap_or(reason);
     format!(
         "level=error msg=\"request failed\" method={} route={} store={} reason={}",
         value(fields.method),
@@ -95,6 +97,10 @@ mod tests {
             failure(&fields, "PostgreSQL: db error"),
             "level=error msg=\"request failed\" method=PUT route=/book/{id} store=postgres \
              reason=\"PostgreSQL: db error\""
+        );
+        assert_eq!(
+            failure(&fields, "refused\n\nStack backtrace:\n   0: spin::main"),
+            failure(&fields, "refused")
         );
         assert_eq!(warning("no secret"), "level=warn msg=\"no secret\"");
     }

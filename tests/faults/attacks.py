@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Token attacks over HTTP against the real host (standard library only).
 
-Forged tokens beyond those of tests/hurl/auth_forged.hurl (alg None/NONE,
+Forged tokens beyond those of tests/hurl/wrapped/auth_forged.hurl (alg None/NONE,
 ES256 and HS384 headers over an HMAC-SHA256 signature, kid/jku/x5u headers
 pointing at a local listener that must never be contacted, exp edge cases,
 malformed segments and bytes), a 1 MiB Authorization
@@ -88,7 +88,7 @@ def run(ctx):
         expect(token, 200, "Books retrieved successfully", f"accepted: {name}")
 
     accepted(good, "the token from POST /token")
-    # Beyond the tokens tests/hurl/auth_forged.hurl sends (lib.forge: alg
+    # Beyond the tokens tests/hurl/wrapped/auth_forged.hurl sends (lib.forge: alg
     # none, HS384, HS512, RS256, hs256, no alg, exp string/null/missing,
     # claims an array, padding, two or four segments, fractional exp):
     # alg none in other spellings, with an empty and with a real signature.
