@@ -4,8 +4,9 @@
 127.0.0.1 signed by a CA no system trusts. Spin verifies certificate and host
 name under every sslmode but `disable` (it does not know `verify-full`,
 tokio-postgres 0.7.12), against the system's roots; trusting the CA through
-SSL_CERT_FILE shows it is the verification that refuses. With --store sqlite:
-no check.
+SSL_CERT_FILE shows it is the verification that refuses; so does the CA
+mounted over the system bundle, as SpinKube's executor mounts its
+`caCertSecret` in a pod (deploy/spinkube). With --store sqlite: no check.
 """
 
 import sys
@@ -17,9 +18,10 @@ import lib  # noqa: E402
 
 
 class TlsHost(lib.Host):
-    def __init__(self, ctx, db_url, ca_file=None):
+    def __init__(self, ctx, db_url, ca_file=None, bundle=None):
         super().__init__(ctx, db_url=db_url)
         self.ca_file = ca_file
+        self.bundle = bundle
 
     def command_and_env(self):
         command, env = super().command_and_env()
@@ -27,6 +29,10 @@ class TlsHost(lib.Host):
             env.pop(name, None)
         if self.ca_file:
             env["SSL_CERT_FILE"] = str(self.ca_file)
+        if self.bundle:  # as in a SpinKube pod, in a mount namespace of its own
+            command = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                       'mount --bind "$0" /etc/ssl/certs/ca-certificates.crt && exec "$@"',
+                       str(self.bundle), *command]
         return command, env
 
 
@@ -50,12 +56,14 @@ def run(ctx):
         ("no sslmode (prefer), the same certificate", None, None, None, 503),
         ("sslmode=disable", "disable", None, None, 200),
         ("sslmode=require with the CA trusted (SSL_CERT_FILE)", "require", ca, None, 200),
+        ("sslmode=require with the CA as the system bundle (SpinKube's caCertSecret)",
+         "require", None, None, 200, ca),
         ("sslmode=require, CA trusted, a host name the certificate does not name",
          "require", ca, "localhost", 503),
         ("sslmode=verify-full (a mode Spin 4.0.2 does not know)", "verify-full", ca, None, 503),
     ]
-    for name, mode, ca_file, host_name, expected in cases:
-        host = TlsHost(ctx, with_sslmode(cluster.url, mode, host_name), ca_file)
+    for name, mode, ca_file, host_name, expected, *bundle in cases:
+        host = TlsHost(ctx, with_sslmode(cluster.url, mode, host_name), ca_file, *bundle)
         host.start(healthy=expected == 200)
         r = lib.try_request(host.port, "GET", "/health", timeout=30)
         ok = r.is_envelope(expected, "Service healthy" if expected == 200 else
