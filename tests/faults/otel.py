@@ -125,6 +125,12 @@ def served(receiver, host):
     return host
 
 
+def request_of(span):
+    """(method, path, status) of a SERVER span; Spin records the status as a string."""
+    a = span["attrs"]
+    return a.get("http.request.method"), a.get("url.path"), a.get("http.response.status_code")
+
+
 def server_spans(receiver):
     """The SERVER spans, /health (the launcher's polls) left out."""
     return [s for s in receiver.spans
@@ -180,7 +186,7 @@ def run(ctx):
     receiver = Receiver(messages)
     host = served(receiver, ctx.host(db_url=ctx.fresh_database())).start()
 
-    # (method, path, status, route, store, a statement of the store), in order.
+    # (method, path, status got, status wanted, route, store, a statement it runs), in order.
     wrong = "Wrong." + lib.random_text(16)
     r = host.login()
     token = r.data["token"] if r.status == 200 else ""
@@ -197,13 +203,11 @@ def run(ctx):
     answers.append(("GET", nowhere, host.call("GET", nowhere).status, 404, "unmatched", "none", None))
     t.check(all(got == want for _, _, got, want, *_ in answers), f"{store}: the requests answer "
             "as they should", f"{[(m, p, got) for m, p, got, *_ in answers]}")
-    # Spin records the status code as a string attribute.
     want_spans = Counter((m, p, str(s)) for m, p, _, s, *_ in answers)
     want_lines = Counter((m, route, str(s), st) for m, _, _, s, route, st, _ in answers)
 
     def complete():
-        got = Counter((s["attrs"].get("http.request.method"), s["attrs"].get("url.path"),
-                       s["attrs"].get("http.response.status_code")) for s in server_spans(receiver))
+        got = Counter(map(request_of, server_spans(receiver)))
         logged = Counter(m.group(1, 2, 3, 4) for m in lines(receiver, REQUEST_LINE))
         return got >= want_spans and logged >= want_lines
 
@@ -213,8 +217,7 @@ def run(ctx):
     t.check(not receiver.errors, f"{store}: every export decodes as OTLP protobuf", f"{receiver.errors}")
 
     tops = server_spans(receiver)
-    got = Counter((s["attrs"].get("http.request.method"), s["attrs"].get("url.path"),
-                   s["attrs"].get("http.response.status_code")) for s in tops)
+    got = Counter(map(request_of, tops))
     t.check(got == want_spans, f"{store}: one SERVER span per request, with its method, path and "
             "status", f"want {dict(want_spans)}, got {dict(got)}")
     t.check(tops and all(s["name"] == f"{s['attrs'].get('http.request.method')} /..."
@@ -234,9 +237,7 @@ def run(ctx):
 
     missing, misplaced = [], []
     for method, path, _, status, route, used, statement in answers:
-        top = next((s for s in tops if (s["attrs"].get("http.request.method"),
-                                        s["attrs"].get("url.path"),
-                                        s["attrs"].get("http.response.status_code")) == (method, path, str(status))), None)
+        top = next((s for s in tops if request_of(s) == (method, path, str(status))), None)
         if top is None:
             missing.append((method, path, "no server span"))
             continue
