@@ -224,6 +224,63 @@ def serve(comparator, store, pg_url):
         log(f"{comparator}/{store} failed: its runs so far are kept")
 
 
+def versus():
+    """Our component against bench/minimal under real Spin, both serving one
+    SQLite database at once, their runs alternating (BENCH_ROUNDS rounds,
+    the order flipped each round), so that both see the same load."""
+    secret = launch.random_text(48)
+    workdir = tempfile.mkdtemp(prefix="bench-versus.")
+    wasm = os.environ.get("BENCH_WASM")
+    ours = launch.Host("spin", "sqlite", dict(SETTINGS, SECRET_TOKEN=secret), wasm=wasm, workdir=workdir)
+    hosts = []
+    try:
+        hosts.append(ours.start())
+        os.environ["BASE_URL"] = ours.base_url
+        token = request("POST", "/token", {"username": USER, "password": PASSWORD})["data"]["token"]
+        request("GET", "/books?limit=1", token=token)  # our component creates the tables
+        Store(None, ours.state_dir).ensure(BOOKS)
+        minimal = launch.Host("spin", "sqlite", {"SECRET_TOKEN": secret}, workdir=workdir,
+                              manifest=ROOT / "bench/minimal/spin.toml", state_dir=ours.state_dir)
+        hosts.append(minimal.start(healthy=False))  # it has no /health
+        os.environ.update(BENCH_TOKEN=token, BENCH_IDS=str(BOOKS))
+        pair = [("spin", ours), ("minimal", minimal)]
+        for name, host in pair:
+            os.environ["BASE_URL"] = host.base_url
+            run_wrk((name, "sqlite"), host.proc.pid, "warm-up", 16, script="get")
+        for round_ in range(int(os.environ.get("BENCH_ROUNDS", "3"))):
+            for scenario in ["get", "post"]:
+                for c in CONCURRENCY:
+                    for name, host in pair[::-1] if round_ % 2 else pair:
+                        os.environ["BASE_URL"] = host.base_url
+                        run_wrk((name, "sqlite"), host.proc.pid, scenario, c)
+    finally:
+        for host in hosts:
+            host.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def median(values):
+    values = sorted(values)
+    return (values[(len(values) - 1) // 2] + values[len(values) // 2]) / 2
+
+
+def versus_table(runs):
+    """Ours against the minimal comparator: medians over the rounds."""
+    lines = ["| Spin, SQLite | c | ours CPU us/req | minimal CPU us/req | ratio | ours p99 ms | minimal p99 ms |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    keys = {(r["scenario"], r["concurrency"]) for r in runs if r["comparator"] == "minimal"}
+    for scenario, c in sorted(keys - {("warm-up", 16)}):
+        pick = {name: [r for r in runs if (r["comparator"], r["store"], r["scenario"], r["concurrency"])
+                       == (name, "sqlite", scenario, c)] for name in ("spin", "minimal")}
+        if not all(pick.values()):
+            continue
+        cpu = {name: median([r["cpu_us"] for r in rs]) for name, rs in pick.items()}
+        p99 = {name: median([r["p99_us"] for r in rs]) / 1000 for name, rs in pick.items()}
+        lines.append(f"| {scenario} | {c} | {cpu['spin']:.1f} | {cpu['minimal']:.1f} "
+                     f"| **{cpu['spin'] / cpu['minimal']:.2f}x** | {p99['spin']:.2f} | {p99['minimal']:.2f} |")
+    return lines if len(lines) > 2 else []
+
+
 def report():
     runs = [json.loads(l) for l in (OUT / "runs.jsonl").read_text().splitlines()]
     lines = [f"# Benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
@@ -237,6 +294,10 @@ def report():
             lines.append(f"| {r['scenario']} | {r['store']} | {r['comparator']} | {r['concurrency']} | {r['rps']:.0f} "
                          f"| {r['p50_us'] / 1000:.2f} | {r['p99_us'] / 1000:.2f} | {r['cpu_us']:.1f} "
                          f"| {r['switches']:.2f} | {r['errors']} |")
+    mine = versus_table(runs)
+    if mine:
+        lines += ["", "Ours against bench/minimal under Spin (medians of the alternating rounds):", ""] + mine
+        print("\n".join(mine), flush=True)
     (OUT / "results.md").write_text("\n".join(lines) + "\n")
     log(f"wrote {OUT / 'results.md'} and runs.jsonl")
 
@@ -249,19 +310,22 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "runs.jsonl").write_text("")
     stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
-    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin-floor spin").split()
+    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin-floor spin minimal").split()
     if shutil.which("wrk") is None:
         sys.exit("bench: wrk is missing (apt-get install wrk)")
-    if not launch.spin_binary() and {"spin", "spin-floor"} & set(comparators):
-        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin and spin-floor skipped")
-        comparators = [c for c in comparators if c not in ("spin", "spin-floor")]
+    if not launch.spin_binary() and {"spin", "spin-floor", "minimal"} & set(comparators):
+        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin, spin-floor and minimal skipped")
+        comparators = [c for c in comparators if c not in ("spin", "spin-floor", "minimal")]
     pg = launch.Pg() if "postgres" in stores else None
     try:
         for comparator in comparators:
-            for store in ["sqlite"] if comparator.endswith("floor") else stores:
+            sqlite_only = comparator.endswith("floor") or comparator == "minimal"
+            for store in ["sqlite"] if sqlite_only else stores:
                 pg_url = pg.fresh_database() if store == "postgres" else None
                 log(f"{comparator} on {store}")
-                if comparator == "native":
+                if comparator == "minimal":
+                    versus()
+                elif comparator == "native":
                     serve_native(store, pg_url)
                 else:
                     serve(comparator, store, pg_url)
