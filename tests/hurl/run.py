@@ -55,7 +55,8 @@ NEEDS_LINE = re.compile(r"^#\s*needs:\s*(.+?)\s*$", re.M)
 MIN_SEARCHABLE = 8  # shorter secrets: their text occurs in the reports anyway
 # A JWT: three base64url segments, the first a JSON header (checked apart).
 # A lookahead, so that candidates may overlap ("x.HEADER.CLAIMS.SIGNATURE").
-JWT = re.compile(r"(?<![A-Za-z0-9_-])(?=([A-Za-z0-9_-]{4,})\.([A-Za-z0-9_-]{2,})\.([A-Za-z0-9_-]{16,}))")
+JWT = re.compile(r"(?<![A-Za-z0-9_-])"
+                 r"(?=([A-Za-z0-9_-]{4,})\.([A-Za-z0-9_-]{2,})\.([A-Za-z0-9_-]{16,}))")
 NOT_JSON = object()
 
 
@@ -152,7 +153,8 @@ def main():
     parser.add_argument("--counts", help="append `N M` (passed, failed) to this file")
     parser.add_argument("--strict", action="store_true",
                         help="the deployment is ours alone: the catalog must be exactly as before")
-    parser.add_argument("files", nargs="*", help="default: tests/hurl/*.hurl tests/hurl/wrapped/*.hurl")
+    parser.add_argument("files", nargs="*",
+                        help="default: tests/hurl/*.hurl tests/hurl/wrapped/*.hurl")
     args = parser.parse_args()
     given = dict(text.partition("=")[::2] for text in args.given)
     if set(given) - set(INPUTS):
@@ -177,7 +179,8 @@ def main():
 
     def catalog(when):
         try:
-            token = api(base_url, "POST", "/token", body={"username": username, "password": password})["token"]
+            login = {"username": username, "password": password}
+            token = api(base_url, "POST", "/token", body=login)["token"]
             return token, {book["id"]: book for book in api(base_url, "GET", "/books", token)}
         except (OSError, KeyError, TypeError, ValueError) as error:
             check(False, f"log in and list the books at {base_url} {when} the suite", repr(error))
@@ -186,10 +189,12 @@ def main():
     if not (re.match(r"^https?://", base_url) and username and password):
         check(False, "base_url (http:// or https://), username and password given", "run.py --help")
         return finish()
+    trust = os.environ.get("TRUST_FORWARDED_FOR", "").strip().lower()
     forwarded = (os.environ.get("TRUSTED_PROXY_HOPS", "").strip() == "1"
-                 or os.environ.get("TRUST_FORWARDED_FOR", "").strip().lower() in ("1", "true", "yes", "on"))
+                 or trust in ("1", "true", "yes", "on"))
     met = {"secret": bool(secret), "forwarded-for": forwarded}
-    files = [Path(f) for f in args.files] or sorted(HERE.glob("*.hurl")) + sorted(HERE.glob("wrapped/*.hurl"))
+    files = [Path(f) for f in args.files] or (sorted(HERE.glob("*.hurl"))
+                                              + sorted(HERE.glob("wrapped/*.hurl")))
     run = []
     for path in files:
         needs = {n.strip() for m in NEEDS_LINE.findall(path.read_text("utf-8"))
@@ -208,14 +213,17 @@ def main():
             return finish()
         variables, hidden = wrapped_variables(secret)
         hidden["password"] = password
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HURL_VARIABLE_", "HURL_SECRET_"))}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HURL_VARIABLE_", "HURL_SECRET_"))}
         for name, value in hidden.items():
             for index, form in enumerate(secret_forms(value)):
                 env[f"HURL_SECRET_{name}" + (f"_escaped{index}" if index else "")] = form
-        needles = sorted(((form, name) for name, value in hidden.items() if len(value) >= MIN_SEARCHABLE
-                          for form in secret_forms(value)), key=lambda n: -len(n[0]))
+        needles = sorted(((form, name) for name, value in hidden.items()
+                          if len(value) >= MIN_SEARCHABLE for form in secret_forms(value)),
+                         key=lambda n: -len(n[0]))
         command = ["hurl", "--test", "--jobs", "1", "--no-color", "--max-time", "60",
-                   "--variables-file", str(HERE / "example.env"), "--report-json", str(tmp / "report"),
+                   "--variables-file", str(HERE / "example.env"),
+                   "--report-json", str(tmp / "report"),
                    "--variable", f"base_url={base_url}", "--variable", f"username={username}"]
         for name, value in variables.items():
             command += ["--variable", f"{name}={value}"]
@@ -264,9 +272,10 @@ def main():
         for result in results:
             for entry in result.get("entries", []):
                 for capture in entry.get("captures") or []:
-                    if "token" in capture["name"].lower() and capture.get("value") not in ("***", None):
-                        leaks.setdefault(f"capture `{capture['name']}` unredacted (add `redact`)",
-                                         set()).add(f"{Path(result['filename']).name}, line {entry['line']}")
+                    name, value = capture["name"], capture.get("value")
+                    if "token" in name.lower() and value not in ("***", None):
+                        leaks.setdefault(f"capture `{name}` unredacted (add `redact`)", set()).add(
+                            f"{Path(result['filename']).name}, line {entry['line']}")
                 for call in entry.get("calls", []):
                     request, response = call["request"], call["response"]
                     if (request["method"], request["url"].split("?")[0], response["status"]) == \
