@@ -1,6 +1,6 @@
 //! `openapi.yaml` and the router must describe the same API: the same paths
 //! and methods, the same `Allow` headers, the same public/protected split,
-//! and every error message under its status.
+//! every error message under its status, and the `Idempotency-Key` rule.
 
 use std::collections::BTreeSet;
 
@@ -109,11 +109,38 @@ fn every_error_message_is_documented_at_its_status() {
         ApiError::InvalidToken,
         ApiError::BookNotFound,
         ApiError::BodyTooLarge,
+        ApiError::PreconditionFailed,
+        ApiError::PreconditionRequired,
+        ApiError::InvalidIdempotencyKey,
+        ApiError::IdempotencyKeyReused,
         ApiError::TooManyLoginAttempts { retry_after: 1 },
         ApiError::TokenNotIssued,
         ApiError::Internal(String::new()),
         ApiError::ServiceUnavailable(String::new()),
     ];
+    // No wildcard: a new ApiError does not compile until it is listed above
+    // (or, like these two, documented in the info and checked by the tests above).
+    for error in &errors {
+        match error {
+            ApiError::RouteNotFound | ApiError::MethodNotAllowed(_) => unreachable!(),
+            ApiError::InvalidLoginPayload
+            | ApiError::InvalidBook
+            | ApiError::InvalidQuery
+            | ApiError::InvalidCredentials
+            | ApiError::TokenRequired
+            | ApiError::InvalidToken
+            | ApiError::BookNotFound
+            | ApiError::BodyTooLarge
+            | ApiError::PreconditionFailed
+            | ApiError::PreconditionRequired
+            | ApiError::InvalidIdempotencyKey
+            | ApiError::IdempotencyKeyReused
+            | ApiError::TooManyLoginAttempts { .. }
+            | ApiError::TokenNotIssued
+            | ApiError::Internal(_)
+            | ApiError::ServiceUnavailable(_) => {}
+        }
+    }
     let responses = doc["components"]["responses"]
         .as_mapping()
         .expect("responses");
@@ -176,5 +203,32 @@ fn every_response_documents_cache_control_no_store() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 18, "7 successes and 11 shared error responses");
+    assert_eq!(checked, 22, "7 successes and 15 shared error responses");
+}
+
+/// The documented `Idempotency-Key` is the one the component accepts: the
+/// pattern and length here, and the component on every byte and at the
+/// length bounds.
+#[test]
+fn the_idempotency_key_rule_is_the_components() {
+    use book_catalog::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
+    let doc = document();
+    let key = &doc["components"]["parameters"]["IdempotencyKey"];
+    assert_eq!(key["name"].as_str(), Some("Idempotency-Key"));
+    let schema = &key["schema"];
+    assert_eq!(schema["pattern"].as_str(), Some(r"^[\x21-\x7E]{1,255}$"));
+    assert_eq!(schema["maxLength"].as_u64(), Some(255));
+    assert_eq!(MAX_IDEMPOTENCY_KEY_CHARS, 255);
+    for byte in 0..=u8::MAX {
+        let visible = (0x21..=0x7e).contains(&byte);
+        assert_eq!(IdempotencyKey::parse(&[byte]).is_ok(), visible, "{byte:#x}");
+    }
+    assert!(IdempotencyKey::parse(b"").is_err());
+    assert!(IdempotencyKey::parse(&[b'~'; 255]).is_ok());
+    assert!(IdempotencyKey::parse(&[b'~'; 256]).is_err());
+    let post = &doc["paths"]["/book"]["post"]["parameters"][0]["$ref"];
+    assert_eq!(
+        post.as_str(),
+        Some("#/components/parameters/IdempotencyKey")
+    );
 }
