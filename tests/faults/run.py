@@ -6,7 +6,9 @@
                         [--only NAME,...]
 
 Runs concurrency, crash, attacks, outages, replicas (PostgreSQL only), limits,
-catalog, throttle, stalls, providers, tls (PostgreSQL only), upgrade and variants (see each file) against
+catalog, throttle, stalls, providers, tls (PostgreSQL only), upgrade, variants and
+safe_writes and otel (real Spin only: spin-lite exports no telemetry; under it
+the module notes `skipped`) (see each file) against
 their own hosts; PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR,
 else one of its own, removed at the end. --scale full (or FAULTS_SCALE=full)
 is the `make soak` size. Each named check is one test.
@@ -27,9 +29,11 @@ import catalog  # noqa: E402
 import concurrency  # noqa: E402
 import crash  # noqa: E402
 import limits  # noqa: E402
+import otel  # noqa: E402
 import outages  # noqa: E402
 import providers  # noqa: E402
 import replicas  # noqa: E402
+import safe_writes  # noqa: E402
 import stalls  # noqa: E402
 import throttle  # noqa: E402
 import tls  # noqa: E402
@@ -39,7 +43,8 @@ import variants  # noqa: E402
 MODULES = [("concurrency", concurrency), ("crash", crash), ("attacks", attacks),
            ("outages", outages), ("replicas", replicas), ("limits", limits), ("catalog", catalog),
            ("throttle", throttle), ("stalls", stalls), ("providers", providers), ("tls", tls),
-           ("upgrade", upgrade), ("variants", variants)]
+           ("upgrade", upgrade), ("variants", variants), ("safe_writes", safe_writes),
+           ("otel", otel)]
 
 
 if __name__ == "__main__":
