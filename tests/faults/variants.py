@@ -110,7 +110,7 @@ def denied_database_answers_500_and_the_host_keeps_serving(ctx):
     wasm = ctx.wasm or lib.WASM
     host = serve(ctx, "sqlite_databases = []", copy_of(ctx, wasm, launch.MANIFEST, no_databases))
     expect_unavailable(ctx, host, "sqlite_databases = []",
-                       'opening SQLite database "default": Error::AccessDenied')
+                       r'opening SQLite database \"default\": Error::AccessDenied')
 
 
 def postgres_address_outside_allowed_hosts(ctx):

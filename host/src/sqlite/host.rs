@@ -10,7 +10,7 @@ use wasmtime::component::{HasData, Resource, ResourceTable};
 
 use super::pool::{Connection, SqliteDbs};
 use super::values::{pool_error, refused, run, to_error};
-use super::writer::queued_write;
+use super::writer::{begins_transaction, queued_write};
 use crate::bindings::fermyon::spin::sqlite::{self, Error, HostConnection, QueryResult, Value};
 use crate::db_calls::DbCalls;
 
@@ -53,12 +53,19 @@ impl HostConnection for SqliteView<'_> {
         let resource = self.table.get_mut(&this)?;
         let db = resource.db.clone();
         let held = resource.conn.take();
+        let mut turn = resource.turn.take();
         // Inline, on this serving thread: the other requests of this thread
         // wait for the statement (microseconds; a write may first queue on
         // the writer lock), those of the other threads do not.
         let (conn, result) = match held.map_or_else(|| db.checkout(), Ok) {
             Ok(conn) => {
-                let result = match queued_write(&conn, &statement) {
+                if turn.is_none() && begins_transaction(&conn, &statement) {
+                    turn = Some(db.writer().transaction_turn().await);
+                }
+                // A transaction's statements (its BEGIN IMMEDIATE too, which
+                // SQLite counts as a write) run on the turn it holds.
+                let queued = turn.is_none().then(|| queued_write(&conn, &statement));
+                let result = match queued.unwrap_or(Ok(false)) {
                     Ok(true) => {
                         let turn = db.writer().turn().await;
                         let result = run(&conn, &statement, parameters);
@@ -69,12 +76,17 @@ impl HostConnection for SqliteView<'_> {
                     Ok(false) => run(&conn, &statement, parameters),
                     Err(e) => Err(to_error(e)),
                 };
+                if turn.is_some() && conn.is_autocommit() {
+                    turn = None;
+                    db.wrote();
+                }
                 (Some(conn), result)
             }
             Err(e) => (None, Err(pool_error(e))),
         };
         if let Ok(resource) = self.table.get_mut(&this) {
             resource.conn = conn;
+            resource.turn = turn;
         }
         Ok(result)
     }

@@ -201,11 +201,19 @@ fn close_in_background(conn: rusqlite::Connection) {
 pub struct Connection {
     pub(super) db: Arc<Database>,
     pub(super) conn: Option<rusqlite::Connection>,
+    /// The writer's turn while a transaction is open; a transaction the
+    /// component leaves open ends with the resource (its connection closed,
+    /// which rolls it back, not pooled).
+    pub(super) turn: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl Connection {
     pub fn new(db: Arc<Database>) -> Connection {
-        Connection { db, conn: None }
+        Connection {
+            db,
+            conn: None,
+            turn: None,
+        }
     }
 }
 

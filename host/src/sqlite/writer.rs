@@ -2,8 +2,10 @@
 //! statement outside a transaction takes its turn here. Queueing wakes the
 //! next writer as soon as the lock is free, where SQLite's busy handler
 //! would poll for it; and the turn is an async lock, so a request waiting to
-//! write leaves its thread to other requests. Inside a transaction the
-//! connection already holds SQLite's lock (the busy handler waits for it).
+//! write leaves its thread to other requests. A transaction takes its turn
+//! at `BEGIN` and holds it to its end (`transaction_turn`): SQLite's lock
+//! would otherwise make the next writer's busy handler block a serving
+//! thread that the transaction's own next statement may need.
 
 use std::sync::Arc;
 
@@ -17,10 +19,21 @@ impl WriterQueue {
         self.0.lock().await
     }
 
+    /// A turn held across calls: a transaction's, from `BEGIN` to its end.
+    pub async fn transaction_turn(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.0.clone().lock_owned().await
+    }
+
     /// The same, from a thread outside the async runtime.
     pub fn blocking_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.0.blocking_lock()
     }
+}
+
+/// Whether `statement` starts a transaction on a connection outside one.
+pub fn begins_transaction(conn: &rusqlite::Connection, statement: &str) -> bool {
+    let start = statement.trim_start().get(..5).unwrap_or_default();
+    conn.is_autocommit() && start.eq_ignore_ascii_case("begin")
 }
 
 /// Whether `statement` writes outside an explicit transaction, and so
@@ -47,5 +60,9 @@ mod tests {
         assert!(!queued_write(&conn, "INSERT INTO t VALUES (1)").unwrap());
         conn.execute_batch("ROLLBACK").unwrap();
         assert!(queued_write(&conn, "SELECT * FROM nowhere").is_err());
+        assert!(begins_transaction(&conn, " begin immediate"));
+        assert!(!begins_transaction(&conn, "SELECT 1"));
+        conn.execute_batch("BEGIN").unwrap();
+        assert!(!begins_transaction(&conn, "BEGIN"));
     }
 }
