@@ -77,7 +77,7 @@ def jwt(key, claims, header=None, digest=hashlib.sha256, raw_claims=None):
 
 
 def forge(secret, now):
-    """The tokens tests/hurl/auth_forged.hurl needs, by hurl variable name:
+    """The tokens tests/hurl/wrapped/auth_forged.hurl needs, by hurl variable name:
     one good token with a fractional `exp` (a NumericDate may carry one, RFC
     7519 section 2), and every one the service must refuse (docs/api.md,
     "Tokens")."""
