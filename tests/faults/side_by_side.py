@@ -6,7 +6,8 @@ an empty store of its own, and get the same seeded sequence (quick: 600;
 full: 3,000) of valid, invalid and hostile requests, one pair at a time.
 Status, envelope (an issued token's string aside) and COMPARED_HEADERS must
 be identical, except that `Retry-After` may differ by one (whole seconds,
-read on two clocks a few milliseconds apart). Needs real Spin.
+read on two clocks a few milliseconds apart). `If-Match` and `Idempotency-Key`
+are among the headers sent, `ETag` among those compared. Needs real Spin.
 """
 
 import json
@@ -18,7 +19,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import lib  # noqa: E402
 from lib import jwt  # noqa: E402  (the one HS256 forger)
 
-COMPARED_HEADERS = ("content-type", "allow", "link", "retry-after", "cache-control")
+COMPARED_HEADERS = ("content-type", "allow", "link", "retry-after", "cache-control", "etag")
 SEED = 20261123
 
 
@@ -157,12 +158,19 @@ class Sequence:
         headers = self.token_header()
         if kind in ("create", "put", "raw", "limit"):
             headers["Content-Type"] = "application/json"
+        if kind == "create" and rng.random() < 0.3:  # replays, 422s and bad keys
+            headers["Idempotency-Key"] = rng.choice(["k1", "k2", "k3", '"q"', "", "a b", "x" * 256])
+        elif kind in ("put", "delete") and rng.random() < 0.3:
+            tag = f'{path.rsplit("/", 1)[1]}.{rng.randint(1, 3)}'
+            headers["If-Match"] = rng.choice([f'"{tag}"', f'"{tag}"', "*", f'W/"{tag}"', tag,
+                                              f'"0.1", "{tag}"'])
         return (method, path, body, headers)
 
-    def learn(self, request, status):
-        """A create that succeeded took the next id (on both: same answers)."""
-        if request[0] == "POST" and request[1] == "/book" and status == 201:
-            self.created += 1
+    def learn(self, request, answer):
+        """The highest id a create answered (on both: same answers; a keyed
+        create may answer an earlier book)."""
+        if request[0] == "POST" and request[1] == "/book" and answer["status"] == 201:
+            self.created = max(self.created, answer["body"]["data"]["id"])
 
 
 def answer(host, token, request):
@@ -209,7 +217,7 @@ def run(ctx, seed=SEED):
         statuses.append(a["status"])
         if not same(a, b):
             differences.append((i, request[:2], a, b))
-        sequence.learn(request, b["status"])
+        sequence.learn(request, b)
     t.note(f"seed {seed}: {count} requests, spin-lite's statuses {lib.counts(statuses)}")
     detail = "\n".join(f"#{i} {req}: spin-lite {a} / spin {b}" for i, req, a, b in differences[:5])
     t.check(not differences,
