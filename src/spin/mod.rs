@@ -8,6 +8,7 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+use std::cell::OnceCell;
 use std::io::Write;
 use std::sync::OnceLock;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -34,8 +35,6 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let path = router::path_of(&target);
     let headers = request.headers();
     let authorization = joined_header(&headers, "authorization");
-    let declared_length = joined_header(&headers, "content-length")
-        .and_then(|value| std::str::from_utf8(&value).ok()?.trim().parse::<u64>().ok());
     let read = match router::headers_read(&method, path) {
         HeadersRead::None => Vec::new(),
         HeadersRead::All => headers.entries(),
@@ -43,7 +42,6 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
             .map(|value| vec![(name.to_string(), value)])
             .unwrap_or_default(),
     };
-    drop(headers);
 
     let head = RequestHead {
         method: &method,
@@ -52,11 +50,8 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
         authorization: authorization.as_deref(),
         headers: &read,
     };
-    let body = RequestBody {
-        request,
-        declared_length,
-    };
-    let app::Served { response, fields } = app::handle(&mut SpinContext, &head, body);
+    let body = RequestBody { headers, request };
+    let app::Served { response, fields } = app::handle(&mut SpinContext::default(), &head, body);
     let status = response.status;
     send(response_out, response).await;
     log(&crate::log::request(
@@ -109,17 +104,18 @@ fn log(line: &str) {
 
 /// The request body, streamed from the host and cut off past the limit.
 struct RequestBody {
+    /// The request's header fields (a child of `request`, dropped first):
+    /// `Content-Length` is read only when the body is.
+    headers: Fields,
     request: IncomingRequest,
-    declared_length: Option<u64>,
 }
 
 impl Body for RequestBody {
     fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
         // A declared length over the limit is refused before reading a byte.
-        if self
-            .declared_length
-            .is_some_and(|length| length > limit as u64)
-        {
+        let declared = joined_header(&self.headers, "content-length")
+            .and_then(|value| std::str::from_utf8(&value).ok()?.trim().parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
             return Err(BodyError::TooLarge);
         }
         let incoming: IncomingBody = self.request.consume().map_err(|()| BodyError::Unreadable)?;
@@ -132,6 +128,10 @@ impl Body for RequestBody {
                         return Err(BodyError::TooLarge);
                     }
                     body.extend_from_slice(&chunk);
+                    // All the declared bytes: the end needs no more host call.
+                    if declared == Some(body.len() as u64) {
+                        break;
+                    }
                 }
                 Err(StreamError::Closed) => break,
                 Err(StreamError::LastOperationFailed(_)) => return Err(BodyError::Unreadable),
@@ -143,8 +143,12 @@ impl Body for RequestBody {
     }
 }
 
-/// Spin as the core's `Context`.
-struct SpinContext;
+/// Spin as the core's `Context`, for one request.
+#[derive(Default)]
+struct SpinContext {
+    /// The request's time: one host call however often it is asked for.
+    now: OnceCell<u64>,
+}
 
 /// Settings as this instance first read them. An instance serves one
 /// request under Spin's WASI 0.2 model; where a host reuses instances, the
@@ -185,9 +189,11 @@ impl SettingSource for SpinContext {
 
 impl Context for SpinContext {
     fn now(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_secs())
+        *self.now.get_or_init(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_secs())
+        })
     }
 
     fn open_store(&mut self, database: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
