@@ -12,8 +12,11 @@ run) and build/bench/results.md (the table).
 
 Knobs (environment): BENCH_DURATION (seconds a run, 2), BENCH_CONCURRENCY
 ("1 16 64"), BENCH_STORES ("sqlite postgres"), BENCH_COMPARATORS ("native
-floor spin-lite reuse spin-floor spin"), BENCH_REUSE (instances reused by `reuse`,
-1000), BENCH_WASM (another build of the component to serve). SPIN_LITE and
+floor spin-lite reuse spin-floor spin minimal"), BENCH_REUSE (instances reused by `reuse`,
+1000), BENCH_WASM (another build of the component to serve), BENCH_SCENARIOS
+(the single-book ones, "token get post postkey put putwalk putif delete
+mix"), BENCH_LISTS (0: no list and page scenarios), BENCH_ROUNDS (rounds of
+the minimal comparator, 3). SPIN_LITE and
 SPIN pick the host binaries (tests/launch.py), BENCH_NATIVE the native one.
 """
 
@@ -40,6 +43,9 @@ USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
 BOOKS = 10_000
+# The single-book scenarios (bench/wrk.lua), and whether the list and page ones run too.
+SCENARIOS = os.environ.get("BENCH_SCENARIOS", "token get post postkey put putwalk putif delete mix").split()
+LISTS = os.environ.get("BENCH_LISTS", "1") == "1"
 
 
 def log(text):
@@ -68,10 +74,11 @@ class Store:
     def max_id(self):
         return int(self.sql("SELECT COALESCE(MAX(id), 0) FROM books"))
 
-    def add(self, count):
-        """Adds `count` books after the highest id; returns the first id. The
-        id counter (AUTOINCREMENT's, the identity sequence) moves past them."""
-        first = self.max_id() + 1
+    def add(self, count, gap=0):
+        """Adds `count` books `gap` ids after the highest (room for writes the
+        host still finishes after a run); returns the first id. The id counter
+        (AUTOINCREMENT's, the identity sequence) moves past them."""
+        first = self.max_id() + 1 + gap
         if self.sqlite:
             rows = ((i, f"Title {i}", f"Author {i % 997}", 1900 + i % 125)
                     for i in range(first, first + count))
@@ -165,13 +172,15 @@ def measure(comparator, store, pid, state_dir, pg_url):
     books = Store(pg_url, state_dir)
     books.ensure(BOOKS)
     run_wrk(label, pid, "warm-up", 16, script="get")
-    for scenario in ["token", "get", "post", "put", "delete", "mix"]:
+    for scenario in SCENARIOS:
         for c in CONCURRENCY:
-            extra = {}
-            if scenario == "delete":  # a fresh book for every DELETE the run can make
+            extra = {"BENCH_NONCE": f"{time.time_ns():x}"}
+            if scenario in ("delete", "putwalk", "putif"):  # a fresh book for every request the run can make
                 count = 20_000 * int(DURATION) + 5_000
-                extra = {"BENCH_DELETE_FIRST": books.add(count), "BENCH_DELETE_COUNT": count}
+                extra.update(BENCH_DELETE_FIRST=books.add(count, gap=1000), BENCH_DELETE_COUNT=count)
             run_wrk(label, pid, scenario, c, **extra)
+    if not LISTS:
+        return
     books.sql("DELETE FROM books")
     for n, scenario in [(100, "list100"), (1000, "list1k")]:
         books.ensure(n)

@@ -7,6 +7,10 @@
 --   get       GET /book/{id}, id at random in 1..BENCH_IDS (all exist)
 --   post      POST /book
 --   put       PUT /book/{id}
+--   putwalk   PUT /book/{id}, each request a different seeded book (as delete)
+--   putif     the same with If-Match: "<id>.1" (a seeded book's first version)
+--   postkey   POST /book with an Idempotency-Key of its own (BENCH_NONCE, the
+--             thread, a counter)
 --   delete    DELETE /book/{id}, each request a different seeded book: every
 --             thread walks its own slice of BENCH_DELETE_COUNT ids from
 --             BENCH_DELETE_FIRST; past its end it asks for /book/0 (a 404)
@@ -21,6 +25,7 @@ local threads = tonumber(os.getenv("BENCH_THREADS") or "1")
 local first = tonumber(os.getenv("BENCH_DELETE_FIRST") or "1")
 local count = tonumber(os.getenv("BENCH_DELETE_COUNT") or "0")
 local after = os.getenv("BENCH_PAGE_AFTER") or ""
+local nonce = os.getenv("BENCH_NONCE") or ""
 local auth = { ["Authorization"] = token }
 local json = { ["Authorization"] = token, ["Content-Type"] = "application/json" }
 local new_book = '{"title":"Benchmark book","author":"Load Generator","year":2024}'
@@ -51,12 +56,19 @@ function request()
          { ["Content-Type"] = "application/json", ["X-Forwarded-For"] = client }, login)
    elseif scenario == "post" then
       return wrk.format("POST", "/book", json, new_book)
+   elseif scenario == "postkey" then
+      local keyed = { ["Authorization"] = token, ["Content-Type"] = "application/json",
+                      ["Idempotency-Key"] = string.format("bench-%s-%d-%d", nonce, tid, sent) }
+      return wrk.format("POST", "/book", keyed, new_book)
    elseif scenario == "put" then
       return wrk.format("PUT", book(), json, update)
-   elseif scenario == "delete" then
+   elseif scenario == "delete" or scenario == "putwalk" or scenario == "putif" then
       local id = next_id <= last_id and next_id or 0
       next_id = next_id + 1
-      return wrk.format("DELETE", "/book/" .. id, auth)
+      if scenario == "delete" then return wrk.format("DELETE", "/book/" .. id, auth) end
+      local headers = { ["Authorization"] = token, ["Content-Type"] = "application/json" }
+      if scenario == "putif" then headers["If-Match"] = string.format('"%d.1"', id) end
+      return wrk.format("PUT", "/book/" .. id, headers, update)
    elseif scenario == "mix" then
       local r = math.random(1, 10)
       if r == 9 then return wrk.format("PUT", book(), json, update) end
