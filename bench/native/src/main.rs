@@ -394,10 +394,27 @@ mod tests {
             year: Some(1965),
             ..BookChanges::default()
         };
-        let updated = store::update(&mut db, dune.id, &changes).unwrap().unwrap();
-        assert_eq!(updated.year, 1965);
-        assert!(store::delete(&mut db, emma.id).unwrap());
-        assert!(!store::delete(&mut db, emma.id).unwrap());
+        let stale = store::update(&mut db, dune.id, &changes, Some(&[2])).unwrap();
+        assert_eq!(stale, None, "not at version 2");
+        let updated = store::update(&mut db, dune.id, &changes, Some(&[1]))
+            .unwrap()
+            .unwrap();
+        assert_eq!((updated.year, updated.version), (1965, 2));
+        assert!(!store::delete(&mut db, emma.id, Some(&[])).unwrap());
+        assert!(store::delete(&mut db, emma.id, None).unwrap());
+        assert!(!store::delete(&mut db, emma.id, None).unwrap());
+        // A keyed create: once, then replayed as first created; the key
+        // pruned a day later (PostgreSQL's one-statement create_once).
+        let (kept, replayed) = store::create_once(&mut db, "k", &book("Kept"), 1_000).unwrap();
+        assert!(!replayed);
+        let again = store::create_once(&mut db, "k", &book("Other"), 2_000).unwrap();
+        assert_eq!(again, (kept.clone(), true));
+        store::create_once(&mut db, "later", &book("Later"), 1_000 + 86_400).unwrap();
+        let (fresh, replayed) = store::create_once(&mut db, "k", &book("Kept"), 90_000).unwrap();
+        assert!(
+            !replayed && fresh.id != kept.id,
+            "a pruned key creates anew"
+        );
         store::ping(&mut db).unwrap();
 
         let counted = store::count_login_attempt(&mut db, "c", 1_000, 60).unwrap();
