@@ -57,7 +57,10 @@ pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String
 /// The line before a 500 or 503: why. A host error may carry the host's own
 /// backtrace (Spin's, under `RUST_BACKTRACE=1`): only the cause is kept.
 pub fn failure(fields: &RequestFields, reason: &str) -> String {
-    let reason = reason.split("\n\nStack backtrace:").next().unwrap_or(reason);
+    let reason = reason
+        .split("\n\nStack backtrace:")
+        .next()
+        .unwrap_or(reason);
     format!(
         "level=error msg=\"request failed\" method={} route={} store={} reason={}",
         value(fields.method),
