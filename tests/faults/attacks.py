@@ -177,8 +177,10 @@ def run(ctx):
     t.check(worst < 5, "1 MiB Authorization header: answered within 5 s each", f"slowest {worst:.2f}s")
     t.check(None not in rss and rss[1] - rss[0] < 16 * 1024,
             "1 MiB Authorization header, first 50: host RSS grows by less than 16 MiB", f"{rss} KiB")
-    t.check(None not in rss and rss[2] - rss[1] < 2 * 1024,
-            "1 MiB Authorization header, next 50: host RSS grows by less than 2 MiB", f"{rss} KiB")
+    # A leaked header would add 50 MiB here; a serving thread's malloc arena
+    # first used in this round can add a few (seen once: +6 MiB).
+    t.check(None not in rss and rss[2] - rss[1] < 8 * 1024,
+            "1 MiB Authorization header, next 50: host RSS grows by less than 8 MiB", f"{rss} KiB")
     t.check(host.serves(good), "the host is up and serves after the attacks")
     host.stop()
 
