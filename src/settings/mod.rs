@@ -194,7 +194,8 @@ pub fn require_if_match(ctx: &mut impl SettingSource) -> Result<bool, ApiError> 
     };
     Ok(parse_flag(&value).unwrap_or_else(|| {
         ctx.warn(
-            "require_if_match / REQUIRE_IF_MATCH is neither true nor false: If-Match stays              optional",
+            "require_if_match / REQUIRE_IF_MATCH is neither true nor false: If-Match stays \
+             optional",
         );
         false
     }))
