@@ -59,18 +59,24 @@ impl BookId {
         self.0
     }
 
-    /// Parses the canonical decimal form only: digits, no sign, no leading
-    /// zero, within 1 ..= 2^63-1. Anything else names no book.
+    /// Parses the canonical decimal form only (`positive_decimal`).
+    /// Anything else names no book.
     pub fn parse(text: &str) -> Option<BookId> {
-        let canonical = !text.is_empty()
-            && text.len() <= 19
-            && text.bytes().all(|b| b.is_ascii_digit())
-            && !text.starts_with('0');
-        if !canonical {
-            return None;
-        }
-        text.parse::<i64>().ok().and_then(BookId::new)
+        positive_decimal(text).map(BookId)
     }
+}
+
+/// A canonical decimal in 1 ..= 2^63-1: digits, no sign, no leading zero.
+/// The form of a book id, and of the version in an ETag.
+pub fn positive_decimal(text: &str) -> Option<i64> {
+    let canonical = !text.is_empty()
+        && text.len() <= 19
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && !text.starts_with('0');
+    if !canonical {
+        return None;
+    }
+    text.parse().ok()
 }
 
 /// An integer literal as JSON writes one (RFC 8259: `-`? then `0` or a

@@ -3,7 +3,7 @@
 //! `PUT` and `DELETE`, and the `Idempotency-Key` of `POST /book`.
 
 use crate::error::ApiError;
-use crate::model::{Book, BookId};
+use crate::model::{positive_decimal, Book, BookId};
 
 /// The strong ETag of a book's version: `"<id>.<version>"`. The id makes a
 /// tag of one book never match another.
@@ -35,12 +35,7 @@ impl IfMatch {
         let versions = value
             .split(',')
             .filter_map(|tag| tag.trim().strip_prefix(&prefix)?.strip_suffix('"'))
-            .filter(|version| {
-                !version.is_empty()
-                    && version.bytes().all(|b| b.is_ascii_digit())
-                    && !version.starts_with('0')
-            })
-            .filter_map(|version| version.parse().ok())
+            .filter_map(positive_decimal)
             .collect();
         IfMatch::Versions(versions)
     }
@@ -92,6 +87,9 @@ pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
 
 /// How long a key is remembered at least: a day, in seconds.
 pub const IDEMPOTENCY_KEY_SECONDS: u64 = 24 * 60 * 60;
+
+/// Keys past that age forgotten by each keyed create, at most.
+pub const KEYS_PRUNED_PER_CREATE: u32 = 10;
 
 /// An `Idempotency-Key` value as sent: 1 to 255 visible ASCII characters
 /// (the draft's quoted form is a key whose quotes are part of it).

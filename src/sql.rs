@@ -304,11 +304,17 @@ pub fn prune_keys(kind: StoreKind, horizon: u64, limit: u32) -> Statement<'stati
 
 /// PostgreSQL's whole keyed create in one statement (one row of
 /// `KEYED_COLUMNS`, whatever the data): the book `key` already created, or
-/// `book` stored with `key` remembered beside it, and up to 10 keys made at
-/// or before `horizon` forgotten. Two such statements with one new key both
+/// `book` stored with `key` remembered beside it, and up to `limit` keys
+/// made at or before `horizon` forgotten. Two such statements with one new key both
 /// insert, and the second's key waits on the first's and then fails
 /// (unique violation): all of it, its book included, is undone.
-pub fn create_once<'a>(key: &'a str, book: &'a NewBook, now: u64, horizon: u64) -> Statement<'a> {
+pub fn create_once<'a>(
+    key: &'a str,
+    book: &'a NewBook,
+    now: u64,
+    horizon: u64,
+    limit: u32,
+) -> Statement<'a> {
     let mut statement = statement(
         StoreKind::Postgres,
         &format!(
@@ -323,7 +329,7 @@ pub fn create_once<'a>(key: &'a str, book: &'a NewBook, now: u64, horizon: u64) 
              RETURNING key), \
              pruned AS (DELETE FROM idempotency_keys WHERE key IN (SELECT key \
              FROM idempotency_keys WHERE created_at <= {{6}}::bigint ORDER BY created_at \
-             LIMIT 10) RETURNING key) \
+             LIMIT {{7}}::bigint) RETURNING key) \
              SELECT {KEYED_COLUMNS} FROM (SELECT replayed, id, title, author, year, 1 AS version \
              FROM existing UNION ALL SELECT 0, id, title, author, year, 1 FROM created) AS keyed"
         ),
@@ -334,6 +340,7 @@ pub fn create_once<'a>(key: &'a str, book: &'a NewBook, now: u64, horizon: u64) 
             SqlParam::Int32(book.year),
             SqlParam::Int64(seconds(now)),
             SqlParam::Int64(seconds(horizon)),
+            SqlParam::Int64(limit.into()),
         ],
     );
     statement.always_a_row = true;

@@ -12,7 +12,7 @@ use crate::login_limit::LoginAttempts;
 use crate::migrations;
 use crate::model::{Book, BookChanges, BookId, NewBook};
 use crate::query::BookQuery;
-use crate::safe_writes::IDEMPOTENCY_KEY_SECONDS;
+use crate::safe_writes::{IDEMPOTENCY_KEY_SECONDS, KEYS_PRUNED_PER_CREATE};
 use crate::settings::StoreKind;
 use crate::sql::{self, Column, Connection, Statement};
 
@@ -95,7 +95,7 @@ pub fn create_once(
         // One statement; when a concurrent request stored the same new key
         // first, ours was undone whole, and running it again finds theirs.
         StoreKind::Postgres => {
-            let statement = |_| sql::create_once(key, book, now, horizon);
+            let statement = |_| sql::create_once(key, book, now, horizon, KEYS_PRUNED_PER_CREATE);
             let rows = match rows(db, statement) {
                 Err(error) if format!("{error:#}").contains(UNIQUE_VIOLATION) => {
                     rows(db, statement)
@@ -113,12 +113,9 @@ pub fn create_once(
             if let Some(row) = db.query(&sql::find_key(kind, key))?.into_iter().next() {
                 return sql::keyed_book_from_row(row);
             }
-            let created = db.query(&sql::insert(kind, book))?;
-            let stored = book.with_id(sql::id_from_row(
-                created.first().map_or(&[], Vec::as_slice),
-            )?);
+            let stored = create(db, book)?;
             db.query(&sql::remember_key(kind, key, &stored, now))?;
-            db.query(&sql::prune_keys(kind, horizon, 10))?;
+            db.query(&sql::prune_keys(kind, horizon, KEYS_PRUNED_PER_CREATE))?;
             Ok((stored, false))
         }),
     }
