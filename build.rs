@@ -1,5 +1,5 @@
 //! Embeds the versioned migrations: every `migrations/<store>/NNNN_name.sql`,
-//! in order, becomes an entry of `src/migrations.rs`'s lists, so adding a
+//! in order, becomes an entry of `src/db/migrations.rs`'s lists, so adding a
 //! migration is adding its file.
 
 use std::fmt::Write as _;

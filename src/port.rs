@@ -1,11 +1,11 @@
 //! The host port: everything the core needs from the host it runs on (Spin,
-//! through `spin/`; the tests' fake host; the native benchmark), and the
-//! request as the core sees it. Handlers import this module; it imports
-//! nothing of theirs.
+//! through `spin/`; the tests' host; the native benchmark), and the request
+//! as the core sees it. Handlers import this module; it imports nothing of
+//! theirs.
 
+use crate::db::Connection;
 use crate::error::ApiError;
-use crate::settings::{self, DbUrl, SettingSource};
-use crate::sql::Connection;
+use crate::settings::{self, DbUrl, SettingSource, StoreKind};
 
 /// Request bodies are refused past 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -21,11 +21,14 @@ pub trait Context: SettingSource {
     fn open_store(&mut self, database: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>>;
 }
 
-/// The configured store (`settings::database`), opened.
-pub fn open_configured_store<C: Context>(
-    ctx: &mut C,
-) -> Result<Box<dyn Connection + '_>, ApiError> {
+/// The configured store (`settings::database`), opened, its kind noted in
+/// `opened` for the request's log line.
+pub fn open_store<'c>(
+    ctx: &'c mut impl Context,
+    opened: &mut Option<StoreKind>,
+) -> Result<Box<dyn Connection + 'c>, ApiError> {
     let database = settings::database(ctx)?;
+    *opened = Some(database.kind);
     Ok(ctx.open_store(&database)?)
 }
 
@@ -59,23 +62,34 @@ pub struct RequestHead<'a> {
     /// The query string after `?`, without the `?`; `None` when the target
     /// has no `?`. Only `GET /books` reads it.
     pub query: Option<&'a str>,
-    /// The `Authorization` value; several headers are joined with ", ".
+    /// The `Authorization` value; several fields are joined (`join_values`).
     pub authorization: Option<&'a [u8]>,
     /// The request's header fields, names in lower case, in the order
-    /// received: at least those `router::headers_read` names for it.
+    /// received: at least those `app::headers_read` names for it.
     pub headers: &'a [(String, Vec<u8>)],
 }
 
 impl RequestHead<'_> {
-    /// Every value of header `name` (lower case), joined with ", " as HTTP
-    /// combines repeated fields; `None` when the request has none.
+    /// Every value of header `name` (lower case), joined; `None` when the
+    /// request has none.
     pub fn header(&self, name: &str) -> Option<Vec<u8>> {
-        let mut values = self.headers.iter().filter(|(field, _)| field == name);
-        let mut joined = values.next()?.1.clone();
-        for (_, value) in values {
-            joined.extend_from_slice(b", ");
-            joined.extend_from_slice(value);
-        }
-        Some(joined)
+        join_values(
+            self.headers
+                .iter()
+                .filter(|(field, _)| field == name)
+                .map(|(_, value)| value),
+        )
     }
+}
+
+/// A header's values joined with ", ", as HTTP combines repeated fields;
+/// `None` when there is none.
+pub fn join_values<V: AsRef<[u8]>>(values: impl IntoIterator<Item = V>) -> Option<Vec<u8>> {
+    let mut values = values.into_iter();
+    let mut joined = values.next()?.as_ref().to_vec();
+    for value in values {
+        joined.extend_from_slice(b", ");
+        joined.extend_from_slice(value.as_ref());
+    }
+    Some(joined)
 }

@@ -738,7 +738,7 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
             );
             let request = format!(
                 "method={method} route={} store=sqlite",
-                book_catalog::router::pattern(path)
+                book_catalog::app::pattern(path)
             );
             assert!(
                 ctx.logs

@@ -7,7 +7,7 @@
 
 mod support;
 
-use book_catalog::query::{percent_decode, BookQuery, MAX_LIMIT};
+use book_catalog::books::query::{percent_decode, BookQuery, MAX_LIMIT};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use support::*;
@@ -422,7 +422,7 @@ fn oracle_contains(field: &str, needle: &str) -> bool {
 }
 
 fn encode(text: &str) -> String {
-    book_catalog::query::percent_encode(text)
+    book_catalog::books::query::percent_encode(text)
 }
 
 proptest! {

@@ -278,7 +278,7 @@ fn a_failed_keyed_create_leaves_neither_a_book_nor_its_key() {
     let mut ctx = TestContext::new();
     let key = [("Idempotency-Key", "retry-me")];
     let body = book_body("Dune", "Frank Herbert", 1965);
-    for failing in ["create", "remember key", "prune keys"] {
+    for failing in ["create", "remember key"] {
         ctx.fail_on = Some(failing);
         assert_eq!(
             send(&mut ctx, "POST", "/book", &key, &body).0,
@@ -291,9 +291,11 @@ fn a_failed_keyed_create_leaves_neither_a_book_nor_its_key() {
             .unwrap();
         assert_eq!((book_count(&ctx), keys), (0, 0), "{failing}");
     }
-    ctx.fail_on = None;
+    // Pruning old keys comes after the commit: its failure fails nothing.
+    ctx.fail_on = Some("prune keys");
     let retried = send(&mut ctx, "POST", "/book", &key, &body);
     assert_eq!(retried.0 .0, 201);
+    ctx.fail_on = None;
     assert_eq!(send(&mut ctx, "POST", "/book", &key, &body), retried);
     assert_eq!(book_count(&ctx), 1);
 }

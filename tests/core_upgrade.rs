@@ -8,7 +8,9 @@
 
 mod support;
 
-use book_catalog::native::rusqlite;
+use book_catalog::db::migrations::{self, statements};
+use book_catalog::db::native::rusqlite;
+use book_catalog::settings::StoreKind;
 use serde_json::json;
 use support::*;
 
@@ -46,7 +48,7 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     let attempts = ctx.login_attempts("192.0.2.10").unwrap();
     assert_eq!((attempts.count, attempts.window_end), (5, NOW + 600));
 
@@ -71,7 +73,61 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     let first = ctx.respond("GET", "/book/1", None, Some(t.as_bytes()), &b""[..]);
     assert_eq!(first.header("etag"), Some("\"1.1\""));
     // Up to date now: nothing more to apply.
-    assert!(book_catalog::migrations::migrate(&mut ctx.db)
+    assert!(book_catalog::db::migrations::migrate(&mut ctx.db)
         .unwrap()
         .is_empty());
+}
+
+/// A key stored by the release before 0005 (the book's columns beside the
+/// key) is replayed after the upgrade byte for byte as that release answered
+/// it, odd characters included, and still refuses another book.
+#[test]
+fn keys_stored_before_answers_were_kept_replay_the_same_answer() {
+    let old = rusqlite::Connection::open_in_memory().unwrap();
+    old.execute_batch(
+        "CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL)",
+    )
+    .unwrap();
+    for migration in &migrations::all(StoreKind::Sqlite)[..4] {
+        for statement in statements(migration.sql) {
+            old.execute_batch(&statement).unwrap();
+        }
+        old.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+            (migration.version, migration.name),
+        )
+        .unwrap();
+    }
+    let title = "Say \"Dune\"\\ \u{e9}t\u{e9}\n\u{1f4d6}";
+    old.execute(
+        "INSERT INTO books (title, author, year) VALUES (?1, 'Frank Herbert', 1965)",
+        [title],
+    )
+    .unwrap();
+    old.execute(
+        "INSERT INTO idempotency_keys (key, book_id, title, author, year, created_at) \
+         VALUES ('k-1', 1, ?1, 'Frank Herbert', 1965, ?2)",
+        (title, NOW as i64),
+    )
+    .unwrap();
+    let mut ctx = TestContext::new();
+    ctx.db = old;
+    let t = ctx.login();
+    let body =
+        serde_json::to_string(&json!({"title": title, "author": "Frank Herbert", "year": 1965}))
+            .unwrap();
+    ctx.request_headers
+        .push(("Idempotency-Key".into(), "k-1".into()));
+    let replay = ctx.respond("POST", "/book", None, Some(t.as_bytes()), body.as_bytes());
+    // As the release before wrote it: serde_json's compact envelope.
+    let first = format!(
+        r#"{{"status":201,"message":"Book created successfully","data":{{"id":1,"title":{},"author":"Frank Herbert","year":1965}}}}"#,
+        serde_json::to_string(title).unwrap()
+    )
+    .into_bytes();
+    assert_eq!((replay.status, &replay.body), (201, &first));
+    assert_eq!(replay.header("etag"), Some("\"1.1\""));
+    let other = book_body("Emma", "Jane Austen", 1815);
+    let refused = ctx.respond("POST", "/book", None, Some(t.as_bytes()), other.as_bytes());
+    assert_eq!(refused.status, 422);
 }

@@ -13,7 +13,7 @@ use std::fmt::{Debug, Display};
 use std::path::Path;
 
 use base64::Engine as _;
-use book_catalog::router::{route, Endpoint, HEALTH_PATH};
+use book_catalog::app::{route, Endpoint, HEALTH_PATH};
 use book_catalog::settings::Setting;
 use serde_yaml::Value as Yaml;
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use book_catalog::router::route;
+use book_catalog::app::route;
 use book_catalog::ApiError;
 use serde_yaml::Value;
 
@@ -211,7 +211,7 @@ fn every_response_documents_cache_control_no_store() {
 /// length bounds.
 #[test]
 fn the_idempotency_key_rule_is_the_components() {
-    use book_catalog::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
+    use book_catalog::books::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
     let doc = document();
     let key = &doc["components"]["parameters"]["IdempotencyKey"];
     assert_eq!(key["name"].as_str(), Some("Idempotency-Key"));

@@ -4,7 +4,7 @@
 
 mod support;
 
-use book_catalog::model::{BookChanges, NewBook, MAX_TEXT_CHARS};
+use book_catalog::books::model::{BookChanges, NewBook, MAX_TEXT_CHARS};
 use book_catalog::token::{self, TokenError, MAX_TOKEN_BYTES};
 use book_catalog::ApiError;
 use proptest::prelude::*;

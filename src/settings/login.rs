@@ -4,14 +4,14 @@
 
 use super::{
     parse_flag, parse_header_name, parse_max_failures, parse_proxy_hops, parse_window_seconds,
-    Setting, SettingSource, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS,
+    read, Setting, SettingSource, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS,
     DEFAULT_PASSWORD, DEFAULT_USERNAME, MAX_LOGIN_WINDOW_SECONDS, MAX_TRUSTED_PROXY_HOPS,
     MIN_SECRET_BYTES,
 };
-use crate::client::ClientIdentity;
 use crate::error::ApiError;
-use crate::login_limit::LoginLimit;
-use crate::password::{Credentials, ExpectedPassword, HashedPassword};
+use crate::login::client::ClientIdentity;
+use crate::login::limit::LoginLimit;
+use crate::login::password::{Credentials, ExpectedPassword, HashedPassword};
 
 /// `secret_token`, the key tokens are signed and checked with, if fit for
 /// HS256 (`fit_secret`); unset is logged too: no token is issued or
@@ -87,38 +87,32 @@ pub fn credentials(ctx: &mut impl SettingSource) -> Result<Credentials, ApiError
     Ok(Credentials { username, password })
 }
 
-/// `login_max_failures` and `login_window_seconds`. A set value that is
-/// not a valid number is logged (never echoed: settings may sit beside
-/// secrets) and the default is used; a setting whose source failed fails
-/// the login.
+/// `login_max_failures` and `login_window_seconds` (the window is not read
+/// when the limit is off).
 pub fn login_limit(ctx: &mut impl SettingSource) -> Result<LoginLimit, ApiError> {
-    let max_failures = match ctx.setting(Setting::LoginMaxFailures)? {
-        None => DEFAULT_LOGIN_MAX_FAILURES,
-        Some(value) => parse_max_failures(&value).unwrap_or_else(|| {
-            ctx.warn(&format!(
-                "login_max_failures / LOGIN_MAX_FAILURES is not a whole number from \
-                 0 to 4294967295: using the default, {DEFAULT_LOGIN_MAX_FAILURES}"
-            ));
-            DEFAULT_LOGIN_MAX_FAILURES
-        }),
-    };
-    if max_failures == 0 {
-        // No limit: its window is never read.
-        return Ok(LoginLimit {
-            max_failures,
-            window_seconds: DEFAULT_LOGIN_WINDOW_SECONDS,
-        });
-    }
-    let window_seconds = match ctx.setting(Setting::LoginWindowSeconds)? {
-        None => DEFAULT_LOGIN_WINDOW_SECONDS,
-        Some(value) => parse_window_seconds(&value).unwrap_or_else(|| {
-            ctx.warn(&format!(
-                "login_window_seconds / LOGIN_WINDOW_SECONDS is not a whole number \
-                 of seconds from 1 to {MAX_LOGIN_WINDOW_SECONDS}: using the default, \
-                 {DEFAULT_LOGIN_WINDOW_SECONDS}"
-            ));
-            DEFAULT_LOGIN_WINDOW_SECONDS
-        }),
+    let default = DEFAULT_LOGIN_MAX_FAILURES;
+    let max_failures = read(
+        ctx,
+        Setting::LoginMaxFailures,
+        parse_max_failures,
+        "not a whole number from 0 to 4294967295",
+        default,
+        &format!("using the default, {default}"),
+    )?
+    .unwrap_or(default);
+    let default = DEFAULT_LOGIN_WINDOW_SECONDS;
+    let window_seconds = if max_failures == 0 {
+        default
+    } else {
+        read(
+            ctx,
+            Setting::LoginWindowSeconds,
+            parse_window_seconds,
+            &format!("not a whole number of seconds from 1 to {MAX_LOGIN_WINDOW_SECONDS}"),
+            default,
+            &format!("using the default, {default}"),
+        )?
+        .unwrap_or(default)
     };
     Ok(LoginLimit {
         max_failures,
@@ -130,54 +124,52 @@ pub fn login_limit(ctx: &mut impl SettingSource) -> Result<LoginLimit, ApiError>
 /// `trust_forwarded_for=true`, as one hop). Invalid values are logged and
 /// left out: no header, no trusted proxy.
 pub fn client_identity(ctx: &mut impl SettingSource) -> Result<ClientIdentity, ApiError> {
-    let ip_header = match ctx.setting(Setting::ClientIpHeader)? {
-        None => None,
-        Some(value) => parse_header_name(&value).or_else(|| {
-            ctx.warn(
-                "client_ip_header / CLIENT_IP_HEADER is not a header name: no header \
-                 names the client",
-            );
-            None
-        }),
-    };
-    let proxy_hops = match ctx.setting(Setting::TrustedProxyHops)? {
-        Some(value) => parse_proxy_hops(&value).unwrap_or_else(|| {
-            ctx.warn(&format!(
-                "trusted_proxy_hops / TRUSTED_PROXY_HOPS is not a whole number from 0 \
-                 to {MAX_TRUSTED_PROXY_HOPS}: X-Forwarded-For is not trusted"
-            ));
-            0
-        }),
-        None => legacy_proxy_hops(ctx)?,
+    let ip_header = read(
+        ctx,
+        Setting::ClientIpHeader,
+        |value| parse_header_name(value).map(Some),
+        "not a header name",
+        None,
+        "no header names the client",
+    )?
+    .flatten();
+    let untrusted = "X-Forwarded-For is not trusted";
+    let rule = format!("not a whole number from 0 to {MAX_TRUSTED_PROXY_HOPS}");
+    let proxy_hops = match read(
+        ctx,
+        Setting::TrustedProxyHops,
+        parse_proxy_hops,
+        &rule,
+        0,
+        untrusted,
+    )? {
+        Some(hops) => hops,
+        // `trust_forwarded_for`, the setting `trusted_proxy_hops` replaced:
+        // `true` means one trusted proxy.
+        None => {
+            let rule = "neither true nor false";
+            match read(
+                ctx,
+                Setting::TrustForwardedFor,
+                parse_flag,
+                rule,
+                false,
+                untrusted,
+            )? {
+                Some(true) => {
+                    ctx.warn(
+                        "trust_forwarded_for / TRUST_FORWARDED_FOR=true is read as \
+                         trusted_proxy_hops=1 (the address the one proxy in front appended to \
+                         X-Forwarded-For); set trusted_proxy_hops / TRUSTED_PROXY_HOPS instead",
+                    );
+                    1
+                }
+                _ => 0,
+            }
+        }
     };
     Ok(ClientIdentity {
         ip_header,
         proxy_hops,
-    })
-}
-
-/// `trust_forwarded_for`, the setting `trusted_proxy_hops` replaced: `true`
-/// means one trusted proxy.
-fn legacy_proxy_hops(ctx: &mut impl SettingSource) -> Result<u32, ApiError> {
-    let Some(value) = ctx.setting(Setting::TrustForwardedFor)? else {
-        return Ok(0);
-    };
-    Ok(match parse_flag(&value) {
-        Some(true) => {
-            ctx.warn(
-                "trust_forwarded_for / TRUST_FORWARDED_FOR=true is read as \
-                 trusted_proxy_hops=1 (the address the one proxy in front appended to \
-                 X-Forwarded-For); set trusted_proxy_hops / TRUSTED_PROXY_HOPS instead",
-            );
-            1
-        }
-        Some(false) => 0,
-        None => {
-            ctx.warn(
-                "trust_forwarded_for / TRUST_FORWARDED_FOR is neither true nor false: \
-                 X-Forwarded-For is not trusted",
-            );
-            0
-        }
     })
 }

@@ -1,7 +1,8 @@
 //! Every setting of the service (docs/configuration.md), and the only place
-//! that names one: its Spin variable and environment names, where it is read
-//! from and in which order, its default, parsing, validation and warnings.
-//! The handlers get typed values from the readers here (`login`, `db_url`).
+//! that names one: its Spin variable and environment names (declared once,
+//! in `settings!` below), where it is read from and in which order, its
+//! default, parsing, validation and warnings. The handlers get typed values
+//! from the readers here and in `login` and `db_url`.
 //!
 //! Reading a value is left to the host (`SettingSource`: Spin variables and
 //! the component environment); a reader asks for a setting only when the
@@ -32,21 +33,49 @@ pub trait SettingSource {
     }
 }
 
-/// A setting of the service.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setting {
-    SecretToken,
-    DbUrl,
-    AuthUsername,
-    AuthPassword,
-    AuthPasswordHash,
-    SecretTokenPrevious,
-    LoginMaxFailures,
-    LoginWindowSeconds,
-    TrustForwardedFor,
-    ClientIpHeader,
-    TrustedProxyHops,
-    RequireIfMatch,
+/// Declares the settings once: each one's Spin variable (declared in
+/// `spin.toml`) and plain environment name (`spin up -e NAME=...`).
+macro_rules! settings {
+    ($($setting:ident => $variable:literal, $env:literal;)*) => {
+        /// A setting of the service.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Setting {
+            $($setting,)*
+        }
+
+        impl Setting {
+            pub const ALL: [Setting; [$($variable),*].len()] = [$(Setting::$setting),*];
+
+            /// The Spin variable (declared in `spin.toml`).
+            pub fn variable_name(self) -> &'static str {
+                match self {
+                    $(Setting::$setting => $variable,)*
+                }
+            }
+
+            /// The plain environment name (`spin up -e NAME=...`).
+            pub fn env_name(self) -> &'static str {
+                match self {
+                    $(Setting::$setting => $env,)*
+                }
+            }
+        }
+    };
+}
+
+settings! {
+    SecretToken => "secret_token", "SECRET_TOKEN";
+    DbUrl => "db_url", "DB_URL";
+    AuthUsername => "auth_username", "AUTH_USERNAME";
+    AuthPassword => "auth_password", "AUTH_PASSWORD";
+    AuthPasswordHash => "auth_password_hash", "AUTH_PASSWORD_HASH";
+    SecretTokenPrevious => "secret_token_previous", "SECRET_TOKEN_PREVIOUS";
+    LoginMaxFailures => "login_max_failures", "LOGIN_MAX_FAILURES";
+    LoginWindowSeconds => "login_window_seconds", "LOGIN_WINDOW_SECONDS";
+    TrustForwardedFor => "trust_forwarded_for", "TRUST_FORWARDED_FOR";
+    ClientIpHeader => "client_ip_header", "CLIENT_IP_HEADER";
+    TrustedProxyHops => "trusted_proxy_hops", "TRUSTED_PROXY_HOPS";
+    RequireIfMatch => "require_if_match", "REQUIRE_IF_MATCH";
 }
 
 /// A setting whose source failed (a Spin variables provider that answered
@@ -79,6 +108,31 @@ impl From<SettingUnavailable> for ApiError {
     }
 }
 
+/// The one reader of a setting with a rule: `None` when unset; the parsed
+/// value when `parse` accepts it; otherwise `fallback`, with the warning
+/// "`variable / ENV` is `rule`: `otherwise`" (never the value: settings may
+/// sit beside secrets).
+fn read<T>(
+    ctx: &mut (impl SettingSource + ?Sized),
+    setting: Setting,
+    parse: impl FnOnce(&str) -> Option<T>,
+    rule: &str,
+    fallback: T,
+    otherwise: &str,
+) -> Result<Option<T>, SettingUnavailable> {
+    let Some(value) = ctx.setting(setting)? else {
+        return Ok(None);
+    };
+    Ok(Some(parse(&value).unwrap_or_else(|| {
+        ctx.warn(&format!(
+            "{} / {} is {rule}: {otherwise}",
+            setting.variable_name(),
+            setting.env_name()
+        ));
+        fallback
+    })))
+}
+
 pub const DEFAULT_USERNAME: &str = "admin";
 pub const DEFAULT_PASSWORD: &str = "password";
 
@@ -97,8 +151,7 @@ pub const MAX_LOGIN_WINDOW_SECONDS: u64 = 365 * 24 * 60 * 60;
 pub const MAX_TRUSTED_PROXY_HOPS: u32 = 32;
 
 /// A decimal integer of type `T`, surrounding whitespace ignored; no sign,
-/// no other characters. `None` for anything else (the caller warns and uses
-/// the default).
+/// no other characters.
 fn whole_number<T: std::str::FromStr>(value: &str) -> Option<T> {
     let value = value.trim();
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
@@ -131,8 +184,8 @@ pub fn parse_header_name(value: &str) -> Option<String> {
         .then(|| name.to_ascii_lowercase())
 }
 
-/// `trust_forwarded_for`: `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`),
-/// any case, surrounding whitespace ignored.
+/// A flag: `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`), any case,
+/// surrounding whitespace ignored.
 pub fn parse_flag(value: &str) -> Option<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Some(true),
@@ -141,64 +194,20 @@ pub fn parse_flag(value: &str) -> Option<bool> {
     }
 }
 
-impl Setting {
-    pub const ALL: [Setting; 12] = [
-        Setting::SecretToken,
-        Setting::DbUrl,
-        Setting::AuthUsername,
-        Setting::AuthPassword,
-        Setting::AuthPasswordHash,
-        Setting::SecretTokenPrevious,
-        Setting::LoginMaxFailures,
-        Setting::LoginWindowSeconds,
-        Setting::TrustForwardedFor,
-        Setting::ClientIpHeader,
-        Setting::TrustedProxyHops,
-        Setting::RequireIfMatch,
-    ];
-
-    /// The Spin variable (declared in `spin.toml`).
-    pub fn variable_name(self) -> &'static str {
-        NAMES[self as usize].0
-    }
-
-    /// The plain environment name (`spin up -e NAME=...`).
-    pub fn env_name(self) -> &'static str {
-        NAMES[self as usize].1
-    }
-}
-
-/// Each setting's Spin variable and environment names, in `Setting::ALL`
-/// order.
-const NAMES: [(&str, &str); Setting::ALL.len()] = [
-    ("secret_token", "SECRET_TOKEN"),
-    ("db_url", "DB_URL"),
-    ("auth_username", "AUTH_USERNAME"),
-    ("auth_password", "AUTH_PASSWORD"),
-    ("auth_password_hash", "AUTH_PASSWORD_HASH"),
-    ("secret_token_previous", "SECRET_TOKEN_PREVIOUS"),
-    ("login_max_failures", "LOGIN_MAX_FAILURES"),
-    ("login_window_seconds", "LOGIN_WINDOW_SECONDS"),
-    ("trust_forwarded_for", "TRUST_FORWARDED_FOR"),
-    ("client_ip_header", "CLIENT_IP_HEADER"),
-    ("trusted_proxy_hops", "TRUSTED_PROXY_HOPS"),
-    ("require_if_match", "REQUIRE_IF_MATCH"),
-];
-
 /// `require_if_match`: whether `PUT` and `DELETE` of a book need
 /// `If-Match` (428 without). Off by default, as the specification's blind
-/// writes; a value that is not a flag is warned about and read as off.
+/// writes.
 pub fn require_if_match(ctx: &mut impl SettingSource) -> Result<bool, ApiError> {
-    let Some(value) = ctx.setting(Setting::RequireIfMatch)? else {
-        return Ok(false);
-    };
-    Ok(parse_flag(&value).unwrap_or_else(|| {
-        ctx.warn(
-            "require_if_match / REQUIRE_IF_MATCH is neither true nor false: If-Match stays \
-             optional",
-        );
-        false
-    }))
+    let rule = "neither true nor false";
+    let required = read(
+        ctx,
+        Setting::RequireIfMatch,
+        parse_flag,
+        rule,
+        false,
+        "If-Match stays optional",
+    )?;
+    Ok(required.unwrap_or(false))
 }
 
 /// A set, non-empty Spin variable wins; otherwise the set, non-empty
@@ -219,7 +228,6 @@ pub fn resolve(
         .filter(|value| !value.is_empty())
         .or_else(|| environment().filter(|value| !value.is_empty())))
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,12 +17,11 @@ use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, Re
 use spin_sdk::wit::wasi::http0_2_0::types::IncomingBody;
 use wasi::io::streams::{OutputStream, StreamError};
 
-use crate::app;
+use crate::app::{self, HeadersRead};
+use crate::db::Connection;
 use crate::envelope::Response;
-use crate::port::{Body, BodyError, Context, RequestHead};
-use crate::router::{self, HeadersRead};
+use crate::port::{join_values, Body, BodyError, Context, RequestHead};
 use crate::settings::{self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
-use crate::sql::Connection;
 
 /// How much of the body one host call reads.
 const READ_CHUNK_BYTES: u64 = 64 * 1024;
@@ -32,10 +31,10 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let started = Instant::now();
     let method = request.method().to_string();
     let target = request.path_with_query().unwrap_or_default();
-    let path = router::path_of(&target);
+    let (path, query) = app::split_target(&target);
     let headers = request.headers();
     let authorization = joined_header(&headers, "authorization");
-    let read = match router::headers_read(&method, path) {
+    let read = match app::headers_read(&method, path) {
         HeadersRead::None => Vec::new(),
         HeadersRead::All => headers.entries(),
         HeadersRead::Only(name) => joined_header(&headers, name)
@@ -46,7 +45,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let head = RequestHead {
         method: &method,
         path,
-        query: router::query_of(&target),
+        query,
         authorization: authorization.as_deref(),
         headers: &read,
     };
@@ -61,16 +60,9 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     ));
 }
 
-/// All values of a header, joined with ", " as HTTP combines repeated fields.
+/// All values of a header, joined (`join_values`).
 fn joined_header(headers: &Fields, name: &str) -> Option<Vec<u8>> {
-    let values = headers.get(name);
-    let mut values = values.into_iter();
-    let mut joined = values.next()?;
-    for value in values {
-        joined.extend_from_slice(b", ");
-        joined.extend_from_slice(&value);
-    }
-    Some(joined)
+    join_values(headers.get(name))
 }
 
 /// Writes the response. A body the host takes in one write (wasmtime's

@@ -4,8 +4,8 @@
 use anyhow::anyhow;
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
+use crate::db::{self, Column, SqlParam, Statement};
 use crate::settings::{redact_password, StoreKind};
-use crate::sql::{self, Column, SqlParam, Statement};
 
 /// Wraps `statement` so that it yields at least one row, whatever the data.
 ///
@@ -64,7 +64,7 @@ impl PostgresConnection {
     }
 }
 
-impl sql::Connection for PostgresConnection {
+impl db::Connection for PostgresConnection {
     fn kind(&self) -> StoreKind {
         StoreKind::Postgres
     }

@@ -4,8 +4,8 @@
 use anyhow::anyhow;
 use spin_sdk::sqlite::{Connection, QueryResult, Value};
 
+use crate::db::{self, Column, SqlParam, Statement};
 use crate::settings::StoreKind;
-use crate::sql::{self, Column, SqlParam, Statement};
 
 /// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.
@@ -36,7 +36,7 @@ impl SqliteConnection {
     }
 }
 
-impl sql::Connection for SqliteConnection {
+impl db::Connection for SqliteConnection {
     fn kind(&self) -> StoreKind {
         StoreKind::Sqlite
     }

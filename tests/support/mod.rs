@@ -16,12 +16,12 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use book_catalog::login_limit::LoginAttempts;
-use book_catalog::migrations;
-use book_catalog::native::rusqlite;
+use book_catalog::db::migrations;
+use book_catalog::db::native::rusqlite;
+use book_catalog::db::{Column, Connection, Statement};
+use book_catalog::login::limit::LoginAttempts;
+use book_catalog::login::sql as store;
 use book_catalog::settings::{DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
-use book_catalog::sql::{Column, Connection, Statement};
-use book_catalog::store;
 use book_catalog::{handle, Body, BodyError, Context, RequestHead, Response};
 
 /// The fixed clock of every test context (Unix seconds).
@@ -44,7 +44,7 @@ pub type Outcome = (u16, Value, Option<String>);
 fn statement_name(sql: &str) -> &'static str {
     let books = "SELECT id, title, author, year, version FROM books";
     let names = [
-        ("SELECT 1 AS replayed", "find key"),
+        ("SELECT fingerprint", "find key"),
         ("INSERT INTO idempotency_keys", "remember key"),
         ("DELETE FROM idempotency_keys", "prune keys"),
         ("INSERT INTO books", "create"),
@@ -406,12 +406,12 @@ impl TestContext {
 
     /// The login attempts stored for the client `key`.
     pub fn login_attempts(&mut self, key: &str) -> Option<LoginAttempts> {
-        store::login_attempts(&mut self.db, key).expect("reading login attempts")
+        store::attempts(&mut self.db, key).expect("reading login attempts")
     }
 
     /// Counts an attempt of `key` as another instance would.
     pub fn count_login_attempt(&mut self, key: &str, now: u64, window_seconds: u64) {
-        store::count_login_attempt(&mut self.db, key, now, window_seconds)
+        store::count_attempt(&mut self.db, key, now, window_seconds)
             .expect("counting a login attempt");
     }
 

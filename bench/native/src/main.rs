@@ -11,7 +11,7 @@
 //! The store work is blocking (the core is synchronous), so each request that
 //! needs the store takes a pooled connection on the async side and then runs
 //! on tokio's blocking threads. Both run the core's store functions, SQL and
-//! migrations (`book_catalog::store`); only connecting is here.
+//! migrations (`book_catalog::db`); only connecting is here.
 //!
 //! Configuration: the component's settings, from the environment.
 //!
@@ -24,12 +24,12 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context as _};
-use book_catalog::migrations;
-use book_catalog::native::{self, rusqlite};
+use book_catalog::db::migrations;
+use book_catalog::db::native::{self, rusqlite};
+use book_catalog::db::Connection;
 use book_catalog::settings::{
     self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind, DEFAULT_SQLITE_LABEL,
 };
-use book_catalog::sql::Connection;
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -350,9 +350,13 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use book_catalog::model::{BookChanges, BookId, NewBook};
-    use book_catalog::query::BookQuery;
-    use book_catalog::store;
+    use book_catalog::books::model::{Book, BookChanges, BookId, NewBook};
+    use book_catalog::books::query::BookQuery;
+    use book_catalog::books::safe_writes::etag;
+    use book_catalog::books::sql::{self as store, Keyed};
+    use book_catalog::db;
+    use book_catalog::login::sql as attempts;
+    use book_catalog::Response;
 
     /// The core's statements on PostgreSQL, through this server's connection:
     /// a fresh schema is migrated lazily by the first statement (as under
@@ -387,7 +391,7 @@ mod tests {
         assert_eq!(store::get(&mut db, missing).unwrap(), None);
         let query = BookQuery::parse(Some("title=dU&author=ANN&limit=1")).unwrap();
         assert_eq!(
-            store::list_page(&mut db, &query).unwrap(),
+            store::page(&mut db, &query).unwrap(),
             std::slice::from_ref(&dune)
         );
         let changes = BookChanges {
@@ -403,32 +407,42 @@ mod tests {
         assert!(!store::delete(&mut db, emma.id, Some(&[])).unwrap());
         assert!(store::delete(&mut db, emma.id, None).unwrap());
         assert!(!store::delete(&mut db, emma.id, None).unwrap());
-        // A keyed create: once, then replayed as first created; the key
-        // pruned a day later (PostgreSQL's one-statement create_once).
-        let (kept, replayed) = store::create_once(&mut db, "k", &book("Kept"), 1_000).unwrap();
-        assert!(!replayed);
-        let again = store::create_once(&mut db, "k", &book("Other"), 2_000).unwrap();
-        assert_eq!(again, (kept.clone(), true));
-        store::create_once(&mut db, "later", &book("Later"), 1_000 + 86_400).unwrap();
-        let (fresh, replayed) = store::create_once(&mut db, "k", &book("Kept"), 90_000).unwrap();
-        assert!(
-            !replayed && fresh.id != kept.id,
-            "a pruned key creates anew"
-        );
-        store::ping(&mut db).unwrap();
+        // A keyed create: once (under an id reserved by the look-up), then
+        // what the key holds; the key pruned a day later.
+        let answer = |book: Book| {
+            let tag = etag(book.id, book.version);
+            Response::ok(201, "Book created successfully", Some(book)).with_header("etag", tag)
+        };
+        let once = |db: &mut PgStore, key, title, now| {
+            let book = book(title);
+            store::create_once(db, key, &book.fingerprint(), &book, answer, now).unwrap()
+        };
+        let Keyed::Created(kept) = once(&mut db, "k", "Kept", 1_000) else {
+            panic!("a new key creates")
+        };
+        let Keyed::Used { fingerprint, first } = once(&mut db, "k", "Other", 2_000) else {
+            panic!("a used key answers what it holds")
+        };
+        assert_eq!((fingerprint, &first), (book("Kept").fingerprint(), &kept));
+        once(&mut db, "later", "Later", 1_000 + 86_400);
+        let Keyed::Created(fresh) = once(&mut db, "k", "Kept", 90_000) else {
+            panic!("a pruned key creates anew")
+        };
+        assert_ne!(fresh.header("etag"), kept.header("etag"));
+        db::ping(&mut db).unwrap();
 
-        let counted = store::count_login_attempt(&mut db, "c", 1_000, 60).unwrap();
-        let again = store::count_login_attempt(&mut db, "c", 1_001, 60).unwrap();
+        let counted = attempts::count_attempt(&mut db, "c", 1_000, 60).unwrap();
+        let again = attempts::count_attempt(&mut db, "c", 1_001, 60).unwrap();
         assert_eq!(
             (counted.count, again.count, again.window_end),
             (1, 2, 1_060)
         );
-        assert_eq!(store::login_attempts(&mut db, "c").unwrap(), Some(again));
-        store::prune_login_attempts(&mut db, 1_060, 100).unwrap();
-        assert_eq!(store::login_attempts(&mut db, "c").unwrap(), None);
-        store::count_login_attempt(&mut db, "d", 1_000, 60).unwrap();
-        store::clear_login_attempts(&mut db, "d").unwrap();
-        assert_eq!(store::login_attempts(&mut db, "d").unwrap(), None);
+        assert_eq!(attempts::attempts(&mut db, "c").unwrap(), Some(again));
+        attempts::prune_attempts(&mut db, 1_060, 100).unwrap();
+        assert_eq!(attempts::attempts(&mut db, "c").unwrap(), None);
+        attempts::count_attempt(&mut db, "d", 1_000, 60).unwrap();
+        attempts::clear_attempts(&mut db, "d").unwrap();
+        assert_eq!(attempts::attempts(&mut db, "d").unwrap(), None);
         assert_eq!(migrations::migrate(&mut db).unwrap(), Vec::<i64>::new());
 
         db.execute(&format!("DROP SCHEMA {schema} CASCADE"))

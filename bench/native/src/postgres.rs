@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use anyhow::{anyhow, Context as _};
+use book_catalog::db::{Column, Connection, SqlParam, Statement};
 use book_catalog::settings::StoreKind;
-use book_catalog::sql::{Column, Connection, SqlParam, Statement};
 use tokio::runtime::Handle;
 
 /// One PostgreSQL connection and the statements prepared on it.

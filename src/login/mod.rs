@@ -1,28 +1,36 @@
 //! `POST /token`: credentials in, a signed token out, under the failed-login
-//! limit (`login_limit`): the attempt is counted before its password is
-//! checked, and a client past the limit gets 429 whatever it sends.
+//! limit (`limit`): the attempt is counted before its password is checked,
+//! and a client past the limit gets 429 whatever it sends. Who the client is:
+//! `client`; the configured password and its check: `password`; the
+//! statements: `sql`.
+
+pub mod client;
+pub mod limit;
+pub mod password;
+pub mod sql;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::envelope::Response;
 use crate::error::ApiError;
-use crate::login_limit::PRUNE_BATCH;
-use crate::port::{open_configured_store, Context, RequestHead};
-use crate::settings;
-use crate::store;
+use crate::port::{open_store, Context, RequestHead};
+use crate::settings::{self, StoreKind};
 use crate::token;
+use limit::PRUNE_BATCH;
 
 #[derive(Serialize)]
 struct IssuedToken {
     token: String,
 }
 
-/// `POST /token`. `body` is the request body as read (or why it could not be).
+/// `POST /token`. `body` is the request body as read (or why it could not
+/// be); the store, if the limit needs it, is noted in `opened`.
 pub fn issue_token(
     ctx: &mut impl Context,
     head: &RequestHead,
     body: Result<Vec<u8>, ApiError>,
+    opened: &mut Option<StoreKind>,
 ) -> Result<Response, ApiError> {
     let credentials = settings::credentials(ctx)?;
     let limit = settings::login_limit(ctx)?;
@@ -44,19 +52,19 @@ pub fn issue_token(
 
     // The store borrows the context until it is dropped: everything the
     // login needs from the context was read above.
-    let mut db = open_configured_store(ctx)?;
+    let mut db = open_store(ctx, opened)?;
     let (username, password) = match login {
         Ok(login) => login,
         // No password to check, so nothing to count: a read tells whether
         // the client is blocked (429) or only sent a bad body (400).
         Err(unreadable) => {
-            return match limit.blocks(store::login_attempts(&mut *db, &client)?, now) {
+            return match limit.blocks(sql::attempts(&mut *db, &client)?, now) {
                 Some(retry_after) => Err(ApiError::TooManyLoginAttempts { retry_after }),
                 None => Err(unreadable),
             };
         }
     };
-    let attempt = store::count_login_attempt(&mut *db, &client, now, limit.window_seconds)?;
+    let attempt = sql::count_attempt(&mut *db, &client, now, limit.window_seconds)?;
     if let Some(retry_after) = limit.refuses(attempt, now) {
         return Err(ApiError::TooManyLoginAttempts { retry_after });
     }
@@ -64,14 +72,14 @@ pub fn issue_token(
         .accept(&username, &password)
         .map_err(ApiError::internal)?
     {
-        store::clear_login_attempts(&mut *db, &client)?;
+        sql::clear_attempts(&mut *db, &client)?;
         drop(db);
         return sign(ctx);
     }
     if attempt.count == 1 {
         // A new window began: the moment to clear away a bounded batch of
         // ended ones, so rows of old windows never pile up.
-        store::prune_login_attempts(&mut *db, now, PRUNE_BATCH)?;
+        sql::prune_attempts(&mut *db, now, PRUNE_BATCH)?;
     }
     Err(ApiError::InvalidCredentials)
 }

@@ -1,13 +1,21 @@
-//! The book endpoints over the configured database: `POST /book`, `GET /books`,
-//! `GET /book/{id}`, `PUT /book/{id}`, `DELETE /book/{id}`.
+//! The book endpoints: `POST /book`, `GET /books`, `GET /book/{id}`,
+//! `PUT /book/{id}`, `DELETE /book/{id}`, each over the configured store
+//! (`sql`), with the book's rules (`model`), catalog queries (`query`) and
+//! what makes a write safe to race or retry (`safe_writes`).
 
+pub mod model;
+pub mod query;
+pub mod safe_writes;
+pub mod sql;
+
+use model::{Book, BookChanges, BookId, NewBook};
+use query::BookQuery;
+use safe_writes::{etag, IdempotencyKey, Precondition, Replaceable};
+use sql::Keyed;
+
+use crate::db::Connection;
 use crate::envelope::Response;
 use crate::error::ApiError;
-use crate::model::{Book, BookChanges, BookId, NewBook};
-use crate::query::BookQuery;
-use crate::safe_writes::{etag, IdempotencyKey, Precondition};
-use crate::sql::Connection;
-use crate::store;
 
 /// A response carrying one book, with its ETag.
 fn with_book(status: u16, message: &str, book: Book) -> Response {
@@ -20,33 +28,40 @@ fn with_book(status: u16, message: &str, book: Book) -> Response {
     }
 }
 
-/// With a key, the book is stored once per key: a repeat of the same book
-/// answers the book as first created, a different book is refused.
+fn created(book: Book) -> Response {
+    with_book(201, "Book created successfully", book)
+}
+
+/// With a key, the book is stored once per key: a repeat of the same
+/// request answers as the first did, another request with the key is
+/// refused.
 pub fn create(
     db: &mut dyn Connection,
     body: &[u8],
     key: Option<&IdempotencyKey>,
     now: u64,
 ) -> Result<Response, ApiError> {
-    let new_book = NewBook::from_json(body)?;
-    let book = match key {
-        None => store::create(db, &new_book)?,
-        Some(key) => match store::create_once(db, key.as_str(), &new_book, now)? {
-            (first, true) if !new_book.is_stored_as(&first) => {
-                return Err(ApiError::IdempotencyKeyReused)
-            }
-            (book, _) => book,
-        },
+    let book = NewBook::from_json(body)?;
+    let Some(key) = key else {
+        return Ok(created(sql::create(db, &book)?));
     };
-    Ok(with_book(201, "Book created successfully", book))
+    let fingerprint = book.fingerprint();
+    match sql::create_once(db, key.as_str(), &fingerprint, &book, created, now)? {
+        Keyed::Created(response) => Ok(response),
+        Keyed::Used {
+            fingerprint: used,
+            first,
+        } if used == fingerprint => Ok(first),
+        Keyed::Used { .. } => Err(ApiError::IdempotencyKeyReused),
+    }
 }
 
-/// `GET /books`. Without parameters, every book through `store::list`,
-/// as before; otherwise one page of the catalog query (`query`), one store
-/// call, with a `Link` to the next page.
+/// `GET /books`. Without parameters, every book, as the specification
+/// lists them; otherwise one page of the catalog query, one statement, with
+/// a `Link` to the next page.
 pub fn list(db: &mut dyn Connection, query: &BookQuery) -> Result<Response, ApiError> {
     if query.is_everything() {
-        let books = store::list(db)?;
+        let books = sql::list(db)?;
         return Ok(Response::ok(
             200,
             "Books retrieved successfully",
@@ -56,7 +71,7 @@ pub fn list(db: &mut dyn Connection, query: &BookQuery) -> Result<Response, ApiE
     let found = if query.matches_nothing() {
         Vec::new()
     } else {
-        store::list_page(db, query)?
+        sql::page(db, query)?
     };
     let (books, link) = query.page(found);
     let response = Response::ok(200, "Books retrieved successfully", Some(books));
@@ -67,7 +82,7 @@ pub fn list(db: &mut dyn Connection, query: &BookQuery) -> Result<Response, ApiE
 }
 
 pub fn get(db: &mut dyn Connection, id: BookId) -> Result<Response, ApiError> {
-    let book = store::get(db, id)?.ok_or(ApiError::BookNotFound)?;
+    let book = sql::get(db, id)?.ok_or(ApiError::BookNotFound)?;
     Ok(with_book(200, "Book retrieved successfully", book))
 }
 
@@ -83,13 +98,16 @@ pub fn update(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let changes = BookChanges::from_json(body);
-    if let (Ok(changes), Some(versions)) = (&changes, precondition.versions()) {
-        if let Some(book) = store::update(db, id, changes, versions)? {
+    if let Ok(changes) = &changes {
+        let updated = match precondition.replaceable() {
+            Replaceable::AnyVersion => {
+                Some(sql::update(db, id, changes, None)?.ok_or(ApiError::BookNotFound)?)
+            }
+            Replaceable::Versions(versions) => sql::update(db, id, changes, Some(versions))?,
+            Replaceable::Nothing => None,
+        };
+        if let Some(book) = updated {
             return Ok(with_book(200, "Book updated successfully", book));
-        }
-        if versions.is_none() {
-            // Any version would have done: there is no such book.
-            return Err(ApiError::BookNotFound);
         }
     }
     why_not_written(db, id, precondition)?;
@@ -102,13 +120,18 @@ pub fn delete(
     id: BookId,
     precondition: &Precondition,
 ) -> Result<Response, ApiError> {
-    if let Some(versions) = precondition.versions() {
-        if store::delete(db, id, versions)? {
-            return Ok(Response::ok::<()>(200, "Book deleted successfully", None));
+    let deleted = match precondition.replaceable() {
+        Replaceable::AnyVersion => {
+            if !sql::delete(db, id, None)? {
+                return Err(ApiError::BookNotFound);
+            }
+            true
         }
-        if versions.is_none() {
-            return Err(ApiError::BookNotFound);
-        }
+        Replaceable::Versions(versions) => sql::delete(db, id, Some(versions))?,
+        Replaceable::Nothing => false,
+    };
+    if deleted {
+        return Ok(Response::ok::<()>(200, "Book deleted successfully", None));
     }
     why_not_written(db, id, precondition)?;
     Err(ApiError::BookNotFound)
@@ -122,6 +145,6 @@ fn why_not_written(
     id: BookId,
     precondition: &Precondition,
 ) -> Result<(), ApiError> {
-    let book = store::get(db, id)?.ok_or(ApiError::BookNotFound)?;
+    let book = sql::get(db, id)?.ok_or(ApiError::BookNotFound)?;
     precondition.check(&book)
 }

@@ -2,8 +2,8 @@
 //! writes"): a book's version and its ETag, the `If-Match` precondition of
 //! `PUT` and `DELETE`, and the `Idempotency-Key` of `POST /book`.
 
+use super::model::{positive_decimal, Book, BookId};
 use crate::error::ApiError;
-use crate::model::{positive_decimal, Book, BookId};
 
 /// The strong ETag of a book's version: `"<id>.<version>"`. The id makes a
 /// tag of one book never match another.
@@ -39,14 +39,6 @@ impl IfMatch {
             .collect();
         IfMatch::Versions(versions)
     }
-
-    /// The versions a write may replace: `None` for any.
-    pub fn versions(&self) -> Option<&[i64]> {
-        match self {
-            IfMatch::Any => None,
-            IfMatch::Versions(versions) => Some(versions),
-        }
-    }
 }
 
 /// What a `PUT` or `DELETE` asks of the book's version.
@@ -60,26 +52,38 @@ pub enum Precondition {
 }
 
 impl Precondition {
-    /// The versions the write may replace (`Some(None)`: any), or `None`
-    /// when it must not be tried at all.
-    pub fn versions(&self) -> Option<Option<&[i64]>> {
+    /// What the write may replace.
+    pub fn replaceable(&self) -> Replaceable<'_> {
         match self {
-            Precondition::Unconditional => Some(None),
-            Precondition::Missing => None,
-            Precondition::IfMatch(if_match) => Some(if_match.versions()),
+            Precondition::Unconditional | Precondition::IfMatch(IfMatch::Any) => {
+                Replaceable::AnyVersion
+            }
+            Precondition::IfMatch(IfMatch::Versions(versions)) => Replaceable::Versions(versions),
+            Precondition::Missing => Replaceable::Nothing,
         }
     }
 
     /// Whether a write may replace `book` as it is.
     pub fn check(&self, book: &Book) -> Result<(), ApiError> {
-        match self.versions() {
-            None => Err(ApiError::PreconditionRequired),
-            Some(Some(versions)) if !versions.contains(&book.version) => {
+        match self.replaceable() {
+            Replaceable::Nothing => Err(ApiError::PreconditionRequired),
+            Replaceable::Versions(versions) if !versions.contains(&book.version) => {
                 Err(ApiError::PreconditionFailed)
             }
-            Some(_) => Ok(()),
+            _ => Ok(()),
         }
     }
+}
+
+/// What a `PUT` or `DELETE` may replace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaceable<'a> {
+    /// The book at any version, as long as it exists.
+    AnyVersion,
+    /// The book only at one of these versions (none: nothing matches).
+    Versions(&'a [i64]),
+    /// Nothing: the write must not be tried (428).
+    Nothing,
 }
 
 /// Longest `Idempotency-Key`, in characters.

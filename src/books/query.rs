@@ -8,8 +8,8 @@
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
+use super::model::{integer_literal, Book, BookId, MAX_TEXT_CHARS};
 use crate::error::ApiError;
-use crate::model::{integer_literal, Book, BookId, MAX_TEXT_CHARS};
 
 /// The most books one page may ask for.
 pub const MAX_LIMIT: u32 = 1000;

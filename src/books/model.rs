@@ -31,7 +31,7 @@ pub struct Book {
 }
 
 /// A book to create: all three fields, each valid.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NewBook {
     pub title: String,
     pub author: String,
@@ -134,9 +134,11 @@ impl NewBook {
         }
     }
 
-    /// Whether `book` holds exactly this book's fields.
-    pub fn is_stored_as(&self, book: &Book) -> bool {
-        (&self.title, &self.author, self.year) == (&book.title, &book.author, book.year)
+    /// The book as canonical JSON (its fields in order, no spaces): equal
+    /// for two requests with the same book however each was written. An
+    /// `Idempotency-Key` is stored with it.
+    pub fn fingerprint(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
     }
 
     pub fn from_json(body: &[u8]) -> Result<NewBook, ApiError> {

@@ -6,8 +6,8 @@
 use anyhow::Context as _;
 use rusqlite::types::{Value, ValueRef};
 
+use super::{Column, Connection, SqlParam, Statement};
 use crate::settings::StoreKind;
-use crate::sql::{Column, Connection, SqlParam, Statement};
 
 pub use rusqlite;
 
