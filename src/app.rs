@@ -36,7 +36,10 @@ pub fn handle<'h>(ctx: &mut impl Context, head: &RequestHead<'h>, body: impl Bod
     let response = match result {
         Ok(response) => response,
         Err(error) => {
-            if let ApiError::Internal(detail) | ApiError::ServiceUnavailable(detail) = &error {
+            if let ApiError::Internal(detail)
+            | ApiError::ServiceUnavailable(detail)
+            | ApiError::StoreBusy(detail) = &error
+            {
                 ctx.log(&log::failure(&fields, detail));
             }
             Response::error(&error)

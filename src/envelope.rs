@@ -19,7 +19,8 @@ pub struct Response {
     pub status: u16,
     pub body: Vec<u8>,
     /// The headers of this response besides `COMMON_HEADERS` (`allow` on a
-    /// 405, `link` on a page with a next one, `retry-after` on a 429), with
+    /// 405, `link` on a page with a next one, `retry-after` on a 429 or a
+    /// busy store's 503), with
     /// lower-case names.
     pub extra_headers: Vec<(&'static str, String)>,
 }
@@ -60,6 +61,8 @@ impl Response {
             ApiError::TooManyLoginAttempts { retry_after } => {
                 response.with_header("retry-after", retry_after.to_string())
             }
+            // Another writer held the lock for seconds: try again shortly.
+            ApiError::StoreBusy(_) => response.with_header("retry-after", "1".to_string()),
             _ => response,
         }
     }

@@ -41,7 +41,29 @@ pub enum ApiError {
     /// `GET /health`: the configured store did not answer a trivial query.
     /// The reason goes to the log, never to the client.
     ServiceUnavailable(String),
+    /// A write waited for SQLite's write lock past its deadline (`StoreBusy`):
+    /// 503 with `Retry-After`. The reason goes to the log.
+    StoreBusy(String),
 }
+
+/// SQLite's write lock stayed with other writers for as long as a write
+/// may wait for it (`db::WRITE_LOCK_DEADLINE_MS`). Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreBusy {
+    pub waited_ms: u64,
+}
+
+impl fmt::Display for StoreBusy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the database stayed locked by other writers for {} ms; nothing was written",
+            self.waited_ms
+        )
+    }
+}
+
+impl std::error::Error for StoreBusy {}
 
 impl ApiError {
     pub fn status(&self) -> u16 {
@@ -59,7 +81,7 @@ impl ApiError {
             ApiError::PreconditionRequired => 428,
             ApiError::TooManyLoginAttempts { .. } => 429,
             ApiError::TokenNotIssued | ApiError::Internal(_) => 500,
-            ApiError::ServiceUnavailable(_) => 503,
+            ApiError::ServiceUnavailable(_) | ApiError::StoreBusy(_) => 503,
         }
     }
 
@@ -84,7 +106,7 @@ impl ApiError {
             ApiError::TooManyLoginAttempts { .. } => "Too many login attempts",
             ApiError::TokenNotIssued => "Could not generate token",
             ApiError::Internal(_) => "Internal server error",
-            ApiError::ServiceUnavailable(_) => "Service unavailable",
+            ApiError::ServiceUnavailable(_) | ApiError::StoreBusy(_) => "Service unavailable",
         }
     }
 
@@ -96,14 +118,20 @@ impl ApiError {
 impl From<anyhow::Error> for ApiError {
     fn from(error: anyhow::Error) -> Self {
         // `{:#}` keeps the whole context chain on one log line.
-        ApiError::Internal(format!("{error:#}"))
+        let detail = format!("{error:#}");
+        match error.downcast_ref::<StoreBusy>() {
+            Some(_) => ApiError::StoreBusy(detail),
+            None => ApiError::Internal(detail),
+        }
     }
 }
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ApiError::Internal(detail) | ApiError::ServiceUnavailable(detail) => {
+            ApiError::Internal(detail)
+            | ApiError::ServiceUnavailable(detail)
+            | ApiError::StoreBusy(detail) => {
                 write!(f, "{}: {detail}", self.message())
             }
             _ => f.write_str(self.message()),

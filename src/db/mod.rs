@@ -8,8 +8,11 @@ pub mod migrations;
 #[cfg(feature = "rusqlite")]
 pub mod native;
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use anyhow::{bail, Context as _};
 
+use crate::error::StoreBusy;
 use crate::settings::StoreKind;
 
 /// A database connection. Connecting may be deferred to the first statement.
@@ -21,6 +24,16 @@ pub trait Connection {
     /// Runs `sql`, which has no parameters and whose rows are not read:
     /// schema changes and transaction control.
     fn execute(&mut self, sql: &str) -> anyhow::Result<()>;
+    /// Called before each SQLite write: Spin's connection sets its busy
+    /// timeout (`BUSY_TIMEOUT_MS`) before its first.
+    fn prepare_write(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Waits while another writer holds SQLite's lock. Under Spin a
+    /// component's sleep is a host timer: it holds no thread.
+    fn pause(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
 }
 
 /// A borrowed connection is one too (a pooled connection lent to a request).
@@ -33,6 +46,12 @@ impl<C: Connection + ?Sized> Connection for &mut C {
     }
     fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
         (**self).execute(sql)
+    }
+    fn prepare_write(&mut self) -> anyhow::Result<()> {
+        (**self).prepare_write()
+    }
+    fn pause(&mut self, duration: Duration) {
+        (**self).pause(duration)
     }
 }
 
@@ -134,12 +153,100 @@ pub fn rows<'a>(
     statement: impl Fn(StoreKind) -> Statement<'a>,
 ) -> anyhow::Result<Vec<Row>> {
     let statement = statement(db.kind());
-    match db.query(&statement) {
+    match run(db, &statement) {
         Err(error) if migrations::schema_is_behind(db.kind(), &error) => {
             migrations::migrate(db).context("migrating the database")?;
-            db.query(&statement)
+            run(db, &statement)
         }
         result => result,
+    }
+}
+
+/// Runs a statement. On SQLite a write that finds the write lock taken is
+/// tried again until it gets it (`wait_for_the_lock`): an autocommit
+/// statement that could not take the lock changed nothing, so repeating it
+/// never writes twice. Reads and PostgreSQL go straight through.
+fn run(db: &mut dyn Connection, statement: &Statement) -> anyhow::Result<Vec<Row>> {
+    let writes = ["INSERT", "UPDATE", "DELETE"]
+        .iter()
+        .any(|verb| statement.sql.starts_with(verb));
+    if db.kind() != StoreKind::Sqlite || !writes {
+        return db.query(statement);
+    }
+    wait_for_the_lock(db, |db| db.query(statement))
+}
+
+/// How long one SQLite write waits for the lock inside the host
+/// (`PRAGMA busy_timeout`, set by Spin's connection before its first write),
+/// in milliseconds. SQLite's own busy handler sleeps 1, 2, 5, 10 ... 100 ms
+/// between tries, so a writer that lost a few times sleeps long while
+/// newcomers go first; kept short, the waiting is ours (`wait_for_the_lock`),
+/// in even pauses of about a millisecond.
+pub const BUSY_TIMEOUT_MS: u64 = 2;
+
+/// How long a write waits for SQLite's write lock in all before it gives up
+/// (503 "Service unavailable" with `Retry-After`, nothing written): as long
+/// as rusqlite's default busy timeout, which Spin leaves in place.
+pub const WRITE_LOCK_DEADLINE_MS: u64 = 5_000;
+
+/// SQLite's errors for a lock held elsewhere: `SQLITE_BUSY` (the database)
+/// and `SQLITE_LOCKED` (a table), as Spin and rusqlite word them.
+fn is_locked(error: &anyhow::Error) -> bool {
+    let text = format!("{error:#}");
+    text.contains("database is locked") || text.contains("database table is locked")
+}
+
+/// Tries `attempt` (an autocommit write, or `BEGIN IMMEDIATE`) until it is
+/// not refused for a lock held elsewhere, pausing 0.5 to 1.5 ms between
+/// tries (jittered, so writers that collided do not collide again), for at
+/// most `WRITE_LOCK_DEADLINE_MS` counting each try's busy timeout; then
+/// `StoreBusy`.
+fn wait_for_the_lock<T>(
+    db: &mut dyn Connection,
+    mut attempt: impl FnMut(&mut dyn Connection) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    db.prepare_write()?;
+    let mut waited_us = 0;
+    let mut jitter = Jitter::new();
+    loop {
+        match attempt(db) {
+            Err(error) if is_locked(&error) => {
+                waited_us += BUSY_TIMEOUT_MS * 1_000;
+                if waited_us >= WRITE_LOCK_DEADLINE_MS * 1_000 {
+                    let waited_ms = waited_us / 1_000;
+                    return Err(anyhow::Error::new(StoreBusy { waited_ms }).context(error));
+                }
+                let pause = 500 + jitter.next() % 1_000;
+                db.pause(Duration::from_micros(pause));
+                waited_us += pause;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// A small xorshift generator for pauses, stirred with the clock at each
+/// draw: no host randomness needed, and writers that failed at different
+/// moments drift apart even when the clock is coarse.
+struct Jitter(u64);
+
+fn clock_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64)
+}
+
+impl Jitter {
+    fn new() -> Jitter {
+        Jitter(clock_nanos() | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = (self.0 ^ clock_nanos()).max(1);
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
     }
 }
 
@@ -152,7 +259,7 @@ pub fn in_transaction<T>(
 ) -> anyhow::Result<T> {
     let mut migrated = false;
     loop {
-        db.execute("BEGIN IMMEDIATE")?;
+        wait_for_the_lock(db, |db| db.execute("BEGIN IMMEDIATE"))?;
         match work(db) {
             Ok(value) => {
                 db.execute("COMMIT")?;
@@ -182,6 +289,122 @@ pub fn ping(db: &mut dyn Connection) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ApiError;
+    use crate::Response;
+
+    /// A SQLite connection whose writes find the lock taken `locked` times.
+    struct Contended {
+        kind: StoreKind,
+        locked: usize,
+        tries: Vec<String>,
+        prepared: usize,
+        paused: Vec<Duration>,
+    }
+
+    impl Contended {
+        fn new(kind: StoreKind, locked: usize) -> Contended {
+            Contended {
+                kind,
+                locked,
+                tries: Vec::new(),
+                prepared: 0,
+                paused: Vec::new(),
+            }
+        }
+    }
+
+    impl Connection for Contended {
+        fn kind(&self) -> StoreKind {
+            self.kind
+        }
+        fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Row>> {
+            self.execute(&statement.sql)
+                .map(|()| vec![vec![Column::Integer(1)]])
+        }
+        fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
+            self.tries.push(sql.to_string());
+            if self.locked > 0 && !sql.starts_with("SELECT") && !sql.starts_with("COMMIT") {
+                self.locked -= 1;
+                bail!("SQLite database \"default\": Io(\"database is locked\")");
+            }
+            Ok(())
+        }
+        fn prepare_write(&mut self) -> anyhow::Result<()> {
+            self.prepared += 1;
+            Ok(())
+        }
+        fn pause(&mut self, duration: Duration) {
+            self.paused.push(duration);
+        }
+    }
+
+    fn insert(kind: StoreKind) -> Statement<'static> {
+        statement(
+            kind,
+            "INSERT INTO books (title) VALUES ({1})",
+            vec![SqlParam::Text("T")],
+        )
+    }
+
+    #[test]
+    fn a_sqlite_write_waits_for_the_lock_in_short_jittered_pauses_and_runs_once() {
+        let mut db = Contended::new(StoreKind::Sqlite, 3);
+        assert_eq!(rows(&mut db, insert).unwrap(), [[Column::Integer(1)]]);
+        assert_eq!(db.tries.len(), 4, "three refusals, then the one write");
+        assert_eq!(db.prepared, 1);
+        assert_eq!(db.paused.len(), 3);
+        for pause in &db.paused {
+            assert!((500..1_500).contains(&pause.as_micros()), "{pause:?}");
+        }
+        // BEGIN IMMEDIATE waits the same way; the transaction then runs once.
+        let mut db = Contended::new(StoreKind::Sqlite, 2);
+        in_transaction(&mut db, |db| db.execute("UPDATE books SET year = 1")).unwrap();
+        assert_eq!(
+            db.tries,
+            [
+                "BEGIN IMMEDIATE",
+                "BEGIN IMMEDIATE",
+                "BEGIN IMMEDIATE",
+                "UPDATE books SET year = 1",
+                "COMMIT"
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_and_postgresql_are_never_retried() {
+        let mut db = Contended::new(StoreKind::Sqlite, 1);
+        let read = |kind| statement(kind, "SELECT 1", Vec::new());
+        assert!(rows(&mut db, read).is_ok());
+        assert_eq!((db.prepared, db.paused.len()), (0, 0));
+        let mut db = Contended::new(StoreKind::Postgres, 1);
+        assert!(rows(&mut db, insert).is_err());
+        assert_eq!((db.tries.len(), db.prepared, db.paused.len()), (1, 0, 0));
+    }
+
+    #[test]
+    fn a_write_that_never_gets_the_lock_is_a_503_with_retry_after_past_the_deadline() {
+        let mut db = Contended::new(StoreKind::Sqlite, usize::MAX);
+        let error = rows(&mut db, insert).unwrap_err();
+        let waited: Duration = db.paused.iter().sum::<Duration>()
+            + Duration::from_millis(BUSY_TIMEOUT_MS) * db.tries.len() as u32;
+        assert!(
+            waited >= Duration::from_millis(WRITE_LOCK_DEADLINE_MS),
+            "{waited:?}"
+        );
+        assert!(
+            waited < Duration::from_millis(WRITE_LOCK_DEADLINE_MS + 10),
+            "{waited:?}"
+        );
+        let api = ApiError::from(error);
+        assert!(
+            matches!(&api, ApiError::StoreBusy(detail) if detail.contains("database is locked"))
+        );
+        let response = Response::error(&api);
+        assert_eq!(response.status, 503);
+        assert_eq!(response.header("retry-after"), Some("1"));
+        assert!(String::from_utf8_lossy(&response.body).contains("Service unavailable"));
+    }
 
     #[test]
     fn ten_or_more_placeholders_are_not_confused() {

@@ -12,6 +12,8 @@ use crate::settings::StoreKind;
 pub struct SqliteConnection {
     label: String,
     connection: Option<Connection>,
+    /// Whether its busy timeout is set: before its first write.
+    write_ready: bool,
 }
 
 impl SqliteConnection {
@@ -19,6 +21,7 @@ impl SqliteConnection {
         SqliteConnection {
             label: label.to_string(),
             connection: None,
+            write_ready: false,
         }
     }
 
@@ -47,6 +50,17 @@ impl db::Connection for SqliteConnection {
         result
             .map(rows)
             .map_err(|error| anyhow!("SQLite database {:?}: {error:?}", self.label))
+    }
+
+    /// Spin sets no busy timeout, and rusqlite's 5 s default hands the wait
+    /// to SQLite's backing-off busy handler; a short one leaves it to the
+    /// core (`db::BUSY_TIMEOUT_MS`). One call per request that writes.
+    fn prepare_write(&mut self) -> anyhow::Result<()> {
+        if !self.write_ready {
+            self.execute(&format!("PRAGMA busy_timeout = {}", db::BUSY_TIMEOUT_MS))?;
+            self.write_ready = true;
+        }
+        Ok(())
     }
 
     fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
