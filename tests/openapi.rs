@@ -117,6 +117,7 @@ fn every_error_message_is_documented_at_its_status() {
         ApiError::TokenNotIssued,
         ApiError::Internal(String::new()),
         ApiError::ServiceUnavailable(String::new()),
+        ApiError::StoreBusy(String::new()),
     ];
     // No wildcard: a new ApiError does not compile until it is listed above
     // (or, like these two, documented in the info and checked by the tests above).
@@ -138,7 +139,8 @@ fn every_error_message_is_documented_at_its_status() {
             | ApiError::TooManyLoginAttempts { .. }
             | ApiError::TokenNotIssued
             | ApiError::Internal(_)
-            | ApiError::ServiceUnavailable(_) => {}
+            | ApiError::ServiceUnavailable(_)
+            | ApiError::StoreBusy(_) => {}
         }
     }
     let responses = doc["components"]["responses"]
