@@ -1,24 +1,9 @@
 #!/usr/bin/env python3
-"""The load benchmark (`make bench`; bench/README.md says what each figure means).
-
-Serves the API on loopback in each comparator and drives it with wrk
-(bench/wrk.lua) at each concurrency, on SQLite and on a throwaway
-PostgreSQL cluster. The hosts are started by tests/launch.py, which runs
-`bench/run.py measure ...` against each; `book-native` is started here (it
-is no Spin host). Every run records the serving process's CPU time (user +
-system of it and its children, from /proc) and context switches over the
-run, and wrk's requests/s and p99. Output: build/bench/runs.jsonl (a line a
-run) and build/bench/results.md (the table).
-
-Knobs (environment): BENCH_DURATION (seconds a run, 2), BENCH_CONCURRENCY
-("1 16 64"), BENCH_STORES ("sqlite postgres"), BENCH_COMPARATORS ("native
-floor spin-lite reuse spin-floor spin minimal"), BENCH_REUSE (instances reused by `reuse`,
-1000), BENCH_WASM (another build of the component to serve), BENCH_SCENARIOS
-(the single-book ones, "token get post postkey put putwalk putif delete
-mix"), BENCH_LISTS (0: no list and page scenarios), BENCH_ROUNDS (rounds of
-the minimal comparator, 5). SPIN_LITE and
-SPIN pick the host binaries (tests/launch.py), BENCH_NATIVE the native one.
-"""
+"""The load benchmark (`make bench`): serves the API in each comparator on
+127.0.0.1 (the Spin hosts through tests/launch.py, as the tests do) and
+drives it with wrk (bench/wrk.lua). bench/README.md says what each figure
+means and lists the knobs. Output: build/bench/runs.jsonl (a line a run) and
+build/bench/results.md (the table)."""
 
 import json
 import os
@@ -29,6 +14,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import namedtuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,22 +23,26 @@ import launch  # noqa: E402  (tests/launch.py: the one host launcher)
 
 OUT = ROOT / "build/bench"
 NATIVE = Path(os.environ.get("BENCH_NATIVE") or ROOT / "target/release/book-native")
-DURATION = os.environ.get("BENCH_DURATION", "2")
+WASM = os.environ.get("BENCH_WASM")
+DURATION = int(os.environ.get("BENCH_DURATION", "2"))
 CONCURRENCY = os.environ.get("BENCH_CONCURRENCY", "1 16 64").split()
+SCENARIOS = os.environ.get("BENCH_SCENARIOS", "token get post postkey put putwalk putif delete mix").split()
+LISTS = os.environ.get("BENCH_LISTS", "1") == "1"
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+REUSE = int(os.environ.get("BENCH_REUSE", "1000"))
 USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
 BOOKS = 10_000
-# The single-book scenarios (bench/wrk.lua), and whether the list and page ones run too.
-SCENARIOS = os.environ.get("BENCH_SCENARIOS", "token get post postkey put putwalk putif delete mix").split()
-LISTS = os.environ.get("BENCH_LISTS", "1") == "1"
+SPIN_ONLY = ("spin", "spin-floor", "minimal")
+
+# A server under test: who it is, where it answers, whose CPU is counted.
+Target = namedtuple("Target", "comparator store base pid")
 
 
 def log(text):
     print(f"[bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
-
-# ---------------------------------------------------------------- the store behind a server
 
 class Store:
     """Puts books straight into the server's database (much faster than the
@@ -96,8 +86,6 @@ class Store:
             self.add(n - self.max_id())
 
 
-# ---------------------------------------------------------------- one wrk run
-
 def proc_tree(pid):
     """(CPU ticks, context switches) of `pid` and its descendants (`spin up`
     serves from a child)."""
@@ -125,146 +113,143 @@ def proc_tree(pid):
     return ticks, switches
 
 
-def run_wrk(label, pid, scenario, concurrency, **env):
+def run_wrk(target, scenario, concurrency, script=None, **env):
+    """One wrk run of `scenario` (bench/wrk.lua's `script`, by default the
+    scenario itself); appends its figures to runs.jsonl."""
     threads = "1" if int(concurrency) < 2 else "2"
-    env = dict(os.environ, BENCH_SCENARIO=env.pop("script", scenario), BENCH_THREADS=threads,
+    env = dict(os.environ, BENCH_SCENARIO=script or scenario, BENCH_THREADS=threads,
                **{k: str(v) for k, v in env.items()})
-    before = proc_tree(pid)
+    before = proc_tree(target.pid)
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{concurrency}", f"-d{DURATION}s", "--timeout", "10s",
-                          "-s", str(ROOT / "bench/wrk.lua"), os.environ["BASE_URL"]],
-                         env=env, capture_output=True, text=True, timeout=int(DURATION) + 60).stdout
-    after = proc_tree(pid)
+                          "-s", str(ROOT / "bench/wrk.lua"), target.base],
+                         env=env, capture_output=True, text=True, timeout=DURATION + 60).stdout
+    after = proc_tree(target.pid)
     line = next((l[6:] for l in out.splitlines() if l.startswith("BENCH ")), None)
+    name = f"{target.comparator}/{target.store}"
     if line is None:
-        log(f"{label} {scenario} c{concurrency}: wrk gave no result:\n{out}")
-        return None
-    run = dict(json.loads(line), comparator=label[0], store=label[1], scenario=scenario,
+        log(f"{name} {scenario} c{concurrency}: wrk gave no result:\n{out}")
+        return
+    run = dict(json.loads(line), comparator=target.comparator, store=target.store, scenario=scenario,
                concurrency=int(concurrency))
     requests = max(run["requests"], 1)
     run["cpu_us"] = (after[0] - before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
     run["switches"] = (after[1] - before[1]) / requests
     with open(OUT / "runs.jsonl", "a") as f:
         f.write(json.dumps(run) + "\n")
-    log(f"  {'/'.join(label):<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s"
+    log(f"  {name:<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s"
         f"  p99 {run['p99_us'] / 1000:7.2f} ms  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req  errors {run['errors']}")
-    return run
 
 
-def request(method, path, body=None, token=""):
+def request(base, method, path, body=None, token=""):
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(os.environ["BASE_URL"] + path, data, method=method,
+    req = urllib.request.Request(base + path, data, method=method,
                                  headers={"Content-Type": "application/json", "Authorization": token})
     with urllib.request.urlopen(req, timeout=30) as answer:
         return json.load(answer)
 
 
-def measure(comparator, store, pid, state_dir, pg_url):
-    """Every scenario against the server at BASE_URL (HOST_PID serves it)."""
-    label = (comparator, store)
-    if comparator.endswith("floor"):
-        run_wrk(label, pid, "warm-up", 16, script="floor")
-        for c in CONCURRENCY:
-            run_wrk(label, pid, "floor", c)
-        return
-    token = request("POST", "/token", {"username": USER, "password": PASSWORD})["data"]["token"]
+def prepare(base, state_dir, pg_url):
+    """A token for wrk, the component's tables, BOOKS books; the Store."""
+    token = request(base, "POST", "/token", {"username": USER, "password": PASSWORD})["data"]["token"]
     os.environ.update(BENCH_TOKEN=token, BENCH_USER=USER, BENCH_PASS=PASSWORD, BENCH_IDS=str(BOOKS))
-    request("GET", "/books?limit=1", token=token)  # the component creates its tables
+    request(base, "GET", "/books?limit=1", token=token)  # the component creates its tables
     books = Store(pg_url, state_dir)
     books.ensure(BOOKS)
-    run_wrk(label, pid, "warm-up", 16, script="get")
+    return books
+
+
+def measure(target, state_dir, pg_url):
+    """Every scenario at every concurrency against one server."""
+    if target.comparator.endswith("floor"):
+        run_wrk(target, "warm-up", 16, script="floor")
+        for c in CONCURRENCY:
+            run_wrk(target, "floor", c)
+        return
+    books = prepare(target.base, state_dir, pg_url)
+    run_wrk(target, "warm-up", 16, script="get")
     for scenario in SCENARIOS:
         for c in CONCURRENCY:
             extra = {"BENCH_NONCE": f"{time.time_ns():x}"}
             if scenario in ("delete", "putwalk", "putif"):  # a fresh book for every request the run can make
-                count = 20_000 * int(DURATION) + 5_000
+                count = 20_000 * DURATION + 5_000
                 extra.update(BENCH_DELETE_FIRST=books.add(count, gap=1000), BENCH_DELETE_COUNT=count)
-            run_wrk(label, pid, scenario, c, **extra)
+            run_wrk(target, scenario, c, **extra)
     if not LISTS:
         return
     books.sql("DELETE FROM books")
     for n, scenario in [(100, "list100"), (1000, "list1k")]:
         books.ensure(n)
         for c in CONCURRENCY:
-            run_wrk(label, pid, scenario, c, script="list")
+            run_wrk(target, scenario, c, script="list")
     books.ensure(BOOKS)
     for scenario, after in [("page", ""), ("pagedeep", "9800")]:
         for c in CONCURRENCY:
-            run_wrk(label, pid, scenario, c, script="page", BENCH_PAGE_AFTER=after)
+            run_wrk(target, scenario, c, script="page", BENCH_PAGE_AFTER=after)
     for c in CONCURRENCY:
-        run_wrk(label, pid, "list10k", c, script="list")
+        run_wrk(target, "list10k", c, script="list")
 
-
-# ---------------------------------------------------------------- the comparators
 
 def serve_native(store, pg_url):
-    """book-native on a free port; measures it like a host."""
+    """book-native (no Spin host) on a free port."""
     port, state = launch.free_port(), tempfile.mkdtemp(prefix="bench-native.")
-    env = dict(os.environ, **SETTINGS, SECRET_TOKEN=launch.random_text(48), DB_URL=pg_url or "",
-               BASE_URL=f"http://127.0.0.1:{port}")
+    env = dict(os.environ, **SETTINGS, SECRET_TOKEN=launch.random_text(48), DB_URL=pg_url or "")
     server = subprocess.Popen([str(NATIVE), "--listen", f"127.0.0.1:{port}", "--state-dir", state], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    target = Target("native", store, f"http://127.0.0.1:{port}", server.pid)
     try:
-        os.environ["BASE_URL"] = env["BASE_URL"]
         for _ in range(300):
             try:
-                request("GET", "/health")
+                request(target.base, "GET", "/health")
                 break
             except OSError:
                 time.sleep(0.1)
-        measure("native", store, server.pid, state, pg_url)
+        measure(target, state, pg_url)
     finally:
         server.terminate()
         server.wait(30)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def serve(comparator, store, pg_url):
-    """One host through tests/launch.py, which runs `run.py measure` against it."""
-    host = "spin" if comparator in ("spin", "spin-floor") else "spin-lite"
-    args = [sys.executable, str(ROOT / "tests/launch.py"), "--host", host, "--store", store]
-    args += ["--pg-url", pg_url] if pg_url else []
-    args += ["--reuse", os.environ.get("BENCH_REUSE", "1000")] if comparator == "reuse" else []
-    args += ["--manifest", str(ROOT / "bench/floor/spin.toml")] if comparator.endswith("floor") else []
-    if os.environ.get("BENCH_WASM") and "floor" not in comparator:
-        args += ["--wasm", os.environ["BENCH_WASM"]]
-    for name, value in SETTINGS.items():
-        args += ["--env", f"{name}={value}"]
-    args += ["--", sys.executable, __file__, "measure", comparator, store, pg_url or ""]
-    if subprocess.run(args).returncode != 0:
-        log(f"{comparator}/{store} failed: its runs so far are kept")
+    """The component, or the floor, under spin-lite or real Spin."""
+    floor = comparator.endswith("floor")
+    host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store,
+                       dict(SETTINGS, SECRET_TOKEN=launch.random_text(48)), pg_url=pg_url,
+                       wasm=None if floor else WASM, manifest=ROOT / "bench/floor/spin.toml" if floor else None,
+                       reuse=REUSE if comparator == "reuse" else 1)
+    try:
+        host.start()
+        measure(Target(comparator, store, host.base_url, host.proc.pid), host.state_dir, pg_url)
+    finally:
+        host.stop()
+        shutil.rmtree(host.workdir, ignore_errors=True)
 
 
 def versus():
     """Our component against bench/minimal under real Spin, both serving one
-    SQLite database at once, their runs alternating (BENCH_ROUNDS rounds,
-    the order flipped each round), so that both see the same load."""
+    SQLite database at once, their runs alternating (ROUNDS rounds, the
+    order flipped each round), so that both see the same load."""
     secret = launch.random_text(48)
     workdir = tempfile.mkdtemp(prefix="bench-versus.")
-    wasm = os.environ.get("BENCH_WASM")
-    ours = launch.Host("spin", "sqlite", dict(SETTINGS, SECRET_TOKEN=secret), wasm=wasm, workdir=workdir)
-    hosts = []
+    ours = launch.Host("spin", "sqlite", dict(SETTINGS, SECRET_TOKEN=secret), wasm=WASM, workdir=workdir)
+    minimal = launch.Host("spin", "sqlite", {"SECRET_TOKEN": secret}, workdir=workdir,
+                          manifest=ROOT / "bench/minimal/spin.toml", state_dir=ours.state_dir)
     try:
-        hosts.append(ours.start())
-        os.environ["BASE_URL"] = ours.base_url
-        token = request("POST", "/token", {"username": USER, "password": PASSWORD})["data"]["token"]
-        request("GET", "/books?limit=1", token=token)  # our component creates the tables
-        Store(None, ours.state_dir).ensure(BOOKS)
-        minimal = launch.Host("spin", "sqlite", {"SECRET_TOKEN": secret}, workdir=workdir,
-                              manifest=ROOT / "bench/minimal/spin.toml", state_dir=ours.state_dir)
-        hosts.append(minimal.start(healthy=False))  # it has no /health
-        os.environ.update(BENCH_TOKEN=token, BENCH_IDS=str(BOOKS))
-        pair = [("spin", ours), ("minimal", minimal)]
-        for name, host in pair:
-            os.environ["BASE_URL"] = host.base_url
-            run_wrk((name, "sqlite"), host.proc.pid, "warm-up", 16, script="get")
-        for round_ in range(int(os.environ.get("BENCH_ROUNDS", "5"))):
+        ours.start()
+        prepare(ours.base_url, ours.state_dir, None)  # our component creates the tables
+        minimal.start(healthy=False)  # it has no /health
+        pair = [Target(name, "sqlite", host.base_url, host.proc.pid)
+                for name, host in [("ours", ours), ("minimal", minimal)]]
+        for target in pair:
+            run_wrk(target, "warm-up", 16, script="get")
+        for round_ in range(ROUNDS):
             for scenario in ["get", "post"]:
                 for c in CONCURRENCY:
-                    for name, host in pair[::-1] if round_ % 2 else pair:
-                        os.environ["BASE_URL"] = host.base_url
-                        run_wrk((name, "sqlite"), host.proc.pid, scenario, c)
+                    for target in pair[::-1] if round_ % 2 else pair:
+                        run_wrk(target, scenario, c)
     finally:
-        for host in hosts:
-            host.stop()
+        minimal.stop()
+        ours.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -275,20 +260,21 @@ def median(values):
 
 def versus_table(runs):
     """Ours against the minimal comparator: each round's two runs ran back
-    to back, so the ratio is taken per round; its median and range."""
+    to back, so the ratio is taken per round; its median and range. (Ours
+    is `ours` here, not `spin`: the `spin` comparator's runs are not paired.)"""
     lines = ["| Spin, SQLite | c | ours CPU us/req | minimal CPU us/req | ratio (median of rounds) | rounds' ratios | ours p99 ms | minimal p99 ms |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     keys = {(r["scenario"], r["concurrency"]) for r in runs if r["comparator"] == "minimal"}
     for scenario, c in sorted(keys - {("warm-up", 16)}):
         pick = {name: [r for r in runs if (r["comparator"], r["store"], r["scenario"], r["concurrency"])
-                       == (name, "sqlite", scenario, c)] for name in ("spin", "minimal")}
+                       == (name, "sqlite", scenario, c)] for name in ("ours", "minimal")}
         if not all(pick.values()):
             continue
-        ratios = [a["cpu_us"] / b["cpu_us"] for a, b in zip(pick["spin"], pick["minimal"])]
+        ratios = [a["cpu_us"] / b["cpu_us"] for a, b in zip(pick["ours"], pick["minimal"])]
         cpu = {name: median([r["cpu_us"] for r in rs]) for name, rs in pick.items()}
         p99 = {name: median([r["p99_us"] for r in rs]) / 1000 for name, rs in pick.items()}
-        lines.append(f"| {scenario} | {c} | {cpu['spin']:.1f} | {cpu['minimal']:.1f} | **{median(ratios):.2f}x** "
-                     f"| {min(ratios):.2f}-{max(ratios):.2f} | {p99['spin']:.2f} | {p99['minimal']:.2f} |")
+        lines.append(f"| {scenario} | {c} | {cpu['ours']:.1f} | {cpu['minimal']:.1f} | **{median(ratios):.2f}x** "
+                     f"| {min(ratios):.2f}-{max(ratios):.2f} | {p99['ours']:.2f} | {p99['minimal']:.2f} |")
     return lines if len(lines) > 2 else []
 
 
@@ -314,19 +300,15 @@ def report():
 
 
 def main():
-    if sys.argv[1:2] == ["measure"]:
-        comparator, store, pg_url = sys.argv[2:5]
-        measure(comparator, store, int(os.environ["HOST_PID"]), os.environ["STATE_DIR"], pg_url or None)
-        return
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "runs.jsonl").write_text("")
     stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
     comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin-floor spin minimal").split()
     if shutil.which("wrk") is None:
         sys.exit("bench: wrk is missing (apt-get install wrk)")
-    if not launch.spin_binary() and {"spin", "spin-floor", "minimal"} & set(comparators):
+    if not launch.spin_binary() and set(SPIN_ONLY) & set(comparators):
         log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin, spin-floor and minimal skipped")
-        comparators = [c for c in comparators if c not in ("spin", "spin-floor", "minimal")]
+        comparators = [c for c in comparators if c not in SPIN_ONLY]
     pg = launch.Pg() if "postgres" in stores else None
     try:
         for comparator in comparators:
@@ -334,12 +316,15 @@ def main():
             for store in ["sqlite"] if sqlite_only else stores:
                 pg_url = pg.fresh_database() if store == "postgres" else None
                 log(f"{comparator} on {store}")
-                if comparator == "minimal":
-                    versus()
-                elif comparator == "native":
-                    serve_native(store, pg_url)
-                else:
-                    serve(comparator, store, pg_url)
+                try:
+                    if comparator == "minimal":
+                        versus()
+                    elif comparator == "native":
+                        serve_native(store, pg_url)
+                    else:
+                        serve(comparator, store, pg_url)
+                except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+                    log(f"{comparator}/{store} failed ({e}): its runs so far are kept")
     finally:
         if pg:
             pg.close()

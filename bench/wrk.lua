@@ -1,22 +1,10 @@
--- Every benchmark scenario for wrk, picked by BENCH_SCENARIO (bench/run.py):
---   floor     GET / (the floor component answers anything the same way)
---   token     POST /token, each login from a client of its own in
---             X-Forwarded-For (the servers trust one proxy hop): logins of
---             many users behind one proxy, not one client past the
---             failed-login limit
---   get       GET /book/{id}, id at random in 1..BENCH_IDS (all exist)
---   post      POST /book
---   put       PUT /book/{id}
---   putwalk   PUT /book/{id}, each request a different seeded book (as delete)
---   putif     the same with If-Match: "<id>.1" (a seeded book's first version)
---   postkey   POST /book with an Idempotency-Key of its own (BENCH_NONCE, the
---             thread, a counter)
---   delete    DELETE /book/{id}, each request a different seeded book: every
---             thread walks its own slice of BENCH_DELETE_COUNT ids from
---             BENCH_DELETE_FIRST; past its end it asks for /book/0 (a 404)
---   mix       80 % GET, 10 % PUT, 10 % POST
---   list      GET /books (the whole catalog)
---   page      GET /books?limit=100, after BENCH_PAGE_AFTER when set
+-- Every benchmark scenario for wrk (bench/README.md says what each does),
+-- picked by BENCH_SCENARIO; bench/run.py sets the rest: BENCH_TOKEN, the
+-- login's BENCH_USER and BENCH_PASS, BENCH_IDS (GET and PUT pick ids at
+-- random in 1..BENCH_IDS), BENCH_NONCE (in each Idempotency-Key),
+-- BENCH_DELETE_FIRST and BENCH_DELETE_COUNT (the seeded books that delete,
+-- putwalk and putif walk, a slice per thread; past its end, /book/0, a 404),
+-- BENCH_PAGE_AFTER. `list` is GET /books, `page` GET /books?limit=100.
 -- done() prints one line "BENCH {json}" with wrk's exact figures.
 local scenario = os.getenv("BENCH_SCENARIO") or "get"
 local token = os.getenv("BENCH_TOKEN") or ""

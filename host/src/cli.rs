@@ -14,7 +14,6 @@ use crate::http;
 /// of --runtime-config-file, then SPIN_VARIABLE_<NAME> in the environment,
 /// then a .env file in the current directory, then the manifest's defaults.
 /// The component's environment is exactly the -e NAME=VALUE pairs.
-/// SPIN_LITE_COUNT_DB_CALLS=1 logs the Spin database calls of each request;
 /// SPIN_LITE_THREADS=N (1 to 64) sets the serving threads, each with its own
 /// runtime on the shared listener (default: one per core).
 #[derive(Parser, Debug)]
@@ -66,9 +65,9 @@ pub struct Cli {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_instances: u32,
 
-    /// The longest a request may run once it has an instance: past it the
-    /// guest is stopped, the request answers 500 and the instance is
-    /// discarded
+    /// The longest a request may run once it has an instance (0.1 to 86400):
+    /// past it the guest is stopped, the request answers 500 and the
+    /// instance is discarded
     #[arg(long, value_name = "SECONDS", env = "SPIN_LITE_REQUEST_TIMEOUT",
           default_value = "30", value_parser = parse_seconds)]
     pub request_timeout: Duration,
@@ -108,70 +107,6 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 mod tests {
     use super::*;
 
-    /// The flags table of host/README.md, as (flag, environment, default)
-    /// with the backticks taken off.
-    fn documented_flags() -> Vec<(String, String, String)> {
-        let readme = include_str!("../README.md");
-        let table = readme
-            .split("## Flags")
-            .nth(1)
-            .expect("host/README.md has a Flags section");
-        table
-            .lines()
-            .skip_while(|line| !line.starts_with('|'))
-            .take_while(|line| line.starts_with('|'))
-            .skip(2)
-            .map(|row| {
-                let cells: Vec<String> = row
-                    .split('|')
-                    .map(|cell| cell.trim().trim_matches('`').to_string())
-                    .collect();
-                (cells[1].clone(), cells[2].clone(), cells[3].clone())
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_readme_documents_every_flag_its_environment_name_and_default() {
-        use clap::CommandFactory;
-        let documented = documented_flags();
-        let command = Cli::command();
-        for argument in command.get_arguments() {
-            let Some(long) = argument.get_long() else {
-                continue;
-            };
-            if ["help", "version"].contains(&long) {
-                continue;
-            }
-            let row = documented
-                .iter()
-                .find(|(flag, _, _)| {
-                    flag.split([',', ' '])
-                        .any(|word| word == format!("--{long}"))
-                })
-                .unwrap_or_else(|| panic!("--{long} is not in host/README.md's flags table"));
-            let environment = argument
-                .get_env()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            assert_eq!(row.1, environment, "--{long}: environment name");
-            let default: Vec<String> = argument
-                .get_default_values()
-                .iter()
-                .map(|value| value.to_string_lossy().into_owned())
-                .collect();
-            match default.as_slice() {
-                [value] => assert_eq!(&row.2, value, "--{long}: default"),
-                // No default in clap: the README says what happens instead
-                // (`.spin` beside the manifest, off) or nothing.
-                _ => assert!(
-                    !row.2.chars().any(|c| c.is_ascii_digit()),
-                    "--{long}: {row:?}"
-                ),
-            }
-        }
-    }
-
     #[test]
     fn flags_parse_and_refuse_as_documented() {
         // -e/--env with '=' in the value and --listen's refusal: tests/serve.rs.
@@ -188,7 +123,7 @@ mod tests {
         assert_eq!(cli.request_timeout, Duration::from_millis(1500));
         assert_eq!(cli.env, [("B".into(), String::new())]);
         assert_eq!(cli.variables, [("v".into(), "1".into())]);
-        // "the request deadline (0.1 to 86400)"
+        // The request deadline is 0.1 to 86400 s.
         for bad in ["0", "0.09", "-1", "x", "86401"] {
             assert!(Cli::try_parse_from(["spin-lite", "--request-timeout", bad]).is_err());
         }

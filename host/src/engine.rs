@@ -45,7 +45,8 @@ pub fn engine(state_dir: &Path, instances: u32) -> Result<Engine> {
         // dirtied (found with Linux's PAGEMAP_SCAN, 6.7+), instead of
         // madvise-ing the whole memory away: no TLB shootdown across cores
         // and no page faults when the next instance touches the same pages.
-        // Measured: docs/performance.md, "What made it fast".
+        // Measured: madvise, TLB shootdowns and page faults were 35 % of the
+        // host's CPU; `GET /book/1` went from 14,000 to 21,500 req/s.
         .pagemap_scan(wasmtime::Enabled::Auto)
         .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT_BYTES)
         .table_keep_resident(TABLE_KEEP_RESIDENT_BYTES);

@@ -4,7 +4,6 @@
 
 mod bindings;
 mod cli;
-mod db_calls;
 mod engine;
 mod http;
 mod manifest;
@@ -149,7 +148,6 @@ async fn run(cli: Cli) -> Result<()> {
         sqlite,
         postgres,
         env: cli.env,
-        count_db_calls: std::env::var("SPIN_LITE_COUNT_DB_CALLS").is_ok_and(|v| v == "1"),
         pg_empty_query_error: cli.pg_empty_query_error,
     });
     let server = Arc::new(Server::new(

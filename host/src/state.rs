@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use http::Method;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
@@ -19,8 +18,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::bindings;
-use crate::db_calls::DbCalls;
-use crate::http::{GuestState, NoOutgoingHttp};
+use crate::http::NoOutgoingHttp;
 use crate::postgres::{PgPools, PgView, SpinPostgres};
 use crate::sqlite::{SpinSqlite, SqliteDbs, SqliteView};
 use crate::variables::{SpinVariables, Variables, VariablesView};
@@ -32,8 +30,6 @@ pub struct Shared {
     pub postgres: PgPools,
     /// The component's environment: exactly the `-e NAME=VALUE` pairs.
     pub env: Vec<(String, String)>,
-    /// `SPIN_LITE_COUNT_DB_CALLS=1`: log the Spin DB host calls per request.
-    pub count_db_calls: bool,
     /// `--pg-empty-query-error`: a PostgreSQL `query` that returns zero rows
     /// fails (real Spin 4.0.0 to 4.0.2 hang on it) instead of answering.
     pub pg_empty_query_error: bool,
@@ -42,7 +38,6 @@ pub struct Shared {
 pub struct State {
     shared: Arc<Shared>,
     table: ResourceTable,
-    calls: DbCalls,
     wasi: WasiCtx,
     http: WasiHttpCtx,
     hooks: NoOutgoingHttp,
@@ -59,7 +54,6 @@ impl State {
         State {
             shared,
             table: ResourceTable::new(),
-            calls: DbCalls::default(),
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
             hooks: NoOutgoingHttp,
@@ -70,7 +64,6 @@ impl State {
         SqliteView {
             dbs: &self.shared.sqlite,
             table: &mut self.table,
-            calls: &mut self.calls,
         }
     }
 
@@ -78,7 +71,6 @@ impl State {
         PgView {
             pools: &self.shared.postgres,
             table: &mut self.table,
-            calls: &mut self.calls,
             empty_query_error: self.shared.pg_empty_query_error,
         }
     }
@@ -105,22 +97,6 @@ impl WasiHttpView for State {
             ctx: &mut self.http,
             table: &mut self.table,
             hooks: &mut self.hooks,
-        }
-    }
-}
-
-impl GuestState for State {
-    fn start_request(&mut self) {
-        self.calls = DbCalls::default();
-    }
-
-    fn end_request(&self, method: &Method, path: &str) {
-        if self.shared.count_db_calls {
-            let c = self.calls;
-            eprintln!(
-                "db-calls method={method} path={path} open={} execute={} query={}",
-                c.open, c.execute, c.query
-            );
         }
     }
 }

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{Method, Request, Response, StatusCode};
+use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -81,15 +81,6 @@ pub fn start_epoch_ticker(engine: wasmtime::Engine) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// What the server needs of an instance's store data: wasi-http's view of
-/// it, and a word before and after each request it serves.
-pub trait GuestState: WasiHttpView + Send + 'static {
-    /// Before each request (e.g. to reset per-request counters).
-    fn start_request(&mut self);
-    /// After it, with its method and path (e.g. to log what it did).
-    fn end_request(&self, method: &Method, path: &str);
-}
-
 /// Makes the store data of a new instance.
 pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
 
@@ -118,7 +109,7 @@ struct Instance<T: 'static> {
     served: u32,
 }
 
-impl<T: GuestState> Server<T> {
+impl<T: WasiHttpView + Send + 'static> Server<T> {
     pub fn new(pre: ProxyPre<T>, new_state: NewState<T>, route: Route, limits: Limits) -> Self {
         let slots = limits.max_instances as usize;
         Server {
@@ -134,8 +125,11 @@ impl<T: GuestState> Server<T> {
     /// Serves on one single-threaded runtime per core, every runtime
     /// accepting from the same listener: a request runs on one thread from
     /// accept to response (the connection, the instance and its SQLite calls),
-    /// so nothing wakes another thread on the way. Returns once `shutdown` has
-    /// resolved and in-flight requests have finished (up to a grace period).
+    /// so nothing wakes another thread on the way. Measured against one
+    /// multi-threaded runtime (`GET /book/{id}`, c16, SQLite): 116 -> 44 us
+    /// of CPU and 2.64 -> 0.58 context switches a request. Returns once
+    /// `shutdown` has resolved and in-flight requests have finished (up to a
+    /// grace period).
     pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let threads = serving_threads();
         let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -297,7 +291,6 @@ impl<T: GuestState> Server<T> {
 
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let data = instance.store.data_mut();
-        data.start_request();
         let resources = data
             .http()
             .new_incoming_request(Scheme::Http, req)
@@ -323,7 +316,6 @@ impl<T: GuestState> Server<T> {
                         .call_handle(&mut *store, request, outparam);
                 tokio::time::timeout(timeout, call).await
             };
-            instance.store.data().end_request(&method, &path);
             match result {
                 Ok(Ok(())) => {
                     instance.served += 1;

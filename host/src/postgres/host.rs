@@ -1,6 +1,6 @@
 //! The `connection` resource of `fermyon:spin/postgres@2.0.0`, as the
-//! component calls it, on [`PgView`]: the pools, the resource table, the
-//! call counter and the zero-row flag, nothing else of the instance's state.
+//! component calls it, on [`PgView`]: the pools, the resource table and the
+//! zero-row flag, nothing else of the instance's state.
 
 use tokio_postgres::types::ToSql;
 use wasmtime::component::{HasData, Resource, ResourceTable};
@@ -9,14 +9,12 @@ use super::pool::{Connection, Kind, Outcome, PgPools, PoolError};
 use super::values::{row_set, to_sql};
 use crate::bindings::fermyon::spin::postgres::{self, HostConnection};
 use crate::bindings::fermyon::spin::rdbms_types::{self, Error, ParameterValue, RowSet};
-use crate::db_calls::DbCalls;
 
 /// What `fermyon:spin/postgres` (and its `rdbms-types`) sees of an
 /// instance's state.
 pub struct PgView<'a> {
     pub pools: &'a PgPools,
     pub table: &'a mut ResourceTable,
-    pub calls: &'a mut DbCalls,
     /// `--pg-empty-query-error`: a `query` that returns zero rows fails
     /// (real Spin 4.0.0 to 4.0.2 hang on it) instead of answering.
     pub empty_query_error: bool,
@@ -70,7 +68,6 @@ impl HostConnection for PgView<'_> {
         &mut self,
         address: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.calls.open += 1;
         match self.pools.open(&address).await {
             Ok(conn) => Ok(Ok(self.table.push(conn)?)),
             Err(e) => Ok(Err(spin_error(e))),
@@ -83,7 +80,6 @@ impl HostConnection for PgView<'_> {
         statement: String,
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<RowSet, Error>> {
-        self.calls.query += 1;
         let rows = match run(self, &this, &statement, &params, Kind::Query).await? {
             Ok(Outcome::Rows(rows)) => rows,
             Ok(Outcome::Count(_)) => return Ok(Err(Error::Other("unexpected result".into()))),
@@ -102,7 +98,6 @@ impl HostConnection for PgView<'_> {
         statement: String,
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<u64, Error>> {
-        self.calls.execute += 1;
         Ok(
             match run(self, &this, &statement, &params, Kind::Execute).await? {
                 Ok(Outcome::Count(n)) => Ok(n),

@@ -27,7 +27,6 @@ use tokio_postgres::{Row, Statement};
 
 use super::address::{parse_and_check, CONNECT_TIMEOUT};
 use super::allowed::AllowedHost;
-use super::tls::Tls;
 
 pub const MAX_CONNECTIONS: usize = 64;
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,7 +46,12 @@ pub enum PoolError {
 pub struct PgPools {
     allowed: Vec<AllowedHost>,
     pools: Mutex<HashMap<String, Arc<Pool>>>,
-    tls: Tls,
+    /// TLS as Spin 4.0.2 has it (`factor-outbound-pg` on native-tls): under
+    /// `prefer` (the default) and `require` the certificate chain and host
+    /// name are verified against the system's roots (`crate::tls`); no
+    /// "encrypt but accept any certificate" mode, and a failed handshake is
+    /// an error, never a fall back to plain text. `disable` is plain text.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
 }
 
 struct Pool {
@@ -70,7 +74,9 @@ impl PgPools {
         Ok(PgPools {
             allowed,
             pools: Mutex::new(HashMap::new()),
-            tls: Tls::new()?,
+            tls: tokio_postgres_rustls::MakeRustlsConnect::new(
+                (*crate::tls::verifying_client_config()?).clone(),
+            ),
         })
     }
 
@@ -101,7 +107,7 @@ impl PgPools {
         let idle = pool.take_idle();
         let client = match idle {
             Some(client) => client,
-            None => PgClient::new(connect(&pool.config, self.tls.connector()).await?),
+            None => PgClient::new(connect(&pool.config, self.tls.clone()).await?),
         };
         Ok(Connection {
             pool,

@@ -1,6 +1,6 @@
 //! The `connection` resource of `fermyon:spin/sqlite@2.0.0`, as the
-//! component calls it, on [`SqliteView`]: the databases, the resource table
-//! and the call counter, nothing else of the instance's state.
+//! component calls it, on [`SqliteView`]: the databases and the resource
+//! table, nothing else of the instance's state.
 //!
 //! Statements run inline on the serving thread (each serving thread has its
 //! own single-threaded runtime, see `http`): a statement takes microseconds,
@@ -12,13 +12,11 @@ use super::pool::{Connection, SqliteDbs};
 use super::values::{pool_error, refused, run, to_error};
 use super::writer::{begins_transaction, queued_write};
 use crate::bindings::fermyon::spin::sqlite::{self, Error, HostConnection, QueryResult, Value};
-use crate::db_calls::DbCalls;
 
 /// What `fermyon:spin/sqlite` sees of an instance's state.
 pub struct SqliteView<'a> {
     pub dbs: &'a SqliteDbs,
     pub table: &'a mut ResourceTable,
-    pub calls: &'a mut DbCalls,
 }
 
 /// The interface's `HasData` marker (as `WasiCli` is for `wasi:cli`).
@@ -35,7 +33,6 @@ impl HostConnection for SqliteView<'_> {
         &mut self,
         database: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.calls.open += 1;
         let db = match self.dbs.open(&database) {
             Ok(db) => db,
             Err(e) => return Ok(Err(refused(e))),
@@ -49,7 +46,6 @@ impl HostConnection for SqliteView<'_> {
         statement: String,
         parameters: Vec<Value>,
     ) -> wasmtime::Result<Result<QueryResult, Error>> {
-        self.calls.execute += 1;
         let resource = self.table.get_mut(&this)?;
         let db = resource.db.clone();
         let held = resource.conn.take();

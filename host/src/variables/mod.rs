@@ -1,12 +1,7 @@
-//! Spin variables (`fermyon:spin/variables@2.0.0`), split by concern:
-//!
-//! - [`dotenv`]: `SPIN_VARIABLE_*` lines of `./.env`;
-//! - [`providers`]: `[[variables_provider]]` of a runtime config file, with
-//!   [`vault`] for HashiCorp Vault;
-//! - [`resolve`]: Spin's precedence over all of them (the names and
-//!   `{{ name }}` templates are the manifest's, `crate::manifest`);
-//! - the interface the component calls, below, on its own view of the host
-//!   state: [`VariablesView`], the variables and nothing else.
+//! Spin variables (`fermyon:spin/variables@2.0.0`): `./.env` (`dotenv`), a
+//! runtime config's providers (`providers`, `vault`), Spin's precedence over
+//! them (`resolve`), and below, the interface on its own view of the host
+//! state ([`VariablesView`]: the variables and nothing else).
 
 mod dotenv;
 mod providers;
