@@ -42,7 +42,7 @@ hurl:
 	@tests/hurl/run.py
 
 ## Load benchmark (wrk on loopback): native, the floor and the component under
-## spin-lite (isolated and reuse) and real Spin (SPIN=path), SQLite and
+## spin-lite and real Spin (SPIN=path), SQLite and
 ## PostgreSQL; writes build/bench/ (bench/README.md).
 bench: build
 	@scripts/ensure-tools.sh postgres
