@@ -5,12 +5,11 @@
 //! header, one store call per request, and a property: paging through any
 //! filter yields exactly the unpaged filtered list.
 
-mod support;
 
 use book_catalog::query::{percent_decode, BookQuery, MAX_LIMIT};
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use support::*;
+use crate::support::*;
 
 /// A context holding `books` (title, author, year), ids 1, 2, ...
 fn with_books(books: &[(&str, &str, i64)]) -> TestContext {

@@ -5,11 +5,10 @@
 //! headers of every response (`TestContext` checks them on each call; here
 //! also byte for byte).
 
-mod support;
 
 use book_catalog::MAX_BODY_BYTES;
 use serde_json::json;
-use support::*;
+use crate::support::*;
 
 /// `json` padded with trailing spaces to exactly `len` bytes.
 fn padded(json: &str, len: usize) -> Vec<u8> {

@@ -4,7 +4,6 @@
 //! rotated, and the previous secret (`secret_token_previous`). Who may log
 //! in, and the failed-login limit, are in core_login.rs.
 
-mod support;
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD
 use base64::Engine;
 use book_catalog::token::{self, TokenError};
 use serde_json::json;
-use support::*;
+use crate::support::*;
 
 #[test]
 fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {

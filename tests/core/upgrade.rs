@@ -6,11 +6,10 @@
 //! `bench/native`'s PostgreSQL test; a real file under real Spin in
 //! `faults/upgrade.py`.
 
-mod support;
 
 use book_catalog::native::rusqlite;
 use serde_json::json;
-use support::*;
+use crate::support::*;
 
 /// The SQLite schema before versioning.
 const BEFORE_VERSIONING: &str = "\

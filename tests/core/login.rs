@@ -8,7 +8,6 @@
 //! read; and that nothing secret reaches the log. The token a login issues,
 //! and the signing secrets, are in core_tokens.rs.
 
-mod support;
 
 use book_catalog::settings::{
     Setting, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS, DEFAULT_PASSWORD,
@@ -16,7 +15,7 @@ use book_catalog::settings::{
 };
 use book_catalog::token;
 use serde_json::json;
-use support::*;
+use crate::support::*;
 
 const RIGHT: &str = r#"{"username":"admin","password":"password"}"#;
 const WRONG: &str = r#"{"username":"admin","password":"wrong-password-7"}"#;

@@ -2,14 +2,13 @@
 //! the body decoders, and the whole request pipeline. Arbitrary input never
 //! panics and always ends in the documented outcome.
 
-mod support;
 
 use book_catalog::model::{BookChanges, NewBook, MAX_TEXT_CHARS};
 use book_catalog::token::{self, TokenError, MAX_TOKEN_BYTES};
 use book_catalog::ApiError;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use support::{TestContext, NOW, SECRET};
+use crate::support::{TestContext, NOW, SECRET};
 
 const KEY: &[u8] = SECRET.as_bytes();
 

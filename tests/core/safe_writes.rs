@@ -4,11 +4,10 @@
 //! real SQL. Races, cut connections, crashes and replicas are performed
 //! against the served component in `faults/safe_writes.py`.
 
-mod support;
 
 use book_catalog::Response;
 use serde_json::json;
-use support::*;
+use crate::support::*;
 
 /// A request with these header fields besides the context's own; the
 /// checked outcome and its ETag.

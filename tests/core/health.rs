@@ -3,11 +3,10 @@
 //! trivial query, 503 "Service unavailable" otherwise with the reason in the
 //! log only, and 405 with `Allow: GET` for every other method.
 
-mod support;
 
 use book_catalog::settings::Setting;
 use serde_json::Value;
-use support::*;
+use crate::support::*;
 
 fn healthy() -> Outcome {
     ok(200, "Service healthy", Value::Null)

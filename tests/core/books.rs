@@ -5,10 +5,9 @@
 //! each request asks of the store; store failures; and which store `DB_URL`
 //! opens. Catalog queries on `GET /books` are in core_catalog.rs.
 
-mod support;
 
 use serde_json::json;
-use support::*;
+use crate::support::*;
 
 // ---- Create, read, update, delete, list ----------------------------------
 
