@@ -1,9 +1,9 @@
 //! Tokens (docs/api.md, "Tokens"): what `POST /token` issues, how long it
 //! is accepted on the protected routes, every kind of token they must
-//! refuse, and the signing secrets: missing, empty, shorter than 32 bytes,
-//! rotated, and the previous secret (`secret_token_previous`). Who may log
-//! in, and the failed-login limit, are in core_login.rs.
-
+//! refuse, a missing or blank header, and the signing secrets: missing,
+//! empty, shorter than 32 bytes, rotated, and the previous secret
+//! (`secret_token_previous`). Who may log in, and the failed-login limit,
+//! are login.rs's.
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,7 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD
 use base64::Engine;
 use book_catalog::token::{self, TokenError};
 use serde_json::json;
+
 use crate::support::*;
 
 #[test]
@@ -20,10 +21,14 @@ fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {
     // claims `{"exp": now + 900}`, base64url without padding, HMAC-SHA256
     // under the secret.
     let mut ctx = TestContext::new();
-    let login = r#"{"username":"admin","password":"password"}"#;
     assert_eq!(
-        ctx.call("POST", "/token", None, login),
+        ctx.call("POST", "/token", None, LOGIN),
         issued(&valid_token())
+    );
+    assert_eq!(
+        ctx.token(),
+        valid_token(),
+        "the harness' tokens are issued ones"
     );
     assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
     assert_eq!(
@@ -32,27 +37,22 @@ fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {
     );
 }
 
+/// The reason decides whether the previous secret is tried (only after a
+/// bad signature); every reason is "Invalid token" to the client.
 #[test]
 fn token_verify_names_the_reason() {
     let key = SECRET.as_bytes();
     let check = |token: &str| token::verify(token.as_bytes(), key, NOW);
+    let claims = r#"{"exp":1700000900}"#;
     assert_eq!(check(&valid_token()), Ok(()));
     assert_eq!(
         check(&token_with_exp(&NOW.to_string())),
         Err(TokenError::Expired)
     );
-    assert_eq!(
-        check(&forge(HS256_HEADER, r#"{"exp":1700000900}"#, b"other-key")),
-        Err(TokenError::BadSignature)
-    );
-    assert_eq!(
-        check(&forge(
-            r#"{"alg":"HS512","typ":"JWT"}"#,
-            r#"{"exp":1700000900}"#,
-            key
-        )),
-        Err(TokenError::UnsupportedAlgorithm)
-    );
+    let other_key = forge(HS256_HEADER, claims, b"other-key");
+    assert_eq!(check(&other_key), Err(TokenError::BadSignature));
+    let hs512 = forge(r#"{"alg":"HS512","typ":"JWT"}"#, claims, key);
+    assert_eq!(check(&hs512), Err(TokenError::UnsupportedAlgorithm));
     assert_eq!(
         check(&forge(HS256_HEADER, "{}", key)),
         Err(TokenError::MissingExpiry)
@@ -64,21 +64,25 @@ fn token_verify_names_the_reason() {
 fn token_is_accepted_until_exp_exclusive() {
     let mut ctx = TestContext::new();
     let token = ctx.login();
-    let listed = listed(json!([]));
-    for now in [NOW, NOW + 1, NOW + 899] {
+    for now in [
+        NOW,
+        NOW + 1,
+        NOW + 899,
+        NOW + 900,
+        NOW + 901,
+        NOW + 3600,
+        u64::MAX,
+    ] {
         ctx.now = now;
+        // `exp` exactly now is expired: no leeway.
+        let expected = if now < NOW + 900 {
+            listed(json!([]))
+        } else {
+            invalid_token()
+        };
         assert_eq!(
             ctx.call("GET", "/books", Some(&token), ""),
-            listed,
-            "at {now}"
-        );
-    }
-    // `exp` exactly now is expired: no leeway.
-    for now in [NOW + 900, NOW + 901, NOW + 3600, u64::MAX] {
-        ctx.now = now;
-        assert_eq!(
-            ctx.call("GET", "/books", Some(&token), ""),
-            invalid_token(),
+            expected,
             "at {now}"
         );
     }
@@ -89,15 +93,12 @@ fn token_is_accepted_until_exp_exclusive() {
 fn assert_all_refused(cases: &[(String, Vec<u8>)]) {
     let mut ctx = TestContext::new();
     // Control: the harness' own valid token is accepted.
-    assert_eq!(ctx.call("GET", "/books", Some(&valid_token()), "").0, 200);
+    assert_eq!(ctx.authed("GET", "/books", "").0, 200);
     ctx.reset_calls();
     for (label, token) in cases {
         for (method, path, body) in PROTECTED {
-            assert_eq!(
-                ctx.call_raw(method, path, Some(token), body.as_bytes()),
-                invalid_token(),
-                "{label}: {method} {path}"
-            );
+            let outcome = ctx.call_with(method, path, Some(token), body.as_bytes());
+            assert_eq!(outcome, invalid_token(), "{label}: {method} {path}");
         }
     }
     assert_eq!(ctx.opens, 0, "no refused request reaches the store");
@@ -111,19 +112,23 @@ fn claims_900() -> String {
     format!(r#"{{"exp":{}}}"#, NOW + 900)
 }
 
+/// `text` with `FUTURE`, `NOW` and `PAST` replaced by `NOW + 900`, `NOW`
+/// and `NOW - 1`.
+fn at_times(text: &str) -> String {
+    let text = text.replace("FUTURE", &(NOW + 900).to_string());
+    text.replace("NOW", &NOW.to_string())
+        .replace("PAST", &(NOW - 1).to_string())
+}
+
 #[test]
 fn expired_and_tampered_tokens_are_refused() {
     let valid = valid_token();
-    let parts: Vec<&str> = valid.split('.').collect();
+    let [h, c, s] = cells_by(&valid, '.');
     let later_claims = b64(format!(r#"{{"exp":{}}}"#, NOW + 90_000));
-    let mut flipped_signature = parts[2].to_string();
-    let first = if flipped_signature.starts_with('A') {
-        "B"
-    } else {
-        "A"
-    };
-    flipped_signature.replace_range(0..1, first);
-
+    let flipped = format!("{}{}", if s.starts_with('A') { "B" } else { "A" }, &s[1..]);
+    let other = token_with_exp(&(NOW + 901).to_string());
+    let other_signature = other.rsplit('.').next().unwrap();
+    let other_secret = b"another-secret-of-a-decent-length-xyz";
     assert_all_refused(&[
         case("exp zero", token_with_exp("0")),
         case(
@@ -132,144 +137,118 @@ fn expired_and_tampered_tokens_are_refused() {
         ),
         case(
             "wrong key",
-            forge(
-                HS256_HEADER,
-                &claims_900(),
-                b"another-secret-of-a-decent-length-xyz",
-            ),
+            forge(HS256_HEADER, &claims_900(), other_secret),
         ),
         case(
             "secret with a byte more",
-            forge(HS256_HEADER, &claims_900(), format!("{SECRET}x").as_bytes()),
+            forge(
+                HS256_HEADER,
+                &claims_900(),
+                &[SECRET.as_bytes(), b"x"].concat(),
+            ),
         ),
         case(
             "tampered claims, signature kept",
-            format!("{}.{}.{}", parts[0], later_claims, parts[2]),
+            format!("{h}.{later_claims}.{s}"),
         ),
-        case(
-            "tampered signature",
-            format!("{}.{}.{}", parts[0], parts[1], flipped_signature),
-        ),
+        case("tampered signature", format!("{h}.{c}.{flipped}")),
         case(
             "signature of another token",
-            format!(
-                "{}.{}.{}",
-                parts[0],
-                parts[1],
-                token_with_exp(&(NOW + 901).to_string())
-                    .rsplit('.')
-                    .next()
-                    .unwrap()
-            ),
+            format!("{h}.{c}.{other_signature}"),
         ),
         case("truncated signature", valid[..valid.len() - 4].to_string()),
-        case("empty signature", format!("{}.{}.", parts[0], parts[1])),
+        case("empty signature", format!("{h}.{c}.")),
         case(
             "signature over the claims only",
-            format!(
-                "{}.{}.{}",
-                parts[0],
-                parts[1],
-                sign(parts[1], SECRET.as_bytes())
-            ),
+            format!("{h}.{c}.{}", sign(c, SECRET.as_bytes())),
         ),
     ]);
 }
 
-#[test]
-fn only_hs256_is_accepted() {
-    let claims = claims_900();
-    let unsigned = |header: &str| format!("{}.{}.", b64(header), b64(&claims));
-    let signed = |header: &str| forge(header, &claims, SECRET.as_bytes());
-    assert_all_refused(&[
-        case("alg none", unsigned(r#"{"alg":"none","typ":"JWT"}"#)),
-        case("alg None", unsigned(r#"{"alg":"None","typ":"JWT"}"#)),
-        case("alg NONE", unsigned(r#"{"alg":"NONE","typ":"JWT"}"#)),
-        case("alg nOnE", unsigned(r#"{"alg":"nOnE"}"#)),
-        case(
-            "alg none, signed anyway",
-            signed(r#"{"alg":"none","typ":"JWT"}"#),
-        ),
-        case("alg RS256", signed(r#"{"alg":"RS256","typ":"JWT"}"#)),
-        case("alg ES256", signed(r#"{"alg":"ES256","typ":"JWT"}"#)),
-        case("alg PS256", signed(r#"{"alg":"PS256","typ":"JWT"}"#)),
-        case("alg HS384", signed(r#"{"alg":"HS384","typ":"JWT"}"#)),
-        case("alg HS512", signed(r#"{"alg":"HS512","typ":"JWT"}"#)),
-        case("alg hs256", signed(r#"{"alg":"hs256","typ":"JWT"}"#)),
-        case(
-            "alg with a space",
-            signed(r#"{"alg":"HS256 ","typ":"JWT"}"#),
-        ),
-        case("alg missing", signed(r#"{"typ":"JWT"}"#)),
-        case("alg null", signed(r#"{"alg":null,"typ":"JWT"}"#)),
-        case("alg a number", signed(r#"{"alg":256,"typ":"JWT"}"#)),
-        case("alg an array", signed(r#"{"alg":["HS256"],"typ":"JWT"}"#)),
-        case("alg an object", signed(r#"{"alg":{"name":"HS256"}}"#)),
-        case(
-            "crit header",
-            signed(r#"{"alg":"HS256","typ":"JWT","crit":["exp"]}"#),
-        ),
-        case("empty crit header", signed(r#"{"alg":"HS256","crit":[]}"#)),
-        case("empty header object", signed("{}")),
-    ]);
+/// The segments of `text` split at `separator`, exactly `N` of them.
+fn cells_by<const N: usize>(text: &str, separator: char) -> [&str; N] {
+    let parts: Vec<&str> = text.split(separator).collect();
+    parts
+        .try_into()
+        .unwrap_or_else(|_| panic!("{N} parts: {text}"))
 }
+
+/// Headers refused, each signed with the secret (the `none` ones, the first
+/// four, also unsigned): another `alg`, `crit`, or not a JSON object.
+const REFUSED_HEADERS: &str = r#"
+    {"alg":"none","typ":"JWT"}
+    {"alg":"None","typ":"JWT"}
+    {"alg":"NONE","typ":"JWT"}
+    {"alg":"nOnE"}
+    {"alg":"RS256","typ":"JWT"}
+    {"alg":"ES256","typ":"JWT"}
+    {"alg":"PS256","typ":"JWT"}
+    {"alg":"HS384","typ":"JWT"}
+    {"alg":"HS512","typ":"JWT"}
+    {"alg":"hs256","typ":"JWT"}
+    {"alg":"HS256 ","typ":"JWT"}
+    {"typ":"JWT"}
+    {"alg":null,"typ":"JWT"}
+    {"alg":256,"typ":"JWT"}
+    {"alg":["HS256"],"typ":"JWT"}
+    {"alg":{"name":"HS256"}}
+    {"alg":"HS256","typ":"JWT","crit":["exp"]}
+    {"alg":"HS256","crit":[]}
+    {}
+    []
+    ["alg","HS256"]
+    null
+    HS256
+    "HS256""#;
+
+#[test]
+fn only_an_hs256_header_object_is_accepted() {
+    let headers: Vec<&str> = REFUSED_HEADERS.trim().lines().map(str::trim).collect();
+    let signed = headers
+        .iter()
+        .map(|h| case(h, forge(h, &claims_900(), SECRET.as_bytes())));
+    let unsigned = headers[..4]
+        .iter()
+        .map(|h| case(h, format!("{}.{}.", b64(h), b64(claims_900()))));
+    assert_all_refused(&signed.chain(unsigned).collect::<Vec<_>>());
+}
+
+/// Claims refused, signed with the secret (`at_times`): no numeric `exp` in
+/// the future, or no JSON object at all.
+const REFUSED_CLAIMS: &str = r#"
+    {}
+    {"sub":"admin","iat":1700000000}
+    {"EXP":FUTURE}
+    {"exp":"FUTURE"}
+    {"exp":null}
+    {"exp":true}
+    {"exp":[FUTURE]}
+    {"exp":{"seconds":9999999999}}
+    {"exp":-1}
+    {"exp":-9223372036854775808}
+    {"exp":-1.5}
+    {"exp":-1e300}
+    {"exp":PAST.5}
+    {"exp":NOW.0}
+    {"exp":1e400}
+    [FUTURE]
+    FUTURE
+    "exp"
+    null
+    exp=1700000900
+    {"exp":1700000900"#;
 
 #[test]
 fn claims_without_a_future_numeric_exp_are_refused() {
-    let signed = |claims: &str| forge(HS256_HEADER, claims, SECRET.as_bytes());
-    let past_fraction = format!("{}.5", NOW - 1);
-    let now_as_float = format!("{NOW}.0");
-    assert_all_refused(&[
-        case("no exp", signed("{}")),
-        case(
-            "no exp, other claims",
-            signed(r#"{"sub":"admin","iat":1700000000}"#),
-        ),
-        case(
-            "EXP upper case",
-            signed(&format!(r#"{{"EXP":{}}}"#, NOW + 900)),
-        ),
-        case(
-            "exp a string",
-            signed(&format!(r#"{{"exp":"{}"}}"#, NOW + 900)),
-        ),
-        case("exp null", signed(r#"{"exp":null}"#)),
-        case("exp true", signed(r#"{"exp":true}"#)),
-        case(
-            "exp an array",
-            signed(&format!(r#"{{"exp":[{}]}}"#, NOW + 900)),
-        ),
-        case("exp an object", signed(r#"{"exp":{"seconds":9999999999}}"#)),
-        case("exp negative", signed(r#"{"exp":-1}"#)),
-        case(
-            "exp very negative",
-            signed(r#"{"exp":-9223372036854775808}"#),
-        ),
-        case("exp negative fraction", signed(r#"{"exp":-1.5}"#)),
-        case("exp huge negative float", signed(r#"{"exp":-1e300}"#)),
-        case(
-            "exp fractional, in the past",
-            signed(&format!(r#"{{"exp":{past_fraction}}}"#)),
-        ),
-        case(
-            "exp now written as a float",
-            signed(&format!(r#"{{"exp":{now_as_float}}}"#)),
-        ),
-        case("exp out of f64 range", signed(r#"{"exp":1e400}"#)),
-        case(
-            "claims not an object: array",
-            signed(&format!("[{}]", NOW + 900)),
-        ),
-        case(
-            "claims not an object: number",
-            signed(&(NOW + 900).to_string()),
-        ),
-        case("claims not an object: string", signed(r#""exp""#)),
-        case("claims null", signed("null")),
-        case("claims not JSON", signed("exp=1700000900")),
-        case("claims truncated JSON", signed(r#"{"exp":1700000900"#)),
-        case("claims empty", signed("")),
-    ]);
+    let claims = REFUSED_CLAIMS
+        .trim()
+        .lines()
+        .map(|claims| at_times(claims.trim()));
+    let claims = claims.chain([String::new()]);
+    let cases: Vec<_> = claims
+        .map(|c| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes())))
+        .collect();
+    assert_all_refused(&cases);
 }
 
 #[test]
@@ -277,36 +256,30 @@ fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
     // Fractional and huge `exp` values, other header and claim fields, and
     // whitespace around the header value (RFC 9110 section 5.5: not part of it).
     let mut ctx = TestContext::new();
-    let mut tokens: Vec<String> = [
-        format!("{NOW}.5"),
-        format!("{}.25", NOW + 10),
-        "1e300".to_string(),
-        "1.7976931348623157e308".to_string(),
-        "18446744073709551615".to_string(),
-        "99999999999999999999999".to_string(),
-        format!("{}", NOW + 1),
-    ]
-    .iter()
-    .map(|exp| token_with_exp(exp))
-    .collect();
+    let exps = "NOW.5 FUTURE.25 1e300 1.7976931348623157e308 18446744073709551615 \
+                99999999999999999999999 1700000001"; // the last: NOW + 1
+    let mut tokens: Vec<String> = exps
+        .split(' ')
+        .map(|exp| token_with_exp(&at_times(exp)))
+        .collect();
     for (header, claims) in [
-        (r#"{"alg":"HS256"}"#.to_string(), claims_900()),
-        (r#"{"typ":"JWT","alg":"HS256"}"#.to_string(), claims_900()),
+        (r#"{"alg":"HS256"}"#, claims_900()),
+        (r#"{"typ":"JWT","alg":"HS256"}"#, claims_900()),
+        (r#"{"alg":"HS256","typ":"JWT","kid":"k1"}"#, claims_900()),
         (
-            r#"{"alg":"HS256","typ":"JWT","kid":"k1"}"#.to_string(),
-            claims_900(),
-        ),
-        (
-            HS256_HEADER.to_string(),
-            format!(r#"{{"sub":"admin","exp":{},"iat":{NOW}}}"#, NOW + 900),
+            HS256_HEADER,
+            at_times(r#"{"sub":"admin","exp":FUTURE,"iat":NOW}"#),
         ),
     ] {
-        tokens.push(forge(&header, &claims, SECRET.as_bytes()));
+        tokens.push(forge(header, &claims, SECRET.as_bytes()));
     }
     tokens.push(format!("  {}\t", valid_token()));
     for token in &tokens {
-        let outcome = ctx.call("GET", "/books", Some(token), "");
-        assert_eq!(outcome, listed(json!([])), "{token:?}");
+        assert_eq!(
+            ctx.call("GET", "/books", Some(token), ""),
+            listed(json!([])),
+            "{token:?}"
+        );
     }
     // The fractional one expires once its time has passed.
     ctx.now = NOW + 1;
@@ -319,18 +292,14 @@ fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
 #[test]
 fn malformed_tokens_are_refused() {
     let valid = valid_token();
-    let parts: Vec<&str> = valid.split('.').collect();
-    let (h, c, s) = (parts[0], parts[1], parts[2]);
-    let with_space = format!("{}.{} {}.{}", h, &c[..5], &c[5..], s);
-    let with_newline = format!("{}.{}\n{}.{}", h, &c[..5], &c[5..], s);
-    let with_tab = format!("{h}.{c}.{}\t{}", &s[..5], &s[5..]);
+    let [h, c, s] = cells_by(&valid, '.');
     let mut non_utf8 = valid.clone().into_bytes();
     non_utf8.push(0xFF);
     let mut non_utf8_inside = valid.clone().into_bytes();
     non_utf8_inside.insert(h.len() + 2, 0xC3);
-    let signed = |header: &str| forge(header, &claims_900(), SECRET.as_bytes());
+    let standard = s.replace('-', "+").replace('_', "/") + "+/";
     assert_all_refused(&[
-        case("one segment", h.to_string()),
+        case("one segment", h),
         case("two segments", format!("{h}.{c}")),
         case("four segments", format!("{valid}.{s}")),
         case("trailing dot", format!("{valid}.")),
@@ -344,13 +313,13 @@ fn malformed_tokens_are_refused() {
             "signature with a = inside",
             format!("{h}.{c}.{}={}", &s[..20], &s[20..]),
         ),
+        case("base64 with + and /", format!("{h}.{c}.{standard}")),
+        case("space inside", format!("{h}.{} {}.{s}", &c[..5], &c[5..])),
         case(
-            "base64 with + and /",
-            format!("{h}.{c}.{}", s.replace('-', "+").replace('_', "/") + "+/"),
+            "newline inside",
+            format!("{h}.{}\n{}.{s}", &c[..5], &c[5..]),
         ),
-        case("space inside", with_space),
-        case("newline inside", with_newline),
-        case("tab inside", with_tab),
+        case("tab inside", format!("{h}.{c}.{}\t{}", &s[..5], &s[5..])),
         case("Bearer prefix", format!("Bearer {valid}")),
         case("bearer prefix", format!("bearer {valid}")),
         case("BEARER prefix", format!("BEARER {valid}")),
@@ -363,12 +332,7 @@ fn malformed_tokens_are_refused() {
         case("only non-UTF-8 bytes", vec![0xFF, 0xFE, 0xFD]),
         case("NUL byte", format!("{valid}\0")),
         case("garbage", "not-a-token"),
-        case("header JSON array", signed("[]")),
-        case("header JSON array with alg", signed(r#"["alg","HS256"]"#)),
-        case("header JSON null", signed("null")),
-        case("header not JSON", signed("HS256")),
-        case("header JSON string", signed(r#""HS256""#)),
-        case("header not base64", format!("{}.{c}.{s}", "e30!")),
+        case("header not base64", format!("e30!.{c}.{s}")),
     ]);
 }
 
@@ -376,29 +340,26 @@ fn malformed_tokens_are_refused() {
 fn padding_on_any_segment_is_malformed() {
     // Header and claims whose lengths are not multiples of 3, so that the
     // padded form differs; each padded token is signed over its own text, so
-    // the `=` is the only fault. The unpadded controls are accepted.
+    // the `=` is the only fault. The unpadded control is accepted.
     let header = r#"{"alg":"HS256","typ":"JWT","x":12}"#; // 34 bytes
-    let claims = format!(r#"{{"exp":{},"a":1}}"#, NOW + 900); // 24 bytes
-    let claims = format!("{claims} "); // 25 bytes
+    let claims = format!(r#"{{"exp":{},"a":1}} "#, NOW + 900); // 25 bytes
     assert_ne!(header.len() % 3, 0);
     assert_ne!(claims.len() % 3, 0);
     let key = SECRET.as_bytes();
     let (h, hp) = (b64(header), URL_SAFE.encode(header));
     let (c, cp) = (b64(&claims), URL_SAFE.encode(&claims));
     assert!(hp.ends_with('=') && cp.ends_with('='));
-
+    let unpadded = sign_segments(&h, &c, key);
     let mut ctx = TestContext::new();
     assert_eq!(
-        ctx.call("GET", "/books", Some(&sign_segments(&h, &c, key)), ""),
+        ctx.call("GET", "/books", Some(&unpadded), ""),
         listed(json!([])),
-        "unpadded control"
+        "control"
     );
-    let padded_signature = {
-        let t = sign_segments(&h, &c, key);
-        let signature = t.rsplit('.').next().unwrap().to_string();
-        let raw = b64_decode(&signature);
-        format!("{h}.{c}.{}", URL_SAFE.encode(raw))
-    };
+    let signature = URL_SAFE_NO_PAD
+        .decode(unpadded.rsplit('.').next().unwrap())
+        .unwrap();
+    let padded_signature = format!("{h}.{c}.{}", URL_SAFE.encode(signature));
     assert!(padded_signature.ends_with('='));
     assert_all_refused(&[
         case("padded header", sign_segments(&hp, &c, key)),
@@ -424,32 +385,23 @@ fn standard_base64_alphabet_is_malformed() {
         if url_safe == standard {
             continue;
         }
+        let control = sign_segments(&url_safe, &claims, key);
         assert_eq!(
-            ctx.call(
-                "GET",
-                "/books",
-                Some(&sign_segments(&url_safe, &claims, key)),
-                ""
-            )
-            .0,
+            ctx.call("GET", "/books", Some(&control), "").0,
             200,
-            "base64url control for {filler}"
+            "{filler}"
         );
-        refused.push(case(
-            &format!("standard alphabet header {standard}"),
-            sign_segments(&standard, &claims, key),
-        ));
+        let label = format!("standard alphabet header {standard}");
+        refused.push(case(&label, sign_segments(&standard, &claims, key)));
     }
-    assert!(
-        refused.iter().any(|(label, _)| label.contains('+'))
-            && refused.iter().any(|(label, _)| label.contains('/')),
-        "both '+' and '/' are exercised: {refused:?}"
-    );
+    let labels = || refused.iter().map(|(label, _)| label);
+    let both = labels().any(|l| l.contains('+')) && labels().any(|l| l.contains('/'));
+    assert!(both, "both '+' and '/' are exercised: {refused:?}");
     assert_all_refused(&refused);
 }
 
 #[test]
-fn missing_or_blank_header_is_token_required() {
+fn a_missing_or_blank_header_is_token_required() {
     let mut ctx = TestContext::new();
     for (method, path, body) in PROTECTED {
         for header in [
@@ -460,11 +412,8 @@ fn missing_or_blank_header_is_token_required() {
             Some("\t"),
             Some(" \t \t "),
         ] {
-            assert_eq!(
-                ctx.call(method, path, header, body),
-                token_required(),
-                "{method} {path} {header:?}"
-            );
+            let outcome = ctx.call(method, path, header, body);
+            assert_eq!(outcome, token_required(), "{method} {path} {header:?}");
         }
     }
     assert_eq!(ctx.opens, 0);
@@ -510,11 +459,11 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
             Some(""),
             None,
             false,
-            vec![empty_key.clone()],
+            vec![empty_key],
             "SECRET_TOKEN",
         ),
         (
-            "a secret under 32 bytes",
+            "a secret of 31 bytes",
             Some(short),
             None,
             false,
@@ -522,11 +471,11 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
             "shorter than 32 bytes (RFC 7518",
         ),
         (
-            "a previous secret under 32 bytes",
+            "a previous secret of 31 bytes",
             Some(SECRET),
             Some(short),
             true,
-            vec![short_key.clone()],
+            vec![short_key],
             "SECRET_TOKEN_PREVIOUS",
         ),
         (
@@ -540,8 +489,15 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     ];
     for (case, secret, previous, issues, tokens, logged) in cases {
         let mut ctx = TestContext::new();
-        ctx.secret = secret.map(String::from);
-        ctx.previous_secret = previous.map(String::from);
+        ctx.unset(Setting::SecretToken);
+        for (setting, value) in [
+            (Setting::SecretToken, secret),
+            (Setting::SecretTokenPrevious, previous),
+        ] {
+            if let Some(value) = value {
+                ctx.set(setting, value);
+            }
+        }
         for token in &tokens {
             for (method, path, body) in PROTECTED {
                 let outcome = ctx.call(method, path, Some(token), body);
@@ -554,7 +510,7 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
             token_required(),
             "{case}"
         );
-        let (login, _) = ctx.post_token(r#"{"username":"admin","password":"password"}"#);
+        let (login, _) = ctx.post_token(LOGIN);
         match issues {
             true => assert_eq!(login.0, 200, "{case}"),
             false => assert_eq!(login, token_not_issued(), "{case}"),
@@ -563,10 +519,8 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
         let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
         assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{case}");
         // The logins touched only the failed-login counts, never the books.
-        assert!(
-            ctx.statements.iter().all(|name| name.contains("attempt")),
-            "{case}"
-        );
+        let books_untouched = ctx.statements.iter().all(|name| name.contains("attempt"));
+        assert!(books_untouched, "{case}: {:?}", ctx.statements);
         assert!(
             ctx.logs.iter().any(|l| l.contains(logged)),
             "{case}: {:?}",
@@ -575,42 +529,34 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     }
     // 32 bytes are enough.
     let mut ctx = TestContext::new();
-    ctx.secret = Some(format!("{short}f"));
+    ctx.set(Setting::SecretToken, &format!("{short}f"));
     ctx.login();
-}
-
-#[test]
-fn rotating_the_secret_invalidates_earlier_tokens() {
-    let mut ctx = TestContext::new();
-    let token = ctx.login();
-    ctx.secret = Some(format!("{SECRET}-rotated"));
-    assert_eq!(ctx.call("GET", "/books", Some(&token), ""), invalid_token());
 }
 
 // ---- The previous signing secret ----------------------------------------
 
+/// While `secret_token_previous` is set, its tokens are accepted until they
+/// expire; without it (a rotation), at once refused.
 #[test]
 fn tokens_of_the_previous_secret_are_accepted_until_they_expire() {
     let mut ctx = TestContext::new();
-    ctx.previous_secret = Some(PREVIOUS.into());
+    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
     let old = token::issue(PREVIOUS.as_bytes(), NOW - 100).unwrap();
-    ctx.never_logged.push(old.clone());
     assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
     // Until its exp (NOW - 100 + 900), not a second longer.
     ctx.now = NOW + 799;
     assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
     ctx.now = NOW + 800;
     assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
-    // Without the setting, the old token is refused at once.
     ctx.now = NOW;
-    ctx.previous_secret = None;
+    ctx.unset(Setting::SecretTokenPrevious);
     assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
 }
 
 #[test]
 fn new_tokens_are_signed_with_the_current_secret_only() {
     let mut ctx = TestContext::new();
-    ctx.previous_secret = Some(PREVIOUS.into());
+    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
     let issued = ctx.login();
     assert_eq!(
         token::verify(issued.as_bytes(), SECRET.as_bytes(), NOW),
