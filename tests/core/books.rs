@@ -2,11 +2,13 @@
 //! exact envelopes; ids (never reused, only the canonical decimal form names
 //! a book); the book body rules on create and update (spec, "Per-endpoint
 //! rules"; docs/api.md, "Book rules"); what each request asks of the store;
-//! store failures; which store `DB_URL` opens, and an unsupported one.
+//! store failures; which store `DB_URL` opens, and an unsupported one; and
+//! a property: any book body is accepted exactly when the rules hold.
 //! Catalog queries on `GET /books` are catalog.rs's; the order of 404, 412
 //! and 400 on `PUT` is safe_writes.rs's.
 
-use serde_json::json;
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
 
 use crate::support::*;
 
@@ -500,5 +502,73 @@ fn an_unsupported_db_url_is_500_naming_the_setting_without_its_password() {
             assert!(named, "{db_url}: {method} {path}: {:?}", ctx.logs);
         }
         assert_eq!(ctx.opens, 0, "{db_url}: no store opened");
+    }
+}
+
+/// The field rules stated independently (docs/api.md, "Book rules").
+fn valid_text(value: &Value) -> bool {
+    let valid = |text: &str| !text.trim().is_empty() && !text.contains('\0');
+    value
+        .as_str()
+        .is_some_and(|text| valid(text) && text.chars().count() <= 1000)
+}
+
+fn valid_year(value: &Value) -> bool {
+    value
+        .as_i64()
+        .is_some_and(|year| i32::try_from(year).is_ok())
+}
+
+fn field_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<i32>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        ".{0,12}".prop_map(Value::from),
+        "[ \t\n]{0,3}".prop_map(Value::from),
+        Just(Value::from("x".repeat(1000))),
+        Just(Value::from("é".repeat(1001))),
+        Just(json!([1, 2])),
+        Just(json!({"nested": true})),
+    ]
+}
+
+/// A JSON object with any of the book's fields, an `id` and another field,
+/// each of any kind of value.
+pub fn book_object() -> impl Strategy<Value = Map<String, Value>> {
+    let names = ["title", "author", "year", "id", "extra"];
+    let values = proptest::collection::vec(proptest::option::of(field_value()), 5);
+    values.prop_map(move |values| {
+        let fields = names.iter().zip(values);
+        fields
+            .filter_map(|(name, value)| Some((name.to_string(), value?)))
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn any_book_body_is_accepted_exactly_when_the_rules_hold(object in book_object()) {
+        let body = serde_json::to_string(&object).unwrap();
+        let valid = object.get("title").is_none_or(valid_text)
+            && object.get("author").is_none_or(valid_text)
+            && object.get("year").is_none_or(valid_year);
+        let complete = ["title", "author", "year"].iter().all(|f| object.contains_key(*f));
+        let mut ctx = TestContext::new();
+        ctx.create_book("T", "A", 1);
+        let (status, envelope, _) = ctx.authed("POST", "/book", &body);
+        prop_assert_eq!(status, if valid && complete { 201 } else { 400 });
+        if status == 201 {
+            prop_assert_eq!(Some(&envelope["data"]["title"]), object.get("title"));
+            prop_assert_eq!(Some(&envelope["data"]["year"]), object.get("year"));
+        }
+        let (status, _, _) = ctx.authed("PUT", "/book/1", &body);
+        prop_assert_eq!(status, if valid { 200 } else { 400 });
     }
 }

@@ -9,7 +9,6 @@ mod catalog;
 mod health;
 mod login;
 mod openapi;
-mod properties;
 mod requests;
 mod safe_writes;
 mod tokens;

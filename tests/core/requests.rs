@@ -3,9 +3,11 @@
 //! checks (the route, the token, the method, the query or body, the store),
 //! the body limit (413; read only by the endpoints that take a body), the
 //! envelope and headers byte for byte (`TestContext` checks them on every
-//! call), and the request log line.
+//! call), the request log line, and a property: any request gets a
+//! consistent envelope, never a 5xx.
 
 use book_catalog::MAX_BODY_BYTES;
+use proptest::prelude::*;
 use serde_json::json;
 
 use crate::support::*;
@@ -285,4 +287,35 @@ fn each_request_line_names_its_route_status_and_store_never_its_path() {
     ];
     let expected = expected.map(|fields| format!("level=info msg=request {fields} duration_us=0"));
     assert_eq!(ctx.request_lines, expected);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn every_request_gets_a_consistent_envelope(
+        method in prop_oneof![
+            Just("GET".to_string()), Just("POST".to_string()), Just("PUT".to_string()),
+            Just("DELETE".to_string()), "[A-Z]{1,8}",
+        ],
+        path in prop_oneof![
+            Just("/token".to_string()), Just("/book".to_string()), Just("/books".to_string()),
+            "/book/[0-9a-z%.-]{0,22}", "/[a-z/]{0,12}",
+        ],
+        authorized in any::<bool>(),
+        body in prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..200),
+            crate::books::book_object().prop_map(|o| serde_json::to_vec(&o).unwrap()),
+        ],
+    ) {
+        // `TestContext` checks what every answer must satisfy: a JSON
+        // envelope whose status is the HTTP status, data null on errors,
+        // Content-Type, Cache-Control, Allow exactly with 405, Retry-After
+        // exactly with 429, no secret in the log.
+        let mut ctx = TestContext::new();
+        let token = ctx.token();
+        let auth = authorized.then_some(token.as_bytes());
+        let (status, _, _) = ctx.call_with(&method, &path, auth, &body[..]);
+        prop_assert!(status < 500, "{} {} gave {}", method, path, status);
+    }
 }

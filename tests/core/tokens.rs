@@ -2,14 +2,17 @@
 //! is accepted on the protected routes, every kind of token they must
 //! refuse, a missing or blank header, and the signing secrets: missing,
 //! empty, shorter than 32 bytes, rotated, and the previous secret
-//! (`secret_token_previous`). Who may log in, and the failed-login limit,
-//! are login.rs's.
+//! (`secret_token_previous`); and three properties: arbitrary bytes are
+//! never a token, any change breaks one, and one issued with any key at any
+//! time verifies until it expires. Who may log in, and the failed-login
+//! limit, are login.rs's.
 
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine;
 use book_catalog::token::{self, TokenError};
+use proptest::prelude::*;
 use serde_json::json;
 
 use crate::support::*;
@@ -437,100 +440,79 @@ fn a_one_mebibyte_header_is_refused_fast() {
     assert_eq!(ctx.opens, 0);
 }
 
+/// A context with these signing secrets (`None`: unset).
+fn with_secrets(secret: Option<&str>, previous: Option<&str>) -> TestContext {
+    let mut ctx = TestContext::new();
+    ctx.unset(Setting::SecretToken);
+    let secrets = [
+        (Setting::SecretToken, secret),
+        (Setting::SecretTokenPrevious, previous),
+    ];
+    for (setting, value) in secrets {
+        if let Some(value) = value {
+            ctx.set(setting, value);
+        }
+    }
+    ctx
+}
+
+/// Each of `tokens` is refused on every protected route (no token still
+/// "required"); a login is issued or not (500 "Could not generate token"),
+/// wrong credentials are refused before the secret matters, no book is
+/// touched, and the log says `logged`.
+fn assert_unusable(mut ctx: TestContext, tokens: &[&str], issues: bool, logged: &str) {
+    for token in tokens {
+        for (method, path, body) in PROTECTED {
+            let outcome = ctx.call(method, path, Some(token), body);
+            assert_eq!(outcome, invalid_token(), "{logged}: {method} {path}");
+        }
+    }
+    assert_eq!(ctx.call("GET", "/books", None, ""), token_required());
+    let (login, _) = ctx.post_token(LOGIN);
+    match issues {
+        true => assert_eq!(login.0, 200, "{logged}"),
+        false => assert_eq!(login, token_not_issued(), "{logged}"),
+    }
+    let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
+    assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{logged}");
+    let books_untouched = ctx.statements.iter().all(|name| name.contains("attempt"));
+    assert!(books_untouched, "{logged}: {:?}", ctx.statements);
+    assert!(
+        ctx.logs.iter().any(|l| l.contains(logged)),
+        "{logged}: {:?}",
+        ctx.logs
+    );
+}
+
 #[test]
 fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let short = "0123456789abcdef0123456789abcde"; // 31 bytes
     let empty_key = forge(HS256_HEADER, &claims_900(), b"");
     let short_key = forge(HS256_HEADER, &claims_900(), short.as_bytes());
     let previous = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
-    // (case, secret_token, secret_token_previous, whether a login is issued,
-    // the tokens refused on every protected route, what the log names)
-    let cases = [
-        (
-            "no secret",
-            None,
-            None,
-            false,
-            vec![valid_token(), empty_key.clone()],
-            "secret",
-        ),
-        (
-            "an empty secret",
-            Some(""),
-            None,
-            false,
-            vec![empty_key],
-            "SECRET_TOKEN",
-        ),
-        (
-            "a secret of 31 bytes",
-            Some(short),
-            None,
-            false,
-            vec![short_key.clone()],
-            "shorter than 32 bytes (RFC 7518",
-        ),
-        (
-            "a previous secret of 31 bytes",
-            Some(SECRET),
-            Some(short),
-            true,
-            vec![short_key],
-            "SECRET_TOKEN_PREVIOUS",
-        ),
-        (
-            "the previous secret alone",
-            None,
-            Some(PREVIOUS),
-            false,
-            vec![previous],
-            "SECRET_TOKEN",
-        ),
-    ];
-    for (case, secret, previous, issues, tokens, logged) in cases {
-        let mut ctx = TestContext::new();
-        ctx.unset(Setting::SecretToken);
-        for (setting, value) in [
-            (Setting::SecretToken, secret),
-            (Setting::SecretTokenPrevious, previous),
-        ] {
-            if let Some(value) = value {
-                ctx.set(setting, value);
-            }
-        }
-        for token in &tokens {
-            for (method, path, body) in PROTECTED {
-                let outcome = ctx.call(method, path, Some(token), body);
-                assert_eq!(outcome, invalid_token(), "{case}: {method} {path}");
-            }
-        }
-        // Still "required" when nothing is sent.
-        assert_eq!(
-            ctx.call("GET", "/books", None, ""),
-            token_required(),
-            "{case}"
-        );
-        let (login, _) = ctx.post_token(LOGIN);
-        match issues {
-            true => assert_eq!(login.0, 200, "{case}"),
-            false => assert_eq!(login, token_not_issued(), "{case}"),
-        }
-        // Wrong credentials are refused before the secret matters.
-        let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
-        assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{case}");
-        // The logins touched only the failed-login counts, never the books.
-        let books_untouched = ctx.statements.iter().all(|name| name.contains("attempt"));
-        assert!(books_untouched, "{case}: {:?}", ctx.statements);
-        assert!(
-            ctx.logs.iter().any(|l| l.contains(logged)),
-            "{case}: {:?}",
-            ctx.logs
-        );
-    }
+    let valid = valid_token();
+    let none = with_secrets(None, None);
+    assert_unusable(none, &[&valid, &empty_key], false, "secret");
+    let empty = with_secrets(Some(""), None);
+    assert_unusable(empty, &[&empty_key], false, "SECRET_TOKEN");
+    let too_short = with_secrets(Some(short), None);
+    assert_unusable(
+        too_short,
+        &[&short_key],
+        false,
+        "shorter than 32 bytes (RFC 7518",
+    );
+    let previous_alone = with_secrets(None, Some(PREVIOUS));
+    assert_unusable(previous_alone, &[&previous], false, "SECRET_TOKEN");
+    let previous_too_short = with_secrets(Some(SECRET), Some(short));
+    assert_unusable(
+        previous_too_short,
+        &[&short_key],
+        true,
+        "SECRET_TOKEN_PREVIOUS",
+    );
     // 32 bytes are enough.
-    let mut ctx = TestContext::new();
-    ctx.set(Setting::SecretToken, &format!("{short}f"));
-    ctx.login();
+    with_secrets(Some(&format!("{short}f")), None).login();
 }
 
 // ---- The previous signing secret ----------------------------------------
@@ -566,4 +548,43 @@ fn new_tokens_are_signed_with_the_current_secret_only() {
     // A token of neither secret is still refused.
     let other = token::issue(b"some-third-secret-of-enough-length-000", NOW).unwrap();
     assert_eq!(ctx.call("GET", "/books", Some(&other), ""), invalid_token());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn arbitrary_bytes_are_never_a_token(
+        bytes in prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..400),
+            proptest::collection::vec("[A-Za-z0-9_=+/ -]{0,60}", 0..6)
+                .prop_map(|segments| segments.join(".").into_bytes()),
+        ]
+    ) {
+        prop_assert!(token::verify(&bytes, SECRET.as_bytes(), NOW).is_err());
+    }
+
+    #[test]
+    fn any_change_to_an_issued_token_invalidates_it(position in 0usize..200, byte in any::<u8>()) {
+        let mut tampered = valid_token().into_bytes();
+        let position = position % tampered.len();
+        prop_assume!(tampered[position] != byte);
+        tampered[position] = byte;
+        // A change confined to the signature's unused low bits of the last
+        // base64 character is rejected by the strict decoder, so every change counts.
+        let verified = token::verify(&tampered, SECRET.as_bytes(), NOW);
+        prop_assert!(verified.is_err(), "{}", String::from_utf8_lossy(&tampered));
+    }
+
+    #[test]
+    fn issued_tokens_verify_for_any_key_and_time(
+        key in proptest::collection::vec(any::<u8>(), 1..100),
+        now in 0u64..=u64::MAX / 2,
+    ) {
+        let issued = token::issue(&key, now).unwrap();
+        prop_assert_eq!(token::verify(issued.as_bytes(), &key, now), Ok(()));
+        let expired = token::verify(issued.as_bytes(), &key, now + token::LIFETIME_SECONDS);
+        prop_assert_eq!(expired, Err(TokenError::Expired));
+        prop_assert!(token::verify(issued.as_bytes(), b"another key", now).is_err());
+    }
 }
