@@ -342,7 +342,8 @@ fn text_round_trips_exactly_and_a_client_id_or_unknown_field_is_ignored() {
         created(10, "été 📚", "三体 / \"q\"", 1)
     );
     // An id in the body names neither the book nor its id.
-    let body = r#"{"id":999,"title":"Dune","author":"Frank Herbert","year":1965,"isbn":"978-0441013593","tags":["sf"],"secret":{"x":1}}"#;
+    let body = r#"{"id":999,"title":"Dune","author":"Frank Herbert","year":1965,
+                   "isbn":"978-0441013593","tags":["sf"],"secret":{"x":1}}"#;
     assert_eq!(
         ctx.authed("POST", "/book", body),
         created(11, "Dune", "Frank Herbert", 1965)

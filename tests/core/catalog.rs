@@ -363,10 +363,12 @@ proptest! {
             }
         }
         let all: Vec<Value> = ctx.all_books().as_array().unwrap().clone();
+        let matches = |book: &Value, field: &str, needle: &Option<String>| {
+            needle.as_ref().is_none_or(|n| oracle_contains(book[field].as_str().unwrap(), n))
+        };
         let expected: Vec<i64> = all
             .iter()
-            .filter(|b| title.as_ref().is_none_or(|t| oracle_contains(b["title"].as_str().unwrap(), t)))
-            .filter(|b| author.as_ref().is_none_or(|a| oracle_contains(b["author"].as_str().unwrap(), a)))
+            .filter(|b| matches(b, "title", &title) && matches(b, "author", &author))
             .filter(|b| year.is_none_or(|y| b["year"] == json!(y)))
             .map(|b| b["id"].as_i64().unwrap())
             .collect();

@@ -570,39 +570,46 @@ fn ended_windows_start_over_and_are_cleaned_up_in_batches() {
 /// to `X-Forwarded-For` the address it received from.
 #[test]
 fn the_client_counted_is_the_one_the_settings_name() {
-    let xff = "x-forwarded-for";
-    // peer | settings | request header fields | the client counted
+    // The peer is 10.0.0.1:5555 (its port is not part of the client).
+    // settings (hops: trusted_proxy_hops, trust: trust_forwarded_for,
+    // header: client_ip_header) | a request header (XFF: X-Forwarded-For) |
+    // the client counted
     let table = "
-        203.0.113.1:1000          |                          |                        | 203.0.113.1
-        10.0.0.1:5555             |                          | spin-client-addr=198.51.100.1:1 | 10.0.0.1
-        10.0.0.1:5555             |                          | XFF=198.51.100.1       | 10.0.0.1
-        10.0.0.1:5555             | trusted_proxy_hops=1     | XFF=203.0.113.1, 198.51.100.7 | 198.51.100.7
-        10.0.0.1:5555             | trusted_proxy_hops=2     | XFF=6.6.6.6, 198.51.100.20, 192.0.2.250 | 198.51.100.20
-        10.0.0.1:5555             | trust_forwarded_for=true | XFF=203.0.113.50, 198.51.100.9 | 198.51.100.9
-        10.0.0.1:5555             | trust_forwarded_for=true trusted_proxy_hops=0 | XFF=203.0.113.50, 198.51.100.9 | 10.0.0.1
-        10.0.0.1:5555             | client_ip_header=True-Client-IP | true-client-ip=203.0.113.77 | 203.0.113.77
-        10.0.0.1:5555             | client_ip_header=True-Client-IP | true-client-ip=not-an-ip | 10.0.0.1
-        10.0.0.1:5555             | client_ip_header=True-Client-IP |                  | 10.0.0.1";
-    for row in table.trim().lines() {
-        let [peer, settings, header, counted] = cells(row);
+                              | spin-client-addr=198.51.100.1:1         | 10.0.0.1
+                              | XFF=198.51.100.1                        | 10.0.0.1
+        hops=1                | XFF=203.0.113.1, 198.51.100.7           | 198.51.100.7
+        hops=2                | XFF=6.6.6.6, 198.51.100.20, 192.0.2.250 | 198.51.100.20
+        trust=true            | XFF=203.0.113.50, 198.51.100.9          | 198.51.100.9
+        trust=true hops=0     | XFF=203.0.113.50, 198.51.100.9          | 10.0.0.1
+        header=True-Client-IP | true-client-ip=203.0.113.77             | 203.0.113.77
+        header=True-Client-IP | true-client-ip=not-an-ip                | 10.0.0.1
+        header=True-Client-IP |                                         | 10.0.0.1";
+    for row in table.trim_matches('\n').lines() {
+        let [settings, header, counted] = cells(row);
         let mut ctx = TestContext::new();
-        ctx.client_addr = Some(peer.into());
+        ctx.client_addr = Some("10.0.0.1:5555".into());
         for setting in settings.split_whitespace() {
             let (name, value) = setting.split_once('=').unwrap();
-            let known = Setting::ALL.into_iter().find(|s| s.variable_name() == name);
-            ctx.set(known.expect(name), value);
+            let setting = match name {
+                "hops" => Setting::TrustedProxyHops,
+                "trust" => Setting::TrustForwardedFor,
+                _ => Setting::ClientIpHeader,
+            };
+            ctx.set(setting, value);
         }
         if let Some((name, value)) = header.split_once('=') {
-            let name = if name == "XFF" { xff } else { name };
+            let name = if name == "XFF" {
+                "x-forwarded-for"
+            } else {
+                name
+            };
             ctx.request_headers = vec![(name.into(), value.into())];
         }
         assert_eq!(status(&mut ctx, WRONG), 401, "{row}");
         assert_eq!(count_of(&mut ctx, counted), Some(1), "{row}");
-        if settings == "trust_forwarded_for=true" {
+        if settings == "trust=true" {
             // The old setting is one hop, with a line saying so.
-            let said = |l: &String| {
-                l.contains("TRUST_FORWARDED_FOR") && l.contains("trusted_proxy_hops=1")
-            };
+            let said = |l: &String| l.contains("TRUST_FORWARDED_FOR") && l.contains("hops=1");
             assert!(ctx.logs.iter().any(said), "{:?}", ctx.logs);
         }
     }
