@@ -17,10 +17,8 @@ fn a_book_is_created_read_listed_updated_and_deleted_with_exact_envelopes() {
     let mut ctx = TestContext::new();
     assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
     let dune = book_body("Dune", "Frank Herbert", 1965);
-    assert_eq!(
-        ctx.authed("POST", "/book", &dune),
-        created(1, "Dune", "Frank Herbert", 1965)
-    );
+    let outcome = ctx.authed("POST", "/book", &dune);
+    assert_eq!(outcome, created(1, "Dune", "Frank Herbert", 1965));
     let read = ctx.authed("GET", "/book/1", "");
     assert_eq!(read, retrieved(1, "Dune", "Frank Herbert", 1965));
     let all = listed(json!([book(1, "Dune", "Frank Herbert", 1965)]));
@@ -32,11 +30,8 @@ fn a_book_is_created_read_listed_updated_and_deleted_with_exact_envelopes() {
     assert_eq!(read, retrieved(1, "Dune Messiah", "F. Herbert", 1969));
     assert_eq!(ctx.authed("DELETE", "/book/1", ""), deleted());
     for (method, body) in [("GET", ""), ("PUT", "not json"), ("DELETE", "")] {
-        assert_eq!(
-            ctx.authed(method, "/book/1", body),
-            book_not_found(),
-            "{method}"
-        );
+        let outcome = ctx.authed(method, "/book/1", body);
+        assert_eq!(outcome, book_not_found(), "{method}");
     }
     assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
 }
@@ -78,11 +73,8 @@ fn only_the_canonical_decimal_id_of_a_book_names_it() {
     for id in ids.split(' ').chain([" 1", "1 ", ""]) {
         let path = format!("/book/{id}");
         for (method, body) in [("GET", ""), ("PUT", r#"{"title":"T"}"#), ("DELETE", "")] {
-            assert_eq!(
-                ctx.authed(method, &path, body),
-                book_not_found(),
-                "{method} {path:?}"
-            );
+            let outcome = ctx.authed(method, &path, body);
+            assert_eq!(outcome, book_not_found(), "{method} {path:?}");
         }
     }
     let untouched = retrieved(1, "Dune", "Frank Herbert", 1965);
@@ -112,11 +104,8 @@ fn an_update_changes_the_fields_it_names_and_ignores_the_rest() {
     for row in table.trim().lines() {
         let [body, title, author, year] = cells(row);
         let year = year.parse().unwrap();
-        assert_eq!(
-            ctx.authed("PUT", "/book/1", body),
-            updated(1, title, author, year),
-            "{body}"
-        );
+        let outcome = ctx.authed("PUT", "/book/1", body);
+        assert_eq!(outcome, updated(1, title, author, year), "{body}");
     }
     assert_eq!(ctx.all_books()[1], book(2, "Emma", "Jane Austen", 1815));
     assert_eq!(ctx.authed("GET", "/book/7", ""), book_not_found());
@@ -181,41 +170,30 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
         r#"{"title":"Messiah","year":"1969"}"#,
         r#"{"title":"Messiah","author":""}"#,
     ] {
-        assert_eq!(
-            ctx.authed("PUT", "/book/1", body),
-            invalid_input(),
-            "{body}"
-        );
+        let outcome = ctx.authed("PUT", "/book/1", body);
+        assert_eq!(outcome, invalid_input(), "{body}");
     }
     let writes = ["create", "update"].map(|name| ctx.statements.contains(&name));
     assert_eq!(writes, [false, false], "nothing was written");
-    assert_eq!(
-        ctx.all_books(),
-        json!([book(1, "Dune", "Frank Herbert", 1965)])
-    );
+    let books = ctx.all_books();
+    assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
 
     // The bounds: 1,000 characters of 1, 2 or 4 bytes (or 1,000 escapes),
     // and 32-bit years, on create and on update.
     let (accents, emoji, ascii) = ("é".repeat(1000), "📚".repeat(1000), "a".repeat(1000));
     let mixed = format!("{}🐉", "a".repeat(999));
     let body = json!({"title": accents, "author": emoji, "year": 1}).to_string();
-    assert_eq!(
-        ctx.authed("POST", "/book", &body),
-        created(2, &accents, &emoji, 1)
-    );
+    let outcome = ctx.authed("POST", "/book", &body);
+    assert_eq!(outcome, created(2, &accents, &emoji, 1));
     let body = json!({"title": ascii, "author": mixed, "year": 2}).to_string();
-    assert_eq!(
-        ctx.authed("POST", "/book", &body),
-        created(3, &ascii, &mixed, 2)
-    );
+    let outcome = ctx.authed("POST", "/book", &body);
+    assert_eq!(outcome, created(3, &ascii, &mixed, 2));
     let escaped = format!(
         r#"{{"title":"{}","author":"x","year":3}}"#,
         "\\u00e9".repeat(1000)
     );
-    assert_eq!(
-        ctx.authed("POST", "/book", &escaped),
-        created(4, &accents, "x", 3)
-    );
+    let outcome = ctx.authed("POST", "/book", &escaped);
+    assert_eq!(outcome, created(4, &accents, "x", 3));
     for year in ["2147483647", "-2147483648", "0", "-500", "1965 "] {
         let expected: i64 = year.trim().parse().unwrap();
         let (status, envelope, _) = ctx.authed("POST", "/book", &create_body("year", year));
@@ -229,10 +207,8 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
     let expected = updated(1, &accents, "Frank Herbert", i32::MIN.into());
     assert_eq!(ctx.authed("PUT", "/book/1", &body), expected);
     let expected = updated(1, &accents, "Frank Herbert", i32::MAX.into());
-    assert_eq!(
-        ctx.authed("PUT", "/book/1", r#"{"year":2147483647}"#),
-        expected
-    );
+    let outcome = ctx.authed("PUT", "/book/1", r#"{"year":2147483647}"#);
+    assert_eq!(outcome, expected);
 }
 
 /// A body that is not one JSON object of a book: 400 on create and on
@@ -277,14 +253,10 @@ fn a_body_that_is_not_a_json_object_is_refused_without_a_panic() {
     }
     let non_utf8 = b"{\"title\":\"D\xFFune\",\"author\":\"Frank Herbert\",\"year\":1965}";
     for (method, path) in [("POST", "/book"), ("PUT", "/book/1")] {
-        assert_eq!(
-            ctx.call_with(method, path, auth, &non_utf8[..]),
-            invalid_input()
-        );
-        assert_eq!(
-            ctx.call_with(method, path, auth, BrokenBody),
-            invalid_input()
-        );
+        let outcome = ctx.call_with(method, path, auth, &non_utf8[..]);
+        assert_eq!(outcome, invalid_input());
+        let outcome = ctx.call_with(method, path, auth, BrokenBody);
+        assert_eq!(outcome, invalid_input());
     }
     let incomplete = [
         "{}",
@@ -300,10 +272,8 @@ fn a_body_that_is_not_a_json_object_is_refused_without_a_panic() {
     for body in incomplete {
         assert_eq!(ctx.authed("POST", "/book", body), invalid_input(), "{body}");
     }
-    assert_eq!(
-        ctx.all_books(),
-        json!([book(1, "Dune", "Frank Herbert", 1965)])
-    );
+    let books = ctx.all_books();
+    assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
     // Deep nesting inside an ignored field is still valid JSON: skipped
     // without recursion, the book is accepted and the field not echoed.
     let nested = format!("{}{}", "[".repeat(5_000), "]".repeat(5_000));
@@ -327,34 +297,25 @@ fn text_round_trips_exactly_and_a_client_id_or_unknown_field_is_ignored() {
     ];
     for (id, (title, author)) in (1..).zip(cases) {
         let body = json!({"title": title, "author": author, "year": 2000}).to_string();
-        assert_eq!(
-            ctx.authed("POST", "/book", &body),
-            created(id, title, author, 2000)
-        );
+        let outcome = ctx.authed("POST", "/book", &body);
+        assert_eq!(outcome, created(id, title, author, 2000));
         let read = ctx.authed("GET", &format!("/book/{id}"), "");
         assert_eq!(read, retrieved(id, title, author, 2000));
     }
     // JSON escapes, including a surrogate pair, decode to the characters.
     let escaped =
         r#"{"title":"\u00e9t\u00e9 \ud83d\udcda","author":"\u4e09\u4f53 \/ \"q\"","year":1}"#;
-    assert_eq!(
-        ctx.authed("POST", "/book", escaped),
-        created(10, "été 📚", "三体 / \"q\"", 1)
-    );
+    let outcome = ctx.authed("POST", "/book", escaped);
+    assert_eq!(outcome, created(10, "été 📚", "三体 / \"q\"", 1));
     // An id in the body names neither the book nor its id.
     let body = r#"{"id":999,"title":"Dune","author":"Frank Herbert","year":1965,
                    "isbn":"978-0441013593","tags":["sf"],"secret":{"x":1}}"#;
-    assert_eq!(
-        ctx.authed("POST", "/book", body),
-        created(11, "Dune", "Frank Herbert", 1965)
-    );
+    let outcome = ctx.authed("POST", "/book", body);
+    assert_eq!(outcome, created(11, "Dune", "Frank Herbert", 1965));
     for (id, client_id) in (12..).zip(["-5", "\"abc\"", "null", "1.5", "0", "1"]) {
         let body = format!(r#"{{"id":{client_id},"title":"T","author":"A","year":1}}"#);
-        assert_eq!(
-            ctx.authed("POST", "/book", &body),
-            created(id, "T", "A", 1),
-            "{client_id}"
-        );
+        let outcome = ctx.authed("POST", "/book", &body);
+        assert_eq!(outcome, created(id, "T", "A", 1), "{client_id}");
     }
     assert_eq!(ctx.authed("GET", "/book/999", ""), book_not_found());
 }
@@ -444,11 +405,8 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
         }
         (ctx.fail_store, ctx.fail_open) = (None, None);
         let unchanged = json!([book(1, "Dune", "Frank Herbert", 1965)]);
-        assert_eq!(
-            ctx.all_books(),
-            unchanged,
-            "nothing changed while the store failed"
-        );
+        let books = ctx.all_books();
+        assert_eq!(books, unchanged, "nothing changed while the store failed");
     }
 }
 

@@ -22,21 +22,16 @@ fn healthy_without_authentication_whatever_the_header_or_the_secret() {
     let expired = token_with_exp(&(NOW - 10).to_string());
     let valid = ctx.token();
     for auth in ["", "garbage", "Bearer x.y.z", &expired, &valid] {
-        assert_eq!(
-            ctx.call("GET", "/health", Some(auth), ""),
-            healthy(),
-            "{auth:?}"
-        );
+        let outcome = ctx.call("GET", "/health", Some(auth), "");
+        assert_eq!(outcome, healthy(), "{auth:?}");
     }
     // Health is about the store: a missing secret breaks logins, not health.
     ctx.unset(Setting::SecretToken);
     assert_eq!(ctx.call("GET", "/health", None, ""), healthy());
     assert!(ctx.logs.is_empty(), "{:?}", ctx.logs);
     ctx.set(Setting::SecretToken, SECRET);
-    assert_eq!(
-        ctx.all_books(),
-        json!([book(1, "Dune", "Frank Herbert", 1965)])
-    );
+    let books = ctx.all_books();
+    assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
 }
 
 #[test]

@@ -80,21 +80,14 @@ fn login_payloads_that_are_not_a_login_object() {
     ];
     for body in payloads {
         let shown: String = body.chars().take(60).collect();
-        assert_eq!(
-            ctx.call("POST", "/token", None, body),
-            invalid_payload(),
-            "{shown:?}"
-        );
+        let outcome = ctx.call("POST", "/token", None, body);
+        assert_eq!(outcome, invalid_payload(), "{shown:?}");
     }
     let non_utf8 = b"{\"username\":\"adm\xFFin\",\"password\":\"password\"}";
-    assert_eq!(
-        ctx.call_with("POST", "/token", None, &non_utf8[..]),
-        invalid_payload()
-    );
-    assert_eq!(
-        ctx.call_with("POST", "/token", None, BrokenBody),
-        invalid_payload()
-    );
+    let outcome = ctx.call_with("POST", "/token", None, &non_utf8[..]);
+    assert_eq!(outcome, invalid_payload());
+    let outcome = ctx.call_with("POST", "/token", None, BrokenBody);
+    assert_eq!(outcome, invalid_payload());
 }
 
 #[test]
@@ -105,11 +98,8 @@ fn extra_login_fields_key_order_whitespace_and_escapes_do_not_matter() {
         "\n { \"password\" : \"password\" ,\t\"username\":\"admin\" } \n",
         r#"{"username":"\u0061dmin","password":"p\u0061ssword"}"#,
     ] {
-        assert_eq!(
-            ctx.call("POST", "/token", None, body),
-            issued(&valid_token()),
-            "{body}"
-        );
+        let outcome = ctx.call("POST", "/token", None, body);
+        assert_eq!(outcome, issued(&valid_token()), "{body}");
     }
 }
 
@@ -209,11 +199,8 @@ fn configured_credentials_replace_the_defaults() {
         }
         assert_eq!(status(&mut ctx, right), 200, "{right}");
         for body in refused {
-            assert_eq!(
-                ctx.post_token(body).0,
-                invalid_credentials(),
-                "{right}: {body}"
-            );
+            let outcome = ctx.post_token(body).0;
+            assert_eq!(outcome, invalid_credentials(), "{right}: {body}");
         }
         let warned = ctx.logs.iter().any(|l| l.contains("default password"));
         assert_eq!(warned, password.is_empty(), "{right}: {:?}", ctx.logs);
@@ -399,11 +386,8 @@ fn by_default_ten_failures_block_every_login_for_900_seconds() {
         } else {
             WRONG
         };
-        assert_eq!(
-            ctx.post_token(body),
-            (too_many_attempts(), Some(900)),
-            "{attempt}"
-        );
+        let outcome = ctx.post_token(body);
+        assert_eq!(outcome, (too_many_attempts(), Some(900)), "{attempt}");
     }
     ctx.now += 899;
     assert_eq!(ctx.post_token(LOGIN), (too_many_attempts(), Some(1)));
@@ -486,11 +470,8 @@ fn invalid_settings_warn_and_use_the_defaults() {
         for _ in 0..10 {
             assert_eq!(status(&mut ctx, WRONG), 401, "{max} {window}");
         }
-        assert_eq!(
-            ctx.post_token(WRONG),
-            (too_many_attempts(), Some(900)),
-            "{max} {window}"
-        );
+        let outcome = ctx.post_token(WRONG);
+        assert_eq!(outcome, (too_many_attempts(), Some(900)), "{max} {window}");
         let mut names = vec![
             "LOGIN_MAX_FAILURES",
             "LOGIN_WINDOW_SECONDS",

@@ -24,10 +24,8 @@ fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {
     // claims `{"exp": now + 900}`, base64url without padding, HMAC-SHA256
     // under the secret.
     let mut ctx = TestContext::new();
-    assert_eq!(
-        ctx.call("POST", "/token", None, LOGIN),
-        issued(&valid_token())
-    );
+    let outcome = ctx.call("POST", "/token", None, LOGIN);
+    assert_eq!(outcome, issued(&valid_token()));
     assert_eq!(
         ctx.token(),
         valid_token(),
@@ -83,11 +81,8 @@ fn token_is_accepted_until_exp_exclusive() {
         } else {
             invalid_token()
         };
-        assert_eq!(
-            ctx.call("GET", "/books", Some(&token), ""),
-            expected,
-            "at {now}"
-        );
+        let outcome = ctx.call("GET", "/books", Some(&token), "");
+        assert_eq!(outcome, expected, "at {now}");
     }
 }
 
@@ -127,43 +122,31 @@ fn at_times(text: &str) -> String {
 fn expired_and_tampered_tokens_are_refused() {
     let valid = valid_token();
     let [h, c, s] = cells_by(&valid, '.');
-    let later_claims = b64(format!(r#"{{"exp":{}}}"#, NOW + 90_000));
+    let later = b64(format!(r#"{{"exp":{}}}"#, NOW + 90_000));
     let flipped = format!("{}{}", if s.starts_with('A') { "B" } else { "A" }, &s[1..]);
-    let other = token_with_exp(&(NOW + 901).to_string());
-    let other_signature = other.rsplit('.').next().unwrap();
-    let other_secret = b"another-secret-of-a-decent-length-xyz";
+    let another = token_with_exp(&(NOW + 901).to_string());
+    let other = another.rsplit('.').next().unwrap();
+    let day_old = token::issue(SECRET.as_bytes(), NOW - 86_400).unwrap();
+    let wrong_key = forge(
+        HS256_HEADER,
+        &claims_900(),
+        b"another-secret-of-a-decent-length",
+    );
+    let longer_key = forge(HS256_HEADER, &claims_900(), format!("{SECRET}x").as_bytes());
+    let over_claims = sign(c, SECRET.as_bytes());
     assert_all_refused(&[
         case("exp zero", token_with_exp("0")),
-        case(
-            "issued a day ago",
-            token::issue(SECRET.as_bytes(), NOW - 86_400).unwrap(),
-        ),
-        case(
-            "wrong key",
-            forge(HS256_HEADER, &claims_900(), other_secret),
-        ),
-        case(
-            "secret with a byte more",
-            forge(
-                HS256_HEADER,
-                &claims_900(),
-                &[SECRET.as_bytes(), b"x"].concat(),
-            ),
-        ),
-        case(
-            "tampered claims, signature kept",
-            format!("{h}.{later_claims}.{s}"),
-        ),
+        case("issued a day ago", day_old),
+        case("wrong key", wrong_key),
+        case("secret with a byte more", longer_key),
+        case("tampered claims", format!("{h}.{later}.{s}")),
         case("tampered signature", format!("{h}.{c}.{flipped}")),
-        case(
-            "signature of another token",
-            format!("{h}.{c}.{other_signature}"),
-        ),
+        case("signature of another token", format!("{h}.{c}.{other}")),
         case("truncated signature", valid[..valid.len() - 4].to_string()),
         case("empty signature", format!("{h}.{c}.")),
         case(
             "signature over the claims only",
-            format!("{h}.{c}.{}", sign(c, SECRET.as_bytes())),
+            format!("{h}.{c}.{over_claims}"),
         ),
     ]);
 }
@@ -278,18 +261,13 @@ fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
     }
     tokens.push(format!("  {}\t", valid_token()));
     for token in &tokens {
-        assert_eq!(
-            ctx.call("GET", "/books", Some(token), ""),
-            listed(json!([])),
-            "{token:?}"
-        );
+        let outcome = ctx.call("GET", "/books", Some(token), "");
+        assert_eq!(outcome, listed(json!([])), "{token:?}");
     }
     // The fractional one expires once its time has passed.
     ctx.now = NOW + 1;
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&tokens[0]), ""),
-        invalid_token()
-    );
+    let outcome = ctx.call("GET", "/books", Some(&tokens[0]), "");
+    assert_eq!(outcome, invalid_token());
 }
 
 #[test]
@@ -301,6 +279,7 @@ fn malformed_tokens_are_refused() {
     let mut non_utf8_inside = valid.clone().into_bytes();
     non_utf8_inside.insert(h.len() + 2, 0xC3);
     let standard = s.replace('-', "+").replace('_', "/") + "+/";
+    let (c1, c2, s1, s2) = (&c[..5], &c[5..], &s[..5], &s[5..]);
     assert_all_refused(&[
         case("one segment", h),
         case("two segments", format!("{h}.{c}")),
@@ -312,17 +291,11 @@ fn malformed_tokens_are_refused() {
         case("empty header", format!(".{c}.{s}")),
         case("empty claims", format!("{h}..{s}")),
         case("signature padded with =", format!("{valid}=")),
-        case(
-            "signature with a = inside",
-            format!("{h}.{c}.{}={}", &s[..20], &s[20..]),
-        ),
+        case("signature with a = inside", format!("{h}.{c}.{s1}={s2}")),
         case("base64 with + and /", format!("{h}.{c}.{standard}")),
-        case("space inside", format!("{h}.{} {}.{s}", &c[..5], &c[5..])),
-        case(
-            "newline inside",
-            format!("{h}.{}\n{}.{s}", &c[..5], &c[5..]),
-        ),
-        case("tab inside", format!("{h}.{c}.{}\t{}", &s[..5], &s[5..])),
+        case("space inside", format!("{h}.{c1} {c2}.{s}")),
+        case("newline inside", format!("{h}.{c1}\n{c2}.{s}")),
+        case("tab inside", format!("{h}.{c}.{s1}\t{s2}")),
         case("Bearer prefix", format!("Bearer {valid}")),
         case("bearer prefix", format!("bearer {valid}")),
         case("BEARER prefix", format!("BEARER {valid}")),
@@ -354,11 +327,8 @@ fn padding_on_any_segment_is_malformed() {
     assert!(hp.ends_with('=') && cp.ends_with('='));
     let unpadded = sign_segments(&h, &c, key);
     let mut ctx = TestContext::new();
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&unpadded), ""),
-        listed(json!([])),
-        "control"
-    );
+    let outcome = ctx.call("GET", "/books", Some(&unpadded), "");
+    assert_eq!(outcome, listed(json!([])), "control");
     let signature = URL_SAFE_NO_PAD
         .decode(unpadded.rsplit('.').next().unwrap())
         .unwrap();
@@ -389,11 +359,8 @@ fn standard_base64_alphabet_is_malformed() {
             continue;
         }
         let control = sign_segments(&url_safe, &claims, key);
-        assert_eq!(
-            ctx.call("GET", "/books", Some(&control), "").0,
-            200,
-            "{filler}"
-        );
+        let outcome = ctx.call("GET", "/books", Some(&control), "").0;
+        assert_eq!(outcome, 200, "{filler}");
         let label = format!("standard alphabet header {standard}");
         refused.push(case(&label, sign_segments(&standard, &claims, key)));
     }
