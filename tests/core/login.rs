@@ -202,7 +202,7 @@ fn configured_credentials_replace_the_defaults() {
             let outcome = ctx.post_token(body).0;
             assert_eq!(outcome, invalid_credentials(), "{right}: {body}");
         }
-        let warned = ctx.logs.iter().any(|l| l.contains("default password"));
+        let warned = ctx.logged("", "default password");
         assert_eq!(warned, password.is_empty(), "{right}: {:?}", ctx.logs);
     }
 }
@@ -234,7 +234,7 @@ fn the_default_password_is_warned_about_without_being_logged() {
     ctx.logs.clear();
     ctx.never_logged.push("Sent-Attempt-77".into());
     ctx.post_token(r#"{"username":"admin","password":"Sent-Attempt-77"}"#);
-    assert!(ctx.logs.iter().any(|l| l.contains("default password")));
+    assert!(ctx.logged("", "default password"), "{:?}", ctx.logs);
 }
 
 /// A settings table of `file` (README.md, docs/configuration.md): the one
@@ -338,8 +338,7 @@ fn a_password_hash_replaces_the_password_without_the_default_warning() {
     let plain = r#"{"username":"librarian","password":"plain-password-9"}"#;
     assert_eq!(status(&mut ctx, plain), 401);
     assert_eq!(status(&mut ctx, right), 200);
-    let warned = ctx.logs.iter().any(|l| l.contains("default password"));
-    assert!(!warned, "{:?}", ctx.logs);
+    assert!(!ctx.logged("", "default password"), "{:?}", ctx.logs);
 }
 
 #[test]
@@ -361,10 +360,7 @@ fn an_unusable_hash_makes_every_login_500_with_a_log_line_without_the_hash() {
         ] {
             ctx.logs.clear();
             assert_eq!(ctx.post_token(body).0, internal_error(), "{bad}: {body}");
-            let logged = ctx
-                .logs
-                .iter()
-                .any(|l| l.contains("error") && l.contains("AUTH_PASSWORD_HASH"));
+            let logged = ctx.logged("level=error ", "AUTH_PASSWORD_HASH");
             assert!(logged, "{:?}", ctx.logs);
         }
         // `TestContext` checks on drop that no line holds the hash or a part.
@@ -479,11 +475,7 @@ fn invalid_settings_warn_and_use_the_defaults() {
         ];
         names.extend((!header.is_empty()).then_some("CLIENT_IP_HEADER"));
         for name in names {
-            let warned = ctx
-                .logs
-                .iter()
-                .any(|l| l.starts_with("level=warn ") && l.contains(name));
-            assert!(warned, "{name}: {:?}", ctx.logs);
+            assert!(ctx.logged("level=warn ", name), "{name}: {:?}", ctx.logs);
         }
         // No trusted proxy: the count is the peer's.
         assert_eq!(count_of(&mut ctx, "192.0.2.10"), Some(11));
@@ -633,11 +625,7 @@ fn a_setting_or_store_that_fails_is_never_replaced_by_a_default() {
         let mut ctx = TestContext::new();
         ctx.failing_setting = Some(setting);
         assert_eq!(ctx.post_token(LOGIN).0, internal_error(), "{setting:?}");
-        let name = setting.env_name();
-        let logged = ctx
-            .logs
-            .iter()
-            .any(|l| l.starts_with("level=error ") && l.contains(name));
+        let logged = ctx.logged("level=error ", setting.env_name());
         assert!(logged, "{setting:?}: {:?}", ctx.logs);
     }
     // A protected route whose secret cannot be read: 500, not 401.
@@ -652,11 +640,7 @@ fn a_setting_or_store_that_fails_is_never_replaced_by_a_default() {
         [500, 500]
     );
     let failed = "level=error msg=\"request failed\" method=POST route=/token";
-    let logged = ctx
-        .logs
-        .iter()
-        .any(|l| l.starts_with(failed) && l.contains("detail-LOGSTORE"));
-    assert!(logged, "{:?}", ctx.logs);
+    assert!(ctx.logged(failed, "detail-LOGSTORE"), "{:?}", ctx.logs);
 }
 
 // ---- Nothing secret in the log ------------------------------------------
@@ -708,11 +692,7 @@ fn nothing_secret_reaches_the_log() {
         ("level=warn ", "LOGIN_MAX_FAILURES"),
         ("level=error ", "detail-LOGSTORE"),
     ] {
-        let found = ctx
-            .logs
-            .iter()
-            .any(|l| l.starts_with(start) && l.contains(logged));
-        assert!(found, "{logged}: {:?}", ctx.logs);
+        assert!(ctx.logged(start, logged), "{logged}: {:?}", ctx.logs);
     }
     assert_eq!(ctx.leaks(), Vec::<String>::new());
     // The check is live: a line holding any of them is caught.

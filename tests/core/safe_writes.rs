@@ -163,12 +163,15 @@ fn require_if_match_refuses_writes_without_one_after_the_not_found_check() {
     assert_eq!(outcome, book_not_found());
     let any = [("If-Match", "*")];
     assert_eq!(send(&mut ctx, "PUT", "/book/1", &any, "{}").0 .0, 200);
-    let warned = |ctx: &TestContext| ctx.logs.iter().any(|l| l.contains("REQUIRE_IF_MATCH"));
-    assert!(!warned(&ctx), "{:?}", ctx.logs);
+    assert!(!ctx.logged("", "REQUIRE_IF_MATCH"), "{:?}", ctx.logs);
     // Not a flag: a warning, and If-Match stays optional.
     ctx.set(Setting::RequireIfMatch, "maybe");
     assert_eq!(send(&mut ctx, "DELETE", "/book/1", &[], "").0, deleted());
-    assert!(warned(&ctx), "{:?}", ctx.logs);
+    assert!(
+        ctx.logged("level=warn ", "REQUIRE_IF_MATCH"),
+        "{:?}",
+        ctx.logs
+    );
 }
 
 #[test]

@@ -404,6 +404,13 @@ impl TestContext {
             .expect("counting rows")
     }
 
+    /// Whether a log line starts with `start` and holds `part`.
+    pub fn logged(&self, start: &str, part: &str) -> bool {
+        self.logs
+            .iter()
+            .any(|line| line.starts_with(start) && line.contains(part))
+    }
+
     /// Every log line that holds a secret, a password or a token, with what
     /// it holds: the secrets (`SECRET` too), the configured password, the
     /// password hash and its salt and digest, and every string in
