@@ -7,6 +7,7 @@
 //! Catalog queries on `GET /books` are catalog.rs's; the order of 404, 412
 //! and 400 on `PUT` is safe_writes.rs's.
 
+use book_catalog::router::pattern;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -395,7 +396,7 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
             let response =
                 ctx.respond(method, path, query, Some(token.as_bytes()), body.as_bytes());
             assert_eq!(ctx.check_response(&response), internal_error(), "{what}");
-            let route = book_catalog::router::pattern(path);
+            let route = pattern(path);
             let request = format!("method={method} route={route} store=sqlite");
             let logged = ctx
                 .logs

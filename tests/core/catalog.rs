@@ -8,7 +8,7 @@
 //! requests.rs; a failing store: books.rs.)
 
 use crate::support::*;
-use book_catalog::query::{percent_decode, BookQuery, MAX_LIMIT};
+use book_catalog::query::{percent_decode, percent_encode, BookQuery, MAX_LIMIT};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -329,10 +329,6 @@ fn oracle_contains(field: &str, needle: &str) -> bool {
             .any(|window| window == needle.as_slice())
 }
 
-fn encode(text: &str) -> String {
-    book_catalog::query::percent_encode(text)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -366,8 +362,8 @@ proptest! {
             .collect();
 
         let mut filters = Vec::new();
-        if let Some(title) = &title { filters.push(format!("title={}", encode(title))); }
-        if let Some(author) = &author { filters.push(format!("author={}", encode(author))); }
+        if let Some(title) = &title { filters.push(format!("title={}", percent_encode(title))); }
+        if let Some(author) = &author { filters.push(format!("author={}", percent_encode(author))); }
         if let Some(year) = year { filters.push(format!("year={year}")); }
         let unpaged_query = if filters.is_empty() { "x=1".to_string() } else { filters.join("&") };
         let (unpaged, link) = ctx.get_books(Some(&unpaged_query));

@@ -2,7 +2,9 @@
 //! and methods, the same `Allow` headers, the same public/protected split,
 //! every error message under its status, and the `Idempotency-Key` rule.
 
+use book_catalog::envelope::COMMON_HEADERS;
 use book_catalog::router::route;
+use book_catalog::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
 use book_catalog::ApiError;
 use serde_yaml::Value;
 
@@ -145,7 +147,7 @@ fn every_error_message_is_documented_at_its_status() {
 fn every_response_documents_cache_control_no_store() {
     let doc = document();
     let common = doc["components"]["headers"]["CacheControl"].clone();
-    let (name, value) = book_catalog::envelope::COMMON_HEADERS[1];
+    let (name, value) = COMMON_HEADERS[1];
     assert_eq!(name, "cache-control");
     assert_eq!(common["schema"]["const"].as_str(), Some(value));
     assert_eq!(common["required"].as_bool(), Some(true));
@@ -186,7 +188,6 @@ fn every_response_documents_cache_control_no_store() {
 /// length bounds.
 #[test]
 fn the_idempotency_key_rule_is_the_components() {
-    use book_catalog::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
     let doc = document();
     let key = &doc["components"]["parameters"]["IdempotencyKey"];
     assert_eq!(key["name"].as_str(), Some("Idempotency-Key"));

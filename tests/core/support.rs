@@ -13,6 +13,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
+use book_catalog::log::request;
 use book_catalog::login_limit::LoginAttempts;
 use book_catalog::native::rusqlite;
 pub use book_catalog::settings::Setting;
@@ -243,7 +244,7 @@ impl TestContext {
             headers: &headers,
         };
         let served = handle(self, &head, body);
-        let line = book_catalog::log::request(&served.fields, served.response.status, 0);
+        let line = request(&served.fields, served.response.status, 0);
         self.request_lines.push(line);
         served.response
     }

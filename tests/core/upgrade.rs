@@ -7,6 +7,7 @@
 //! `faults/upgrade.py`.
 
 use crate::support::*;
+use book_catalog::migrations::migrate;
 use book_catalog::native::rusqlite;
 use serde_json::json;
 
@@ -61,7 +62,5 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     let first = ctx.respond("GET", "/book/1", None, Some(token.as_bytes()), &b""[..]);
     assert_eq!(first.header("etag"), Some("\"1.1\""));
     // Up to date now: nothing more to apply.
-    assert!(book_catalog::migrations::migrate(&mut ctx.db)
-        .unwrap()
-        .is_empty());
+    assert!(migrate(&mut ctx.db).unwrap().is_empty());
 }
