@@ -362,8 +362,9 @@ proptest! {
             .collect();
 
         let mut filters = Vec::new();
-        if let Some(title) = &title { filters.push(format!("title={}", percent_encode(title))); }
-        if let Some(author) = &author { filters.push(format!("author={}", percent_encode(author))); }
+        for (name, text) in [("title", &title), ("author", &author)] {
+            filters.extend(text.as_ref().map(|text| format!("{name}={}", percent_encode(text))));
+        }
         if let Some(year) = year { filters.push(format!("year={year}")); }
         let unpaged_query = if filters.is_empty() { "x=1".to_string() } else { filters.join("&") };
         let (unpaged, link) = ctx.get_books(Some(&unpaged_query));
