@@ -6,13 +6,11 @@
 //! `bench/native`'s PostgreSQL test; a real file under real Spin in
 //! `faults/upgrade.py`.
 
-mod support;
-
-use book_catalog::db::migrations::{self, statements};
+use crate::support::*;
+use book_catalog::db::migrations::{self, migrate, statements};
 use book_catalog::db::native::rusqlite;
 use book_catalog::settings::StoreKind;
 use serde_json::json;
-use support::*;
 
 /// The SQLite schema before versioning.
 const BEFORE_VERSIONING: &str = "\
@@ -52,30 +50,20 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     let attempts = ctx.login_attempts("192.0.2.10").unwrap();
     assert_eq!((attempts.count, attempts.window_end), (5, NOW + 600));
 
-    let t = ctx.login();
-    assert_eq!(
-        ctx.call("GET", "/books", Some(&t), ""),
-        listed(json!([
-            book(1, "Dune", "Frank Herbert", 1965),
-            book(2, "Solaris", "Stanisław Lem", 1961)
-        ]))
-    );
-    assert_eq!(
-        ctx.call(
-            "POST",
-            "/book",
-            Some(&t),
-            &book_body("Kindred", "Octavia E. Butler", 1979)
-        ),
-        created(3, "Kindred", "Octavia E. Butler", 1979)
-    );
+    let all = json!([
+        book(1, "Dune", "Frank Herbert", 1965),
+        book(2, "Solaris", "Stanisław Lem", 1961)
+    ]);
+    assert_eq!(ctx.all_books(), all);
+    let kindred = book_body("Kindred", "Octavia E. Butler", 1979);
+    let outcome = ctx.authed("POST", "/book", &kindred);
+    assert_eq!(outcome, created(3, "Kindred", "Octavia E. Butler", 1979));
     // Books from before versions start at version 1.
-    let first = ctx.respond("GET", "/book/1", None, Some(t.as_bytes()), &b""[..]);
+    let token = ctx.token();
+    let first = ctx.respond("GET", "/book/1", None, Some(token.as_bytes()), &b""[..]);
     assert_eq!(first.header("etag"), Some("\"1.1\""));
     // Up to date now: nothing more to apply.
-    assert!(book_catalog::db::migrations::migrate(&mut ctx.db)
-        .unwrap()
-        .is_empty());
+    assert!(migrate(&mut ctx.db).unwrap().is_empty());
 }
 
 /// A key stored by the release before 0005 (the book's columns beside the

@@ -1,12 +1,9 @@
-//! Shared harness for the native tests of the host-independent core (the
-//! one fake host of `tests/core_*.rs` and `tests/properties.rs`): a
-//! `Context` with fixed settings and clock, the real statements and
-//! migrations on an in-memory SQLite behind a connection that counts (and
-//! optionally fails) every statement, captured log lines checked for
-//! secrets, the one path to `book_catalog::handle` (`respond`), the expected
-//! envelopes, and the Rust tests' one HS256 forger.
-
-#![allow(dead_code)]
+//! The tests' host of the core: settings and a fixed clock, the real
+//! statements and migrations on an in-memory SQLite behind a connection that
+//! records (and can fail) each statement, captured log lines checked for
+//! secrets, the one path to `book_catalog::handle` (`respond`) with the
+//! checks every response must pass, the expected envelopes, and the Rust
+//! tests' one HS256 forger.
 
 use std::cell::Cell;
 
@@ -19,10 +16,13 @@ use sha2::Sha256;
 use book_catalog::db::migrations;
 use book_catalog::db::native::rusqlite;
 use book_catalog::db::{Column, Connection, Statement};
+use book_catalog::handle;
+use book_catalog::log::request;
 use book_catalog::login::limit::LoginAttempts;
 use book_catalog::login::sql as store;
-use book_catalog::settings::{DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
-use book_catalog::{handle, Body, BodyError, Context, RequestHead, Response};
+pub use book_catalog::settings::Setting;
+use book_catalog::settings::{DbUrl, SettingSource, SettingUnavailable, StoreKind};
+use book_catalog::{Body, BodyError, Context, RequestHead, Response};
 
 /// The fixed clock of every test context (Unix seconds).
 pub const NOW: u64 = 1_700_000_000;
@@ -32,6 +32,29 @@ pub const SECRET: &str = "test-signing-secret-0123456789-abcdefghijklmnop";
 pub const PREVIOUS: &str = "the-previous-signing-secret-0123456789-abcdef";
 /// `{"alg":"HS256","typ":"JWT"}`, exactly as issued.
 pub const HS256_HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
+/// The default credentials, as a login body.
+pub const LOGIN: &str = r#"{"username":"admin","password":"password"}"#;
+
+/// The protected routes, one request each: (method, path, a valid body).
+pub const PROTECTED: [(&str, &str, &str); 5] = [
+    (
+        "POST",
+        "/book",
+        r#"{"title":"Dune","author":"Frank Herbert","year":1965}"#,
+    ),
+    ("GET", "/books", ""),
+    ("GET", "/book/1", ""),
+    ("PUT", "/book/1", r#"{"year":1966}"#),
+    ("DELETE", "/book/1", ""),
+];
+
+/// The `|`-separated cells of a table row, trimmed.
+pub fn cells<const N: usize>(row: &str) -> [&str; N] {
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    cells
+        .try_into()
+        .unwrap_or_else(|_| panic!("{N} cells: {row}"))
+}
 
 /// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
 pub type Outcome = (u16, Value, Option<String>);
@@ -88,23 +111,16 @@ pub fn postgres(url: &str) -> DbUrl {
     }
 }
 
-/// A fresh in-memory SQLite database at this build's schema.
-pub fn database() -> rusqlite::Connection {
-    let mut db = rusqlite::Connection::open_in_memory().expect("an in-memory SQLite database");
-    migrations::migrate(&mut db).expect("the migrations apply");
-    db
-}
-
 /// The test database as the handlers get it: each statement recorded by
-/// name, and failing with `fail` when it is set.
-struct CountingConnection<'a> {
+/// name, and failing with `fail` (or, named `fail_on`, failing) when set.
+struct RecordingConnection<'a> {
     db: &'a mut rusqlite::Connection,
     statements: &'a mut Vec<&'static str>,
     fail: Option<String>,
     fail_on: Option<&'static str>,
 }
 
-impl Connection for CountingConnection<'_> {
+impl Connection for RecordingConnection<'_> {
     fn kind(&self) -> StoreKind {
         StoreKind::Sqlite
     }
@@ -124,39 +140,24 @@ impl Connection for CountingConnection<'_> {
 }
 
 /// The test host. On drop (unless already panicking) it checks that no log
-/// line holds the secret, a configured password, or any token seen.
+/// line holds a secret, a configured password or hash, or a token seen.
 pub struct TestContext {
-    pub secret: Option<String>,
-    pub db_url: Option<String>,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    /// `auth_password_hash`.
-    pub password_hash: Option<String>,
-    /// `secret_token_previous`.
-    pub previous_secret: Option<String>,
-    /// `login_max_failures`, `login_window_seconds`, `trust_forwarded_for`,
-    /// `client_ip_header`, `trusted_proxy_hops`, as the raw setting values
-    /// (unset: the defaults).
-    pub max_failures: Option<String>,
-    pub window_seconds: Option<String>,
-    pub trust_forwarded_for: Option<String>,
-    pub client_ip_header: Option<String>,
-    pub trusted_proxy_hops: Option<String>,
-    pub require_if_match: Option<String>,
+    /// The settings set, by name (`set`, `unset`); the signing secret is
+    /// `SECRET` unless changed, everything else unset.
+    pub settings: Vec<(Setting, String)>,
     /// Reading this setting fails, as when a Spin variables provider errors.
     pub failing_setting: Option<Setting>,
-    /// What the platform reports as the client (`spin-client-addr`), the
-    /// request's `X-Forwarded-For`, and any other request headers, all sent
-    /// with every request.
+    /// What the platform reports as the client (`spin-client-addr`), sent
+    /// after the request's own header fields.
     pub client_addr: Option<String>,
-    pub forwarded_for: Option<String>,
     pub request_headers: Vec<(String, String)>,
     pub now: u64,
     /// The database, at this build's schema.
     pub db: rusqlite::Connection,
-    /// How often the store was opened, and the statements run (by
-    /// `statement_name`), since the last `reset_calls`.
+    /// How often the store was opened, which databases, and the statements
+    /// run (by `statement_name`), since the last `reset_calls`.
     pub opens: usize,
+    pub opened: Vec<DbUrl>,
     pub statements: Vec<&'static str>,
     pub logs: Vec<String>,
     /// The request line (`log::request`, duration 0) of every request.
@@ -167,78 +168,47 @@ pub struct TestContext {
     pub fail_on: Option<&'static str>,
     /// Opening the store fails with this detail.
     pub fail_open: Option<String>,
-    /// The databases `open_store` was asked for.
-    pub opened: Vec<DbUrl>,
     /// Strings that must never appear in a log line (tokens sent or issued,
     /// passwords submitted, ...).
     pub never_logged: Vec<String>,
 }
 
 impl TestContext {
-    /// Secret set, default credentials (admin/password), default store.
+    /// The secret set, default credentials (admin/password), default store.
     pub fn new() -> TestContext {
+        let mut db = rusqlite::Connection::open_in_memory().expect("an in-memory SQLite database");
+        migrations::migrate(&mut db).expect("the migrations apply");
         TestContext {
-            secret: Some(SECRET.to_string()),
-            db_url: None,
-            username: None,
-            password: None,
-            password_hash: None,
-            previous_secret: None,
-            max_failures: None,
-            window_seconds: None,
-            trust_forwarded_for: None,
-            client_ip_header: None,
-            trusted_proxy_hops: None,
-            require_if_match: None,
+            settings: vec![(Setting::SecretToken, SECRET.to_string())],
             failing_setting: None,
             client_addr: Some("192.0.2.10:40000".to_string()),
-            forwarded_for: None,
             request_headers: Vec::new(),
             now: NOW,
-            db: database(),
+            db,
             opens: 0,
+            opened: Vec::new(),
             statements: Vec::new(),
             logs: Vec::new(),
             request_lines: Vec::new(),
             fail_store: None,
             fail_on: None,
             fail_open: None,
-            opened: Vec::new(),
             never_logged: Vec::new(),
         }
     }
 
-    /// No signing secret configured.
-    pub fn without_secret() -> TestContext {
-        let mut ctx = TestContext::new();
-        ctx.secret = None;
-        ctx
+    pub fn set(&mut self, setting: Setting, value: &str) {
+        self.unset(setting);
+        self.settings.push((setting, value.to_string()));
     }
 
-    pub fn call(&mut self, method: &str, path: &str, auth: Option<&str>, body: &str) -> Outcome {
-        self.call_raw(method, path, auth.map(str::as_bytes), body.as_bytes())
+    pub fn unset(&mut self, setting: Setting) {
+        self.settings.retain(|(set, _)| *set != setting);
     }
 
-    pub fn call_raw(
-        &mut self,
-        method: &str,
-        path: &str,
-        auth: Option<&[u8]>,
-        body: &[u8],
-    ) -> Outcome {
-        self.call_with(method, path, auth, body)
-    }
-
-    /// Any `Body` implementation.
-    pub fn call_with(
-        &mut self,
-        method: &str,
-        path: &str,
-        auth: Option<&[u8]>,
-        body: impl Body,
-    ) -> Outcome {
-        let response = self.respond(method, path, None, auth, body);
-        self.check_response(&response)
+    fn value(&self, setting: Setting) -> Option<&str> {
+        let mut set = self.settings.iter().filter(|(name, _)| *name == setting);
+        set.next().map(|(_, value)| value.as_str())
     }
 
     /// The one way a test request reaches `book_catalog::handle`: the
@@ -258,7 +228,16 @@ impl TestContext {
                 self.never_logged.push(text);
             }
         }
-        let headers = self.header_fields();
+        // The client's own header fields first, then the platform's
+        // `spin-client-addr` (Spin appends it after any the client sent).
+        let mut headers: Vec<(String, Vec<u8>)> = self
+            .request_headers
+            .iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), value.clone().into_bytes()))
+            .collect();
+        if let Some(peer) = &self.client_addr {
+            headers.push(("spin-client-addr".into(), peer.clone().into_bytes()));
+        }
         let head = RequestHead {
             method,
             path,
@@ -267,9 +246,37 @@ impl TestContext {
             headers: &headers,
         };
         let served = handle(self, &head, body);
-        let line = book_catalog::log::request(&served.fields, served.response.status, 0);
+        let line = request(&served.fields, served.response.status, 0);
         self.request_lines.push(line);
         served.response
+    }
+
+    /// Any `Body`, any `Authorization` bytes; the checked outcome.
+    pub fn call_with(
+        &mut self,
+        method: &str,
+        path: &str,
+        auth: Option<&[u8]>,
+        body: impl Body,
+    ) -> Outcome {
+        let response = self.respond(method, path, None, auth, body);
+        self.check_response(&response)
+    }
+
+    pub fn call(&mut self, method: &str, path: &str, auth: Option<&str>, body: &str) -> Outcome {
+        self.call_with(method, path, auth.map(str::as_bytes), body.as_bytes())
+    }
+
+    /// A token of `SECRET` valid from this context's clock for 15 minutes,
+    /// as `POST /token` would issue it now (tokens.rs checks that it does).
+    pub fn token(&self) -> String {
+        token_with_exp(&(self.now + 900).to_string())
+    }
+
+    /// A request with a valid token (`token`), without logging in.
+    pub fn authed(&mut self, method: &str, path: &str, body: &str) -> Outcome {
+        let token = self.token();
+        self.call(method, path, Some(&token), body)
     }
 
     /// `POST /token` with `body`: the outcome and its `Retry-After` in
@@ -282,32 +289,11 @@ impl TestContext {
         (self.check_response(&response), retry_after)
     }
 
-    /// The request's header fields as a platform hands them over: the
-    /// client's own first, then the platform's `spin-client-addr` (Spin
-    /// appends it after any the client sent).
-    pub fn header_fields(&self) -> Vec<(String, Vec<u8>)> {
-        let mut fields: Vec<(String, Vec<u8>)> = self
-            .request_headers
-            .iter()
-            .map(|(name, value)| (name.to_ascii_lowercase(), value.clone().into_bytes()))
-            .collect();
-        if let Some(forwarded) = &self.forwarded_for {
-            fields.push(("x-forwarded-for".into(), forwarded.clone().into_bytes()));
-        }
-        if let Some(peer) = &self.client_addr {
-            fields.push(("spin-client-addr".into(), peer.clone().into_bytes()));
-        }
-        fields
-    }
-
-    /// `GET /books` with a query string (`None`: no `?`); the outcome and
-    /// the `Link` header.
-    pub fn get_books(
-        &mut self,
-        query: Option<&str>,
-        auth: Option<&str>,
-    ) -> (Outcome, Option<String>) {
-        let response = self.respond("GET", "/books", query, auth.map(str::as_bytes), &b""[..]);
+    /// `GET /books` with a query string (`None`: no `?`) and a valid token;
+    /// the outcome and the `Link` header.
+    pub fn get_books(&mut self, query: Option<&str>) -> (Outcome, Option<String>) {
+        let token = self.token();
+        let response = self.respond("GET", "/books", query, Some(token.as_bytes()), &b""[..]);
         let outcome = self.check_response(&response);
         (outcome, response.header("link").map(str::to_string))
     }
@@ -315,10 +301,8 @@ impl TestContext {
     /// Checks what every response must satisfy and returns its parts.
     pub fn check_response(&mut self, response: &Response) -> Outcome {
         let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_else(|e| {
-            panic!(
-                "body is not JSON ({e}): {:?}",
-                String::from_utf8_lossy(&response.body)
-            )
+            let body = String::from_utf8_lossy(&response.body);
+            panic!("body is not JSON ({e}): {body:?}")
         });
         let object = envelope.as_object().expect("envelope is an object");
         let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
@@ -327,7 +311,7 @@ impl TestContext {
         assert_eq!(
             envelope["status"],
             json!(response.status),
-            "envelope status equals the HTTP status"
+            "envelope status is HTTP's"
         );
         assert!(envelope["message"].is_string(), "message is a string");
         if response.status >= 400 {
@@ -337,7 +321,7 @@ impl TestContext {
         assert_eq!(
             response.header("cache-control"),
             Some("no-store"),
-            "no response is for shared caches"
+            "never for shared caches"
         );
         let data = &envelope["data"];
         match response.header("etag") {
@@ -351,27 +335,29 @@ impl TestContext {
         assert_eq!(
             allow.is_some(),
             response.status == 405,
-            "Allow is sent exactly with 405"
+            "Allow exactly with 405"
         );
+        let link = response.header("link");
         assert!(
-            response.header("link").is_none() || response.status == 200,
-            "Link is sent only with a page"
+            link.is_none() || response.status == 200,
+            "Link only with a page"
         );
+        let retry_after = response.header("retry-after");
         assert_eq!(
-            response.header("retry-after").is_some(),
+            retry_after.is_some(),
             response.status == 429,
-            "Retry-After is sent exactly with 429"
+            "Retry-After exactly with 429"
         );
-        if let Some(token) = envelope["data"]["token"].as_str() {
+        if let Some(token) = data["token"].as_str() {
             self.never_logged.push(token.to_string());
         }
         (response.status, envelope, allow)
     }
 
-    /// Logs in with the configured (or default) credentials; returns the token.
+    /// Logs in with the configured (or default) credentials; the token.
     pub fn login(&mut self) -> String {
-        let username = self.username.clone().unwrap_or_else(|| "admin".into());
-        let password = self.password.clone().unwrap_or_else(|| "password".into());
+        let username = self.value(Setting::AuthUsername).unwrap_or("admin");
+        let password = self.value(Setting::AuthPassword).unwrap_or("password");
         let body = json!({"username": username, "password": password}).to_string();
         let (status, envelope, _) = self.call("POST", "/token", None, &body);
         assert_eq!(status, 200, "login: {envelope}");
@@ -381,74 +367,79 @@ impl TestContext {
             .to_string()
     }
 
-    /// Creates a book with a fresh token; returns the created book.
+    /// Creates a book; returns it as created.
     pub fn create_book(&mut self, title: &str, author: &str, year: i64) -> Value {
-        let token = self.login();
-        let body = json!({"title": title, "author": author, "year": year}).to_string();
-        let (status, envelope, _) = self.call("POST", "/book", Some(&token), &body);
+        let (status, envelope, _) = self.authed("POST", "/book", &book_body(title, author, year));
         assert_eq!(status, 201, "create: {envelope}");
         envelope["data"].clone()
     }
 
     /// All books, as `GET /books` returns them.
     pub fn all_books(&mut self) -> Value {
-        let token = self.login();
-        let (status, envelope, _) = self.call("GET", "/books", Some(&token), "");
+        let (status, envelope, _) = self.authed("GET", "/books", "");
         assert_eq!(status, 200);
         envelope["data"].clone()
     }
 
-    /// Forgets the store calls so far (e.g. after logging in and seeding).
+    /// Forgets the store calls so far (e.g. after seeding).
     pub fn reset_calls(&mut self) {
         self.opens = 0;
+        self.opened.clear();
         self.statements.clear();
     }
 
-    /// The login attempts stored for the client `key`.
+    /// The count stored for the client `key`, and when its window ends.
     pub fn login_attempts(&mut self, key: &str) -> Option<LoginAttempts> {
         store::attempts(&mut self.db, key).expect("reading login attempts")
     }
 
-    /// Counts an attempt of `key` as another instance would.
-    pub fn count_login_attempt(&mut self, key: &str, now: u64, window_seconds: u64) {
-        store::count_attempt(&mut self.db, key, now, window_seconds)
-            .expect("counting a login attempt");
+    /// Counts an attempt of the client `key` now, as another instance would.
+    pub fn count_login_attempt(&mut self, key: &str) {
+        let counted = store::count_attempt(&mut self.db, key, self.now, 900);
+        counted.expect("counting a login attempt");
     }
 
-    /// How many login-attempt rows are kept (ended windows included).
-    pub fn login_attempt_rows(&self) -> i64 {
+    /// How many rows `table` holds.
+    pub fn rows(&self, table: &str) -> i64 {
+        let count = format!("SELECT count(*) FROM {table}");
         self.db
-            .query_row("SELECT count(*) FROM login_attempts", [], |row| row.get(0))
-            .expect("counting login-attempt rows")
+            .query_row(&count, [], |row| row.get(0))
+            .expect("counting rows")
+    }
+
+    /// Whether a log line starts with `start` and holds `part`.
+    pub fn logged(&self, start: &str, part: &str) -> bool {
+        self.logs
+            .iter()
+            .any(|line| line.starts_with(start) && line.contains(part))
     }
 
     /// Every log line that holds a secret, a password or a token, with what
-    /// it holds: the secret (`SECRET` too), the configured password, the
-    /// password hash and its salt and digest, the previous secret, and every
-    /// string in `never_logged` (tokens sent or issued, ...).
+    /// it holds: the secrets (`SECRET` too), the configured password, the
+    /// password hash and its salt and digest, and every string in
+    /// `never_logged` (tokens sent or issued, ...).
     pub fn leaks(&self) -> Vec<String> {
         let mut forbidden: Vec<&str> = self.never_logged.iter().map(String::as_str).collect();
-        if let Some(secret) = self.secret.as_deref().filter(|s| !s.is_empty()) {
-            forbidden.push(secret);
+        forbidden.push(SECRET);
+        for setting in [
+            Setting::SecretToken,
+            Setting::SecretTokenPrevious,
+            Setting::AuthPassword,
+        ] {
+            forbidden.extend(self.value(setting).filter(|value| !value.is_empty()));
         }
-        if let Some(password) = self.password.as_deref().filter(|p| !p.is_empty()) {
-            forbidden.push(password);
-        }
-        if let Some(hash) = self.password_hash.as_deref().filter(|h| h.len() >= 16) {
+        if let Some(hash) = self
+            .value(Setting::AuthPasswordHash)
+            .filter(|h| h.len() >= 16)
+        {
             forbidden.push(hash);
             // Any recognisable part of it: the salt and the hash segments.
             forbidden.extend(hash.rsplit('$').take(2).filter(|part| part.len() >= 8));
         }
-        if let Some(previous) = self.previous_secret.as_deref().filter(|s| !s.is_empty()) {
-            forbidden.push(previous);
-        }
-        forbidden.push(SECRET);
         let mut leaks = Vec::new();
         for line in &self.logs {
-            for bad in &forbidden {
-                if line.contains(bad) {
-                    leaks.push(format!("log line {line:?} contains {bad:?}"));
-                }
+            for bad in forbidden.iter().filter(|bad| line.contains(**bad)) {
+                leaks.push(format!("log line {line:?} contains {bad:?}"));
             }
         }
         leaks
@@ -466,25 +457,10 @@ impl Drop for TestContext {
 impl SettingSource for TestContext {
     fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
         if self.failing_setting == Some(setting) {
-            return Err(SettingUnavailable {
-                setting,
-                reason: "the variables provider failed: vault unreachable".into(),
-            });
+            let reason = "the variables provider failed: vault unreachable".into();
+            return Err(SettingUnavailable { setting, reason });
         }
-        Ok(match setting {
-            Setting::SecretToken => self.secret.clone(),
-            Setting::DbUrl => self.db_url.clone(),
-            Setting::AuthUsername => self.username.clone(),
-            Setting::AuthPassword => self.password.clone(),
-            Setting::AuthPasswordHash => self.password_hash.clone(),
-            Setting::SecretTokenPrevious => self.previous_secret.clone(),
-            Setting::LoginMaxFailures => self.max_failures.clone(),
-            Setting::LoginWindowSeconds => self.window_seconds.clone(),
-            Setting::TrustForwardedFor => self.trust_forwarded_for.clone(),
-            Setting::ClientIpHeader => self.client_ip_header.clone(),
-            Setting::TrustedProxyHops => self.trusted_proxy_hops.clone(),
-            Setting::RequireIfMatch => self.require_if_match.clone(),
-        })
+        Ok(self.value(setting).map(str::to_string))
     }
 
     fn log(&mut self, line: &str) {
@@ -504,7 +480,7 @@ impl Context for TestContext {
         if let Some(detail) = &self.fail_open {
             return Err(anyhow::anyhow!("{detail}"));
         }
-        Ok(Box::new(CountingConnection {
+        Ok(Box::new(RecordingConnection {
             db: &mut self.db,
             statements: &mut self.statements,
             fail: self.fail_store.clone(),
@@ -551,57 +527,49 @@ impl Body for BrokenBody {
 
 // ---- Envelopes ----------------------------------------------------------
 
-pub fn envelope(status: u16, message: &str, data: Value) -> Value {
-    json!({"status": status, "message": message, "data": data})
-}
-
 pub fn ok(status: u16, message: &str, data: Value) -> Outcome {
-    (status, envelope(status, message, data), None)
+    (
+        status,
+        json!({"status": status, "message": message, "data": data}),
+        None,
+    )
 }
 
-pub fn error(status: u16, message: &str) -> Outcome {
-    (status, envelope(status, message, Value::Null), None)
-}
-
-pub fn invalid_token() -> Outcome {
-    error(401, "Invalid token")
-}
-pub fn token_required() -> Outcome {
-    error(401, "Authorization token required")
-}
-pub fn invalid_credentials() -> Outcome {
-    error(401, "Invalid credentials")
-}
-pub fn invalid_payload() -> Outcome {
-    error(400, "Invalid request payload")
-}
-pub fn invalid_input() -> Outcome {
-    error(400, "Invalid input")
-}
-pub fn invalid_query() -> Outcome {
-    error(400, "Invalid query parameters")
-}
-pub fn book_not_found() -> Outcome {
-    error(404, "Book not found")
-}
-pub fn route_not_found() -> Outcome {
-    error(404, "Not found")
-}
-pub fn too_large() -> Outcome {
-    error(413, "Request body too large")
-}
-pub fn internal_error() -> Outcome {
-    error(500, "Internal server error")
-}
-pub fn token_not_issued() -> Outcome {
-    error(500, "Could not generate token")
-}
 pub fn not_allowed(allow: &str) -> Outcome {
     (
         405,
-        envelope(405, "Method not allowed", Value::Null),
+        ok(405, "Method not allowed", Value::Null).1,
         Some(allow.to_string()),
     )
+}
+
+/// One function per answer without data: `name() -> Outcome`.
+macro_rules! answers {
+    ($($name:ident: $status:literal $message:literal,)*) => {
+        $(pub fn $name() -> Outcome { ok($status, $message, Value::Null) })*
+    };
+}
+
+answers! {
+    deleted: 200 "Book deleted successfully",
+    healthy: 200 "Service healthy",
+    invalid_payload: 400 "Invalid request payload",
+    invalid_input: 400 "Invalid input",
+    invalid_query: 400 "Invalid query parameters",
+    invalid_key: 400 "Invalid Idempotency-Key",
+    invalid_credentials: 401 "Invalid credentials",
+    token_required: 401 "Authorization token required",
+    invalid_token: 401 "Invalid token",
+    book_not_found: 404 "Book not found",
+    route_not_found: 404 "Not found",
+    precondition_failed: 412 "Precondition failed",
+    too_large: 413 "Request body too large",
+    key_reused: 422 "Idempotency-Key already used for a different request",
+    precondition_required: 428 "Precondition required",
+    too_many_attempts: 429 "Too many login attempts",
+    internal_error: 500 "Internal server error",
+    token_not_issued: 500 "Could not generate token",
+    unavailable: 503 "Service unavailable",
 }
 
 pub fn created(id: i64, title: &str, author: &str, year: i64) -> Outcome {
@@ -628,9 +596,6 @@ pub fn updated(id: i64, title: &str, author: &str, year: i64) -> Outcome {
 pub fn listed(books: Value) -> Outcome {
     ok(200, "Books retrieved successfully", books)
 }
-pub fn deleted() -> Outcome {
-    ok(200, "Book deleted successfully", Value::Null)
-}
 /// `POST /token`'s answer to a login that passed.
 pub fn issued(token: &str) -> Outcome {
     ok(
@@ -638,9 +603,6 @@ pub fn issued(token: &str) -> Outcome {
         "Token generated successfully",
         json!({ "token": token }),
     )
-}
-pub fn too_many_attempts() -> Outcome {
-    error(429, "Too many login attempts")
 }
 
 pub fn book(id: i64, title: &str, author: &str, year: i64) -> Value {
@@ -657,12 +619,6 @@ pub fn book_body(title: &str, author: &str, year: i64) -> String {
 /// base64url without padding.
 pub fn b64(bytes: impl AsRef<[u8]>) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
-}
-
-pub fn b64_decode(text: &str) -> Vec<u8> {
-    URL_SAFE_NO_PAD
-        .decode(text)
-        .expect("base64url without padding")
 }
 
 /// The base64url HMAC-SHA256 of `input` under `key` (an empty key allowed).
@@ -684,7 +640,7 @@ pub fn sign_segments(header: &str, claims: &str, key: &[u8]) -> String {
     format!("{input}.{signature}")
 }
 
-/// A correctly signed HS256 token expiring at `exp` (any JSON text).
+/// A token of `SECRET` expiring at `exp` (any JSON text).
 pub fn token_with_exp(exp: &str) -> String {
     forge(
         HS256_HEADER,
@@ -693,20 +649,7 @@ pub fn token_with_exp(exp: &str) -> String {
     )
 }
 
-/// A correctly signed HS256 token valid for 15 minutes from `NOW`.
+/// A token of `SECRET` valid for 15 minutes from `NOW`.
 pub fn valid_token() -> String {
     token_with_exp(&(NOW + 900).to_string())
 }
-
-/// The protected routes, one request each: (method, path, a valid body).
-pub const PROTECTED: [(&str, &str, &str); 5] = [
-    (
-        "POST",
-        "/book",
-        r#"{"title":"Dune","author":"Frank Herbert","year":1965}"#,
-    ),
-    ("GET", "/books", ""),
-    ("GET", "/book/1", ""),
-    ("PUT", "/book/1", r#"{"year":1966}"#),
-    ("DELETE", "/book/1", ""),
-];

@@ -2,9 +2,9 @@
 //! and methods, the same `Allow` headers, the same public/protected split,
 //! every error message under its status, and the `Idempotency-Key` rule.
 
-use std::collections::BTreeSet;
-
 use book_catalog::app::route;
+use book_catalog::books::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
+use book_catalog::envelope::COMMON_HEADERS;
 use book_catalog::ApiError;
 use serde_yaml::Value;
 
@@ -31,66 +31,43 @@ fn documented_methods(item: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Each documented path is routed with exactly its documented methods,
+/// whose list (in the router's fixed order) is its `Allow`; each operation
+/// is public in the document exactly when the router does not protect it
+/// (only `/token` and `/health`: protected by default).
 #[test]
-fn every_documented_operation_is_routed_and_nothing_else() {
+fn each_path_is_routed_with_its_methods_allow_and_security() {
     let doc = document();
+    let by_default = doc["security"].as_sequence();
+    assert!(
+        by_default.is_some_and(|s| !s.is_empty()),
+        "protected by default"
+    );
     let paths = doc["paths"].as_mapping().expect("paths");
     assert_eq!(paths.len(), 5, "the API has five paths (with /health)");
     for (template, item) in paths {
         let template = template.as_str().expect("path template");
         let path = concrete(template);
-        let documented: BTreeSet<String> = documented_methods(item).into_iter().collect();
-        let routed: BTreeSet<String> = METHODS
-            .iter()
-            .filter(|method| {
-                route(method, &path)
-                    .expect("a documented path is routed")
-                    .endpoint
-                    .is_ok()
-            })
-            .map(|method| method.to_string())
-            .collect();
-        assert_eq!(documented, routed, "{template}");
-    }
-}
-
-#[test]
-fn allow_headers_list_the_documented_methods() {
-    let doc = document();
-    for (template, item) in doc["paths"].as_mapping().expect("paths") {
-        let template = template.as_str().expect("path template");
+        let routed = |method: &str| route(method, &path).expect("a documented path is routed");
         let mut documented = documented_methods(item);
-        // The router lists methods in this fixed order.
         documented.sort_by_key(|method| METHODS.iter().position(|m| m == method));
-        let outcome = route("PATCH", &concrete(template))
-            .expect("routed")
-            .endpoint;
+        let served = METHODS
+            .into_iter()
+            .filter(|method| routed(method).endpoint.is_ok());
+        assert_eq!(documented, served.collect::<Vec<_>>(), "{template}");
+        let allow = Box::leak(documented.join(", ").into_boxed_str());
+        let refused = routed("PATCH").endpoint;
         assert_eq!(
-            outcome,
-            Err(ApiError::MethodNotAllowed(Box::leak(
-                documented.join(", ").into_boxed_str()
-            ))),
+            refused,
+            Err(ApiError::MethodNotAllowed(allow)),
             "{template}"
         );
-    }
-}
-
-#[test]
-fn only_token_is_public_in_both() {
-    let doc = document();
-    assert!(
-        doc["security"].as_sequence().is_some_and(|s| !s.is_empty()),
-        "protected by default"
-    );
-    for (template, item) in doc["paths"].as_mapping().expect("paths") {
-        let template = template.as_str().expect("path template");
-        for method in documented_methods(item) {
+        for method in documented {
             let operation = &item[method.to_ascii_lowercase().as_str()];
             let public = operation["security"]
                 .as_sequence()
                 .is_some_and(|s| s.is_empty());
-            let routed = route(&method, &concrete(template)).expect("routed");
-            assert_eq!(public, !routed.protected, "{method} {template}");
+            assert_eq!(public, !routed(&method).protected, "{method} {template}");
         }
     }
 }
@@ -172,7 +149,7 @@ fn every_error_message_is_documented_at_its_status() {
 fn every_response_documents_cache_control_no_store() {
     let doc = document();
     let common = doc["components"]["headers"]["CacheControl"].clone();
-    let (name, value) = book_catalog::envelope::COMMON_HEADERS[1];
+    let (name, value) = COMMON_HEADERS[1];
     assert_eq!(name, "cache-control");
     assert_eq!(common["schema"]["const"].as_str(), Some(value));
     assert_eq!(common["required"].as_bool(), Some(true));
@@ -213,7 +190,6 @@ fn every_response_documents_cache_control_no_store() {
 /// length bounds.
 #[test]
 fn the_idempotency_key_rule_is_the_components() {
-    use book_catalog::books::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
     let doc = document();
     let key = &doc["components"]["parameters"]["IdempotencyKey"];
     assert_eq!(key["name"].as_str(), Some("Idempotency-Key"));

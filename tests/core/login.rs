@@ -1,0 +1,708 @@
+//! `POST /token` as a whole: what a login payload is; the credentials
+//! (configured, the defaults, the default-password warning, the Argon2id
+//! `auth_password_hash`); the failed-login limit (docs/configuration.md,
+//! "Login protection": the count, its window and `Retry-After`, its
+//! settings, what it costs the store) and who the client is (peer, IPv6 /64,
+//! `X-Forwarded-For` through trusted proxies, `client_ip_header`); failing
+//! closed when a setting or the store cannot be read; that nothing secret
+//! reaches the log; and the settings tables of the docs. The token a login
+//! issues, and the signing secrets, are tokens.rs's.
+
+use book_catalog::settings::{
+    DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS, DEFAULT_PASSWORD, DEFAULT_USERNAME,
+};
+use serde_json::json;
+
+use crate::support::*;
+
+const WRONG: &str = r#"{"username":"admin","password":"wrong-password-7"}"#;
+
+/// The status of `POST /token` with `body`.
+fn status(ctx: &mut TestContext, body: &str) -> u16 {
+    ctx.post_token(body).0 .0
+}
+
+/// The count stored under the client key `key`.
+fn count_of(ctx: &mut TestContext, key: &str) -> Option<u64> {
+    ctx.login_attempts(key).map(|attempts| attempts.count)
+}
+
+/// An Argon2id PHC string of `password` with small parameters (fast tests);
+/// `src/password.rs` checks the reference vector and OWASP's parameters.
+fn cheap_hash(password: &str) -> String {
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let salt = SaltString::from_b64("dGVzdHNhbHR0ZXN0c2FsdA").unwrap();
+    let params = argon2::Params::new(64, 1, 1, None).unwrap();
+    let argon2 = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+    argon2
+        .hash_password(password.as_bytes(), &salt)
+        .unwrap()
+        .to_string()
+}
+
+// ---- Payloads ---------------------------------------------------------------
+
+#[test]
+fn login_payloads_that_are_not_a_login_object() {
+    let mut ctx = TestContext::new();
+    let payloads = [
+        "",
+        " ",
+        "not json",
+        "username=admin&password=password",
+        "{",
+        &LOGIN[..LOGIN.len() - 1],
+        &format!("{LOGIN} x"),
+        "[]",
+        r#"["admin","password"]"#,
+        &format!("[{LOGIN}]"),
+        r#""admin""#,
+        "42",
+        "null",
+        "true",
+        "{}",
+        r#"{"username":"admin"}"#,
+        r#"{"username":"nobody"}"#,
+        r#"{"password":"password"}"#,
+        r#"{"user":"admin","pass":"password"}"#,
+        r#"{"Username":"admin","Password":"password"}"#,
+        r#"{"username":1,"password":"password"}"#,
+        r#"{"username":"admin","password":12345}"#,
+        r#"{"username":null,"password":"password"}"#,
+        r#"{"username":"admin","password":null}"#,
+        r#"{"username":{"name":"admin"},"password":"password"}"#,
+        r#"{"username":"admin","password":["password"]}"#,
+        r#"{"username":true,"password":false}"#,
+        r#"{"username":"admin","password":"\ud800"}"#,
+        &format!("\u{FEFF}{LOGIN}"),
+        &"[".repeat(100_000),
+        &format!(r#"{{"username":{}"#, "[".repeat(100_000)),
+    ];
+    for body in payloads {
+        let shown: String = body.chars().take(60).collect();
+        let outcome = ctx.call("POST", "/token", None, body);
+        assert_eq!(outcome, invalid_payload(), "{shown:?}");
+    }
+    let non_utf8 = b"{\"username\":\"adm\xFFin\",\"password\":\"password\"}";
+    let outcome = ctx.call_with("POST", "/token", None, &non_utf8[..]);
+    assert_eq!(outcome, invalid_payload());
+    let outcome = ctx.call_with("POST", "/token", None, BrokenBody);
+    assert_eq!(outcome, invalid_payload());
+}
+
+#[test]
+fn extra_login_fields_key_order_whitespace_and_escapes_do_not_matter() {
+    let mut ctx = TestContext::new();
+    for body in [
+        r#"{"username":"admin","password":"password","remember":true,"exp":1,"role":"root"}"#,
+        "\n { \"password\" : \"password\" ,\t\"username\":\"admin\" } \n",
+        r#"{"username":"\u0061dmin","password":"p\u0061ssword"}"#,
+    ] {
+        let outcome = ctx.call("POST", "/token", None, body);
+        assert_eq!(outcome, issued(&valid_token()), "{body}");
+    }
+}
+
+#[test]
+fn unreadable_logins_check_no_password_and_are_not_counted() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::LoginMaxFailures, "2");
+    for body in ["", "{}", "not json", r#"{"username":"admin"}"#] {
+        for _ in 0..3 {
+            assert_eq!(ctx.post_token(body).0, invalid_payload(), "{body:?}");
+        }
+    }
+    assert_eq!(count_of(&mut ctx, "192.0.2.10"), None);
+    assert_eq!(
+        [WRONG; 3].map(|body| status(&mut ctx, body)),
+        [401, 401, 429]
+    );
+    // Once blocked, a malformed login is refused the same way.
+    assert_eq!(ctx.post_token("{}").0, too_many_attempts());
+}
+
+// ---- Credentials ------------------------------------------------------------
+
+#[test]
+fn wrong_credentials_are_refused() {
+    let mut ctx = TestContext::new();
+    let pairs = [
+        ("admin", "wrong-password-1"),
+        ("someone-else-99", "password"),
+        ("someone-else-99", "wrong-password-2"),
+        ("Admin", "password"),
+        ("ADMIN", "password"),
+        ("admin", "Password"),
+        ("admin", "PASSWORD"),
+        ("admin ", "password"),
+        (" admin", "password"),
+        ("admin", "password "),
+        ("admin", "password\n"),
+        ("admin", "passwor"),
+        ("admin", "password1"),
+        ("admin", ""),
+        ("", "password"),
+        ("", ""),
+        ("admin\u{0}", "password"),
+        ("admin", "pässword"),
+    ];
+    for (index, (username, password)) in pairs.into_iter().enumerate() {
+        // Each from its own address: more than the failed-login limit.
+        ctx.client_addr = Some(format!("198.51.100.{index}:5000"));
+        let body = json!({"username": username, "password": password}).to_string();
+        let outcome = ctx.call("POST", "/token", None, &body);
+        assert_eq!(
+            outcome,
+            invalid_credentials(),
+            "{username:?} / {password:?}"
+        );
+    }
+    // No log line may hold what was submitted (checked when `ctx` drops).
+    let submitted = ["wrong-password-1", "wrong-password-2", "someone-else-99"];
+    ctx.never_logged.extend(submitted.map(String::from));
+}
+
+#[test]
+fn configured_credentials_replace_the_defaults() {
+    // A configured username keeps the default password, and vice versa; the
+    // default password is warned about.
+    let librarian = r#"{"username":"librarian","password":"password"}"#;
+    let cases: [(&str, &str, &str, &[&str]); 3] = [
+        (
+            "librarian",
+            "Corr3ct-Horse-Battery",
+            r#"{"username":"librarian","password":"Corr3ct-Horse-Battery"}"#,
+            &[
+                LOGIN,
+                librarian,
+                r#"{"username":"admin","password":"Corr3ct-Horse-Battery"}"#,
+                r#"{"username":"librarian","password":"corr3ct-horse-battery"}"#,
+            ],
+        ),
+        ("librarian", "", librarian, &[LOGIN]),
+        (
+            "",
+            "Only-The-Password-Set",
+            r#"{"username":"admin","password":"Only-The-Password-Set"}"#,
+            &[LOGIN],
+        ),
+    ];
+    for (username, password, right, refused) in cases {
+        let mut ctx = TestContext::new();
+        for (setting, value) in [
+            (Setting::AuthUsername, username),
+            (Setting::AuthPassword, password),
+        ] {
+            if !value.is_empty() {
+                ctx.set(setting, value);
+            }
+        }
+        assert_eq!(status(&mut ctx, right), 200, "{right}");
+        for body in refused {
+            let outcome = ctx.post_token(body).0;
+            assert_eq!(outcome, invalid_credentials(), "{right}: {body}");
+        }
+        let warned = ctx.logged("", "default password");
+        assert_eq!(warned, password.is_empty(), "{right}: {:?}", ctx.logs);
+    }
+}
+
+#[test]
+fn the_default_password_is_warned_about_without_being_logged() {
+    let mut ctx = TestContext::new();
+    ctx.login();
+    let warnings: Vec<&String> = ctx
+        .logs
+        .iter()
+        .filter(|l| l.contains("default password"))
+        .collect();
+    let [warning] = warnings[..] else {
+        panic!("one warning: {:?}", ctx.logs)
+    };
+    assert!(warning.contains("AUTH_PASSWORD"), "{warning}");
+    // The value never appears as a value (the word itself is in the message).
+    for leak in [
+        "\"password\"",
+        "'password'",
+        "=password",
+        ": password\"",
+        "password/",
+    ] {
+        assert!(!warning.contains(leak), "{warning}");
+    }
+    // A refused attempt warns too, and logs nothing of what was sent.
+    ctx.logs.clear();
+    ctx.never_logged.push("Sent-Attempt-77".into());
+    ctx.post_token(r#"{"username":"admin","password":"Sent-Attempt-77"}"#);
+    assert!(ctx.logged("", "default password"), "{:?}", ctx.logs);
+}
+
+/// A settings table of `file` (README.md, docs/configuration.md): the one
+/// whose header names the columns "Spin variable", "Environment" and
+/// "Default"; per row (Spin variable, environment name, default).
+fn documented_settings(file: &str) -> Vec<(String, String, String)> {
+    let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let cells = |line: &str| -> Vec<String> {
+        let line = line.trim().trim_start_matches('|').trim_end_matches('|');
+        line.split('|')
+            .map(|cell| cell.trim().to_string())
+            .collect()
+    };
+    let mut lines = text.lines();
+    let header = lines
+        .by_ref()
+        .map(cells)
+        .find(|header| header.iter().any(|c| c == "Spin variable"));
+    let header = header.unwrap_or_else(|| panic!("{file}: no \"Spin variable\" column"));
+    let column = |name: &str| {
+        let position = header.iter().position(|cell| cell == name);
+        position.unwrap_or_else(|| panic!("{file}: no {name:?} column in {header:?}"))
+    };
+    let [variable, env, default] = ["Spin variable", "Environment", "Default"].map(column);
+    let code = |cell: &str| cell.trim_matches('`').to_string();
+    let rows = lines.skip(1).take_while(|line| line.starts_with('|')); // after |---|
+    rows.map(|line| {
+        let row = cells(line);
+        assert_eq!(row.len(), header.len(), "{file}: {line}");
+        (code(&row[variable]), code(&row[env]), row[default].clone())
+    })
+    .collect()
+}
+
+#[test]
+fn the_documented_settings_are_the_settings_with_their_login_defaults() {
+    for setting in Setting::ALL {
+        // What tests/faults/lib.py assumes when it reads the names from
+        // spin.toml (whose variables deploy.rs checks against Setting::ALL).
+        let upper = setting.variable_name().to_ascii_uppercase();
+        assert_eq!(setting.env_name(), upper, "{setting:?}");
+    }
+    let mut settings: Vec<(&str, &str)> = Setting::ALL
+        .iter()
+        .map(|s| (s.variable_name(), s.env_name()))
+        .collect();
+    settings.sort_unstable();
+    for file in ["README.md", "docs/configuration.md"] {
+        let table = documented_settings(file);
+        let mut documented: Vec<(&str, &str)> = table
+            .iter()
+            .map(|(variable, env, _)| (variable.as_str(), env.as_str()))
+            .collect();
+        documented.sort_unstable();
+        assert_eq!(documented, settings, "{file}: the settings table");
+        // The documented defaults: the first `code` of the Default cell.
+        let default_of = |name: &str| -> String {
+            let (_, _, cell) = table.iter().find(|(v, _, _)| v == name).unwrap();
+            let code = cell.split('`').nth(1);
+            code.unwrap_or_else(|| panic!("{file}: no default for {name}: {cell}"))
+                .to_string()
+        };
+        assert_eq!(default_of("auth_username"), DEFAULT_USERNAME, "{file}");
+        assert_eq!(default_of("auth_password"), DEFAULT_PASSWORD, "{file}");
+        let max_failures = default_of("login_max_failures");
+        assert_eq!(
+            max_failures,
+            DEFAULT_LOGIN_MAX_FAILURES.to_string(),
+            "{file}"
+        );
+        let window = default_of("login_window_seconds");
+        assert_eq!(window, DEFAULT_LOGIN_WINDOW_SECONDS.to_string(), "{file}");
+        // And they are what a login meets with nothing configured (the
+        // limit's: by_default_ten_failures_block_every_login_for_900_seconds).
+        let mut ctx = TestContext::new();
+        let username = default_of("auth_username");
+        let documented = json!({"username": username, "password": default_of("auth_password")});
+        assert_eq!(status(&mut ctx, &documented.to_string()), 200, "{file}");
+    }
+}
+
+// ---- The password hash --------------------------------------------------
+
+#[test]
+fn a_password_hash_replaces_the_password_without_the_default_warning() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::AuthUsername, "librarian");
+    ctx.set(Setting::AuthPasswordHash, &cheap_hash("Hashed pass 1"));
+    let right = r#"{"username":"librarian","password":"Hashed pass 1"}"#;
+    assert_eq!(status(&mut ctx, right), 200);
+    for wrong in [
+        r#"{"username":"librarian","password":"Hashed pass 2"}"#,
+        r#"{"username":"librarian","password":"password"}"#,
+        r#"{"username":"admin","password":"Hashed pass 1"}"#,
+    ] {
+        assert_eq!(status(&mut ctx, wrong), 401, "{wrong}");
+    }
+    // A plain password set beside it is ignored.
+    ctx.set(Setting::AuthPassword, "plain-password-9");
+    let plain = r#"{"username":"librarian","password":"plain-password-9"}"#;
+    assert_eq!(status(&mut ctx, plain), 401);
+    assert_eq!(status(&mut ctx, right), 200);
+    assert!(!ctx.logged("", "default password"), "{:?}", ctx.logs);
+}
+
+#[test]
+fn an_unusable_hash_makes_every_login_500_with_a_log_line_without_the_hash() {
+    let good = cheap_hash("pw");
+    for bad in [
+        "not-a-phc-string-at-all".to_string(),
+        good.replacen("$argon2id$", "$argon2i$", 1),
+        good.replacen("m=64", "m=999999999", 1),
+        good[..good.len() - 10].to_string() + "!!!!!!!!!!",
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.set(Setting::AuthPasswordHash, &bad);
+        for body in [
+            LOGIN,
+            WRONG,
+            r#"{"username":"admin","password":"pw"}"#,
+            "{}",
+        ] {
+            ctx.logs.clear();
+            assert_eq!(ctx.post_token(body).0, internal_error(), "{bad}: {body}");
+            let logged = ctx.logged("level=error ", "AUTH_PASSWORD_HASH");
+            assert!(logged, "{:?}", ctx.logs);
+        }
+        // `TestContext` checks on drop that no line holds the hash or a part.
+    }
+}
+
+// ---- The failed-login limit ---------------------------------------------
+
+#[test]
+fn by_default_ten_failures_block_every_login_for_900_seconds() {
+    let mut ctx = TestContext::new();
+    for attempt in 1..=10 {
+        assert_eq!(ctx.post_token(WRONG).0, invalid_credentials(), "{attempt}");
+    }
+    // The eleventh and every login after it, right credentials anywhere too.
+    for attempt in 11..=200 {
+        let body = if [11, 12, 50, 200].contains(&attempt) {
+            LOGIN
+        } else {
+            WRONG
+        };
+        let outcome = ctx.post_token(body);
+        assert_eq!(outcome, (too_many_attempts(), Some(900)), "{attempt}");
+    }
+    ctx.now += 899;
+    assert_eq!(ctx.post_token(LOGIN), (too_many_attempts(), Some(1)));
+    // The window ends 900 s after the first failure.
+    ctx.now += 1;
+    assert_eq!(status(&mut ctx, LOGIN), 200);
+}
+
+#[test]
+fn retry_after_counts_down_to_the_end_of_the_window_of_the_first_failure() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::LoginMaxFailures, "2");
+    ctx.set(Setting::LoginWindowSeconds, "60");
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    ctx.now += 20;
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(ctx.post_token(WRONG), (too_many_attempts(), Some(40)));
+    ctx.now += 39;
+    assert_eq!(ctx.post_token(LOGIN), (too_many_attempts(), Some(1)));
+    ctx.now += 1;
+    assert_eq!(status(&mut ctx, LOGIN), 200);
+}
+
+#[test]
+fn a_success_clears_the_count() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::LoginMaxFailures, "3");
+    for _ in 0..3 {
+        // Two failures are below the limit; the success starts afresh (else
+        // the third failure of the second round would block the address).
+        assert_eq!(
+            [WRONG, WRONG, LOGIN].map(|body| status(&mut ctx, body)),
+            [401, 401, 200]
+        );
+    }
+    assert_eq!(ctx.rows("login_attempts"), 0);
+}
+
+#[test]
+fn attempts_are_counted_before_any_password_is_checked() {
+    // Attempts of this client already counted and still being checked
+    // (another instance, another replica): with ten, an eleventh is refused
+    // unchecked, even with the right password, and counted too; with nine,
+    // the tenth is checked, and a right one clears the count.
+    for (in_flight, answer) in [(10, too_many_attempts()), (9, issued(&valid_token()))] {
+        let mut ctx = TestContext::new();
+        for _ in 0..in_flight {
+            ctx.count_login_attempt("192.0.2.10");
+        }
+        assert_eq!(ctx.post_token(LOGIN).0, answer);
+        let count = (in_flight == 10).then_some(11);
+        assert_eq!(count_of(&mut ctx, "192.0.2.10"), count);
+    }
+}
+
+#[test]
+fn zero_turns_the_limit_off_without_store_calls() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::LoginMaxFailures, "0");
+    for _ in 0..50 {
+        assert_eq!(status(&mut ctx, WRONG), 401);
+    }
+    assert_eq!(status(&mut ctx, LOGIN), 200);
+    assert_eq!((ctx.opens, ctx.statements.len()), (0, 0));
+}
+
+#[test]
+fn invalid_settings_warn_and_use_the_defaults() {
+    for (max, window, hops, header) in [
+        ("ten", "15m", "maybe", "two words"),
+        ("-1", "0", "-2", "x:y"),
+        ("99999999999", "31536001", "33", ""),
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.set(Setting::LoginMaxFailures, max);
+        ctx.set(Setting::LoginWindowSeconds, window);
+        ctx.set(Setting::TrustedProxyHops, hops);
+        ctx.set(Setting::ClientIpHeader, header);
+        ctx.request_headers = vec![("x-forwarded-for".into(), "198.51.100.77".into())];
+        for _ in 0..10 {
+            assert_eq!(status(&mut ctx, WRONG), 401, "{max} {window}");
+        }
+        let outcome = ctx.post_token(WRONG);
+        assert_eq!(outcome, (too_many_attempts(), Some(900)), "{max} {window}");
+        let mut names = vec![
+            "LOGIN_MAX_FAILURES",
+            "LOGIN_WINDOW_SECONDS",
+            "TRUSTED_PROXY_HOPS",
+        ];
+        names.extend((!header.is_empty()).then_some("CLIENT_IP_HEADER"));
+        for name in names {
+            assert!(ctx.logged("level=warn ", name), "{name}: {:?}", ctx.logs);
+        }
+        // No trusted proxy: the count is the peer's.
+        assert_eq!(count_of(&mut ctx, "192.0.2.10"), Some(11));
+    }
+}
+
+#[test]
+fn what_each_login_costs_the_store() {
+    let mut ctx = TestContext::new();
+    // A success with no failures on record: the attempt counted, then cleared.
+    assert_eq!(status(&mut ctx, LOGIN), 200);
+    assert_eq!(ctx.opens, 1);
+    assert_eq!(ctx.statements, ["count attempt", "clear attempts"]);
+    // A failure that starts a window: counted, and one bounded cleanup.
+    ctx.reset_calls();
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(ctx.statements, ["count attempt", "prune attempts"]);
+    // A failure in the same window: counted, nothing else.
+    ctx.reset_calls();
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(ctx.statements, ["count attempt"]);
+    // An unreadable body: one read.
+    ctx.reset_calls();
+    assert_eq!(ctx.post_token("{}").0, invalid_payload());
+    assert_eq!(ctx.statements, ["read attempts"]);
+    // Blocked: the count alone answers.
+    ctx.set(Setting::LoginMaxFailures, "1");
+    ctx.reset_calls();
+    assert_eq!(status(&mut ctx, LOGIN), 429);
+    assert_eq!(ctx.statements, ["count attempt"]);
+}
+
+#[test]
+fn ended_windows_start_over_and_are_cleaned_up_in_batches() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::LoginWindowSeconds, "60");
+    for i in 0..150 {
+        ctx.client_addr = Some(format!("198.51.100.{i}:1"));
+        assert_eq!(status(&mut ctx, WRONG), 401);
+    }
+    assert_eq!(ctx.rows("login_attempts"), 150);
+    // After the window, the next new window's failure removes at most 100
+    // ended rows (and its own row is new).
+    ctx.now += 61;
+    ctx.client_addr = Some("192.0.2.200:1".into());
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(ctx.rows("login_attempts"), 150 - 100 + 1);
+    ctx.client_addr = Some("192.0.2.201:1".into());
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    assert_eq!(ctx.rows("login_attempts"), 2);
+    // An address whose window ended starts over at one.
+    ctx.now += 61;
+    ctx.client_addr = Some("192.0.2.200:1".into());
+    assert_eq!(status(&mut ctx, WRONG), 401);
+    let row = ctx.login_attempts("192.0.2.200").unwrap();
+    assert_eq!((row.count, row.window_end), (1, ctx.now + 60));
+}
+
+// ---- Who the client is --------------------------------------------------
+
+/// The client a failed login is counted for, as the settings name it (how
+/// each address and header is read, IPv4-mapped and IPv6 /64 too:
+/// src/client.rs; a /64 blocked: the test below). Spin appends its own
+/// `spin-client-addr` after one a client sends; with proxies, each appends
+/// to `X-Forwarded-For` the address it received from.
+#[test]
+fn the_client_counted_is_the_one_the_settings_name() {
+    // The peer is 10.0.0.1:5555 (its port is not part of the client).
+    // settings (hops: trusted_proxy_hops, trust: trust_forwarded_for,
+    // header: client_ip_header) | a request header (XFF: X-Forwarded-For) |
+    // the client counted
+    let table = "
+                              | spin-client-addr=198.51.100.1:1         | 10.0.0.1
+                              | XFF=198.51.100.1                        | 10.0.0.1
+        hops=1                | XFF=203.0.113.1, 198.51.100.7           | 198.51.100.7
+        hops=2                | XFF=6.6.6.6, 198.51.100.20, 192.0.2.250 | 198.51.100.20
+        trust=true            | XFF=203.0.113.50, 198.51.100.9          | 198.51.100.9
+        trust=true hops=0     | XFF=203.0.113.50, 198.51.100.9          | 10.0.0.1
+        header=True-Client-IP | true-client-ip=203.0.113.77             | 203.0.113.77
+        header=True-Client-IP | true-client-ip=not-an-ip                | 10.0.0.1
+        header=True-Client-IP |                                         | 10.0.0.1";
+    for row in table.trim_matches('\n').lines() {
+        let [settings, header, counted] = cells(row);
+        let mut ctx = TestContext::new();
+        ctx.client_addr = Some("10.0.0.1:5555".into());
+        for setting in settings.split_whitespace() {
+            let (name, value) = setting.split_once('=').unwrap();
+            let setting = match name {
+                "hops" => Setting::TrustedProxyHops,
+                "trust" => Setting::TrustForwardedFor,
+                _ => Setting::ClientIpHeader,
+            };
+            ctx.set(setting, value);
+        }
+        if let Some((name, value)) = header.split_once('=') {
+            let name = if name == "XFF" {
+                "x-forwarded-for"
+            } else {
+                name
+            };
+            ctx.request_headers = vec![(name.into(), value.into())];
+        }
+        assert_eq!(status(&mut ctx, WRONG), 401, "{row}");
+        assert_eq!(count_of(&mut ctx, counted), Some(1), "{row}");
+        if settings == "trust=true" {
+            // The old setting is one hop, with a line saying so.
+            let said = |l: &String| l.contains("TRUST_FORWARDED_FOR") && l.contains("hops=1");
+            assert!(ctx.logs.iter().any(said), "{:?}", ctx.logs);
+        }
+    }
+}
+
+#[test]
+fn eleven_addresses_of_one_64_share_a_bucket() {
+    let mut ctx = TestContext::new();
+    // Each address of the /64 makes one wrong login: ten are checked, then
+    // the whole /64 is blocked, whichever address it uses next.
+    for host in 1..=10 {
+        ctx.client_addr = Some(format!("[2001:db8:aa:bb::{host:x}]:443"));
+        assert_eq!(status(&mut ctx, WRONG), 401, "address {host}");
+    }
+    ctx.client_addr = Some("[2001:db8:aa:bb:ffff:1:2:3]:443".into());
+    assert_eq!(ctx.post_token(LOGIN), (too_many_attempts(), Some(900)));
+    assert_eq!(count_of(&mut ctx, "2001:db8:aa:bb::/64"), Some(11));
+    // The next /64 is another end site.
+    ctx.client_addr = Some("[2001:db8:aa:bc::1]:443".into());
+    assert_eq!(status(&mut ctx, LOGIN), 200);
+}
+
+// ---- Failing closed -----------------------------------------------------
+
+#[test]
+fn a_setting_or_store_that_fails_is_never_replaced_by_a_default() {
+    // Every setting a login reads: the default credentials never sign.
+    for setting in [
+        Setting::AuthUsername,
+        Setting::AuthPassword,
+        Setting::AuthPasswordHash,
+        Setting::LoginMaxFailures,
+        Setting::LoginWindowSeconds,
+        Setting::TrustedProxyHops,
+        Setting::TrustForwardedFor,
+        Setting::ClientIpHeader,
+        Setting::DbUrl,
+        Setting::SecretToken,
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.failing_setting = Some(setting);
+        assert_eq!(ctx.post_token(LOGIN).0, internal_error(), "{setting:?}");
+        let logged = ctx.logged("level=error ", setting.env_name());
+        assert!(logged, "{setting:?}: {:?}", ctx.logs);
+    }
+    // A protected route whose secret cannot be read: 500, not 401.
+    let mut ctx = TestContext::new();
+    ctx.failing_setting = Some(Setting::SecretToken);
+    assert_eq!(ctx.authed("GET", "/books", ""), internal_error());
+    // A store that fails: no login passes uncounted.
+    let mut ctx = TestContext::new();
+    ctx.fail_store = Some("disk I/O error (detail-LOGSTORE)".into());
+    assert_eq!(
+        [LOGIN, WRONG].map(|body| status(&mut ctx, body)),
+        [500, 500]
+    );
+    let failed = "level=error msg=\"request failed\" method=POST route=/token";
+    assert!(ctx.logged(failed, "detail-LOGSTORE"), "{:?}", ctx.logs);
+}
+
+// ---- Nothing secret in the log ------------------------------------------
+
+/// Logins with every secret setting set and every login setting unreadable
+/// log what they are about (else the check proves nothing), and no line
+/// holds a secret value; and a line holding any of them would be caught.
+#[test]
+fn nothing_secret_reaches_the_log() {
+    let hash = cheap_hash("Hashed-Secret-Pass-42");
+    let right = r#"{"username":"keeper","password":"Hashed-Secret-Pass-42"}"#;
+    let guess = r#"{"username":"keeper","password":"Guess-Number-One"}"#;
+    let submitted = ["Hashed-Secret-Pass-42", "Guess-Number-One"];
+    let bogus = [
+        (Setting::LoginMaxFailures, "bogus-value"),
+        (Setting::LoginWindowSeconds, "bogus-window"),
+        (Setting::TrustForwardedFor, "bogus-flag"),
+        (Setting::TrustedProxyHops, "bogus-hops"),
+        (Setting::ClientIpHeader, "bogus header"),
+    ];
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::AuthUsername, "keeper");
+    ctx.set(Setting::AuthPasswordHash, &hash);
+    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
+    for (setting, value) in bogus {
+        ctx.set(setting, value);
+        ctx.never_logged.push(value.into());
+    }
+    ctx.never_logged.extend(submitted.map(String::from));
+    let (issued, _) = ctx.post_token(right);
+    let issued = issued.1["data"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_string();
+    assert_eq!(status(&mut ctx, guess), 401);
+    // A token of the previous secret on a protected route.
+    let old = forge(
+        HS256_HEADER,
+        &format!(r#"{{"exp":{}}}"#, NOW + 900),
+        PREVIOUS.as_bytes(),
+    );
+    assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
+    ctx.fail_store = Some("disk I/O error (detail-LOGSTORE)".into());
+    assert_eq!(
+        [right, guess].map(|body| status(&mut ctx, body)),
+        [500, 500]
+    );
+    for (start, logged) in [
+        ("level=warn ", "LOGIN_MAX_FAILURES"),
+        ("level=error ", "detail-LOGSTORE"),
+    ] {
+        assert!(ctx.logged(start, logged), "{logged}: {:?}", ctx.logs);
+    }
+    assert_eq!(ctx.leaks(), Vec::<String>::new());
+    // The check is live: a line holding any of them is caught.
+    let mut parts: Vec<&str> = hash.rsplit('$').take(2).collect();
+    parts.extend([SECRET, PREVIOUS, &old, &issued]);
+    parts.extend(submitted.into_iter().chain(bogus.map(|(_, value)| value)));
+    for part in parts {
+        ctx.logs.push(format!("error: POST /token: {part}"));
+        assert!(!ctx.leaks().is_empty(), "{part:?} is not looked for");
+        ctx.logs.pop();
+    }
+    // Dropping `ctx` checks every line once more.
+}

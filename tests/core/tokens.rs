@@ -1,0 +1,554 @@
+//! Tokens (docs/api.md, "Tokens"): what `POST /token` issues, how long it
+//! is accepted on the protected routes, every kind of token they must
+//! refuse, a missing or blank header, and the signing secrets: missing,
+//! empty, shorter than 32 bytes, rotated, and the previous secret
+//! (`secret_token_previous`); and three properties: arbitrary bytes are
+//! never a token, any change breaks one, and one issued with any key at any
+//! time verifies until it expires. Who may log in, and the failed-login
+//! limit, are login.rs's.
+
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use base64::Engine;
+use book_catalog::token::{self, TokenError};
+use proptest::prelude::*;
+use serde_json::json;
+
+use crate::support::*;
+
+#[test]
+fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {
+    // The whole envelope, its token forged independently by hand
+    // (`support::forge`): the header `{"alg":"HS256","typ":"JWT"}`, the
+    // claims `{"exp": now + 900}`, base64url without padding, HMAC-SHA256
+    // under the secret.
+    let mut ctx = TestContext::new();
+    let outcome = ctx.call("POST", "/token", None, LOGIN);
+    assert_eq!(outcome, issued(&valid_token()));
+    assert_eq!(
+        ctx.token(),
+        valid_token(),
+        "the harness' tokens are issued ones"
+    );
+    assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
+    assert_eq!(
+        token::verify(valid_token().as_bytes(), b"", NOW),
+        Err(TokenError::EmptyKey)
+    );
+}
+
+/// The reason decides whether the previous secret is tried (only after a
+/// bad signature); every reason is "Invalid token" to the client.
+#[test]
+fn token_verify_names_the_reason() {
+    let key = SECRET.as_bytes();
+    let check = |token: &str| token::verify(token.as_bytes(), key, NOW);
+    let claims = r#"{"exp":1700000900}"#;
+    assert_eq!(check(&valid_token()), Ok(()));
+    assert_eq!(
+        check(&token_with_exp(&NOW.to_string())),
+        Err(TokenError::Expired)
+    );
+    let other_key = forge(HS256_HEADER, claims, b"other-key");
+    assert_eq!(check(&other_key), Err(TokenError::BadSignature));
+    let hs512 = forge(r#"{"alg":"HS512","typ":"JWT"}"#, claims, key);
+    assert_eq!(check(&hs512), Err(TokenError::UnsupportedAlgorithm));
+    assert_eq!(
+        check(&forge(HS256_HEADER, "{}", key)),
+        Err(TokenError::MissingExpiry)
+    );
+    assert_eq!(check("a.b"), Err(TokenError::Malformed));
+}
+
+#[test]
+fn token_is_accepted_until_exp_exclusive() {
+    let mut ctx = TestContext::new();
+    let token = ctx.login();
+    for now in [
+        NOW,
+        NOW + 1,
+        NOW + 899,
+        NOW + 900,
+        NOW + 901,
+        NOW + 3600,
+        u64::MAX,
+    ] {
+        ctx.now = now;
+        // `exp` exactly now is expired: no leeway.
+        let expected = if now < NOW + 900 {
+            listed(json!([]))
+        } else {
+            invalid_token()
+        };
+        let outcome = ctx.call("GET", "/books", Some(&token), "");
+        assert_eq!(outcome, expected, "at {now}");
+    }
+}
+
+/// Every token here must be refused with 401 "Invalid token" on every
+/// protected route, and the store must never be opened.
+fn assert_all_refused(cases: &[(String, Vec<u8>)]) {
+    let mut ctx = TestContext::new();
+    // Control: the harness' own valid token is accepted.
+    assert_eq!(ctx.authed("GET", "/books", "").0, 200);
+    ctx.reset_calls();
+    for (label, token) in cases {
+        for (method, path, body) in PROTECTED {
+            let outcome = ctx.call_with(method, path, Some(token), body.as_bytes());
+            assert_eq!(outcome, invalid_token(), "{label}: {method} {path}");
+        }
+    }
+    assert_eq!(ctx.opens, 0, "no refused request reaches the store");
+}
+
+fn case(label: &str, token: impl Into<Vec<u8>>) -> (String, Vec<u8>) {
+    (label.to_string(), token.into())
+}
+
+fn claims_900() -> String {
+    format!(r#"{{"exp":{}}}"#, NOW + 900)
+}
+
+/// `text` with `FUTURE`, `NOW` and `PAST` replaced by `NOW + 900`, `NOW`
+/// and `NOW - 1`.
+fn at_times(text: &str) -> String {
+    let text = text.replace("FUTURE", &(NOW + 900).to_string());
+    text.replace("NOW", &NOW.to_string())
+        .replace("PAST", &(NOW - 1).to_string())
+}
+
+#[test]
+fn expired_and_tampered_tokens_are_refused() {
+    let valid = valid_token();
+    let [h, c, s] = cells_by(&valid, '.');
+    let later = b64(format!(r#"{{"exp":{}}}"#, NOW + 90_000));
+    let flipped = format!("{}{}", if s.starts_with('A') { "B" } else { "A" }, &s[1..]);
+    let another = token_with_exp(&(NOW + 901).to_string());
+    let other = another.rsplit('.').next().unwrap();
+    let day_old = token::issue(SECRET.as_bytes(), NOW - 86_400).unwrap();
+    let wrong_key = forge(
+        HS256_HEADER,
+        &claims_900(),
+        b"another-secret-of-a-decent-length",
+    );
+    let longer_key = forge(HS256_HEADER, &claims_900(), format!("{SECRET}x").as_bytes());
+    let over_claims = sign(c, SECRET.as_bytes());
+    assert_all_refused(&[
+        case("exp zero", token_with_exp("0")),
+        case("issued a day ago", day_old),
+        case("wrong key", wrong_key),
+        case("secret with a byte more", longer_key),
+        case("tampered claims", format!("{h}.{later}.{s}")),
+        case("tampered signature", format!("{h}.{c}.{flipped}")),
+        case("signature of another token", format!("{h}.{c}.{other}")),
+        case("truncated signature", valid[..valid.len() - 4].to_string()),
+        case("empty signature", format!("{h}.{c}.")),
+        case(
+            "signature over the claims only",
+            format!("{h}.{c}.{over_claims}"),
+        ),
+    ]);
+}
+
+/// The segments of `text` split at `separator`, exactly `N` of them.
+fn cells_by<const N: usize>(text: &str, separator: char) -> [&str; N] {
+    let parts: Vec<&str> = text.split(separator).collect();
+    parts
+        .try_into()
+        .unwrap_or_else(|_| panic!("{N} parts: {text}"))
+}
+
+/// Headers refused, each signed with the secret (the `none` ones, the first
+/// four, also unsigned): another `alg`, `crit`, or not a JSON object.
+const REFUSED_HEADERS: &str = r#"
+    {"alg":"none","typ":"JWT"}
+    {"alg":"None","typ":"JWT"}
+    {"alg":"NONE","typ":"JWT"}
+    {"alg":"nOnE"}
+    {"alg":"RS256","typ":"JWT"}
+    {"alg":"ES256","typ":"JWT"}
+    {"alg":"PS256","typ":"JWT"}
+    {"alg":"HS384","typ":"JWT"}
+    {"alg":"HS512","typ":"JWT"}
+    {"alg":"hs256","typ":"JWT"}
+    {"alg":"HS256 ","typ":"JWT"}
+    {"typ":"JWT"}
+    {"alg":null,"typ":"JWT"}
+    {"alg":256,"typ":"JWT"}
+    {"alg":["HS256"],"typ":"JWT"}
+    {"alg":{"name":"HS256"}}
+    {"alg":"HS256","typ":"JWT","crit":["exp"]}
+    {"alg":"HS256","crit":[]}
+    {}
+    []
+    ["alg","HS256"]
+    null
+    HS256
+    "HS256""#;
+
+#[test]
+fn only_an_hs256_header_object_is_accepted() {
+    let headers: Vec<&str> = REFUSED_HEADERS.trim().lines().map(str::trim).collect();
+    let signed = headers
+        .iter()
+        .map(|h| case(h, forge(h, &claims_900(), SECRET.as_bytes())));
+    let unsigned = headers[..4]
+        .iter()
+        .map(|h| case(h, format!("{}.{}.", b64(h), b64(claims_900()))));
+    assert_all_refused(&signed.chain(unsigned).collect::<Vec<_>>());
+}
+
+/// Claims refused, signed with the secret (`at_times`): no numeric `exp` in
+/// the future, or no JSON object at all.
+const REFUSED_CLAIMS: &str = r#"
+    {}
+    {"sub":"admin","iat":1700000000}
+    {"EXP":FUTURE}
+    {"exp":"FUTURE"}
+    {"exp":null}
+    {"exp":true}
+    {"exp":[FUTURE]}
+    {"exp":{"seconds":9999999999}}
+    {"exp":-1}
+    {"exp":-9223372036854775808}
+    {"exp":-1.5}
+    {"exp":-1e300}
+    {"exp":PAST.5}
+    {"exp":NOW.0}
+    {"exp":1e400}
+    [FUTURE]
+    FUTURE
+    "exp"
+    null
+    exp=1700000900
+    {"exp":1700000900"#;
+
+#[test]
+fn claims_without_a_future_numeric_exp_are_refused() {
+    let claims = REFUSED_CLAIMS
+        .trim()
+        .lines()
+        .map(|claims| at_times(claims.trim()));
+    let claims = claims.chain([String::new()]);
+    let cases: Vec<_> = claims
+        .map(|c| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes())))
+        .collect();
+    assert_all_refused(&cases);
+}
+
+#[test]
+fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
+    // Fractional and huge `exp` values, other header and claim fields, and
+    // whitespace around the header value (RFC 9110 section 5.5: not part of it).
+    let mut ctx = TestContext::new();
+    let exps = "NOW.5 FUTURE.25 1e300 1.7976931348623157e308 18446744073709551615 \
+                99999999999999999999999 1700000001"; // the last: NOW + 1
+    let mut tokens: Vec<String> = exps
+        .split(' ')
+        .map(|exp| token_with_exp(&at_times(exp)))
+        .collect();
+    for (header, claims) in [
+        (r#"{"alg":"HS256"}"#, claims_900()),
+        (r#"{"typ":"JWT","alg":"HS256"}"#, claims_900()),
+        (r#"{"alg":"HS256","typ":"JWT","kid":"k1"}"#, claims_900()),
+        (
+            HS256_HEADER,
+            at_times(r#"{"sub":"admin","exp":FUTURE,"iat":NOW}"#),
+        ),
+    ] {
+        tokens.push(forge(header, &claims, SECRET.as_bytes()));
+    }
+    tokens.push(format!("  {}\t", valid_token()));
+    for token in &tokens {
+        let outcome = ctx.call("GET", "/books", Some(token), "");
+        assert_eq!(outcome, listed(json!([])), "{token:?}");
+    }
+    // The fractional one expires once its time has passed.
+    ctx.now = NOW + 1;
+    let outcome = ctx.call("GET", "/books", Some(&tokens[0]), "");
+    assert_eq!(outcome, invalid_token());
+}
+
+#[test]
+fn malformed_tokens_are_refused() {
+    let valid = valid_token();
+    let [h, c, s] = cells_by(&valid, '.');
+    let mut non_utf8 = valid.clone().into_bytes();
+    non_utf8.push(0xFF);
+    let mut non_utf8_inside = valid.clone().into_bytes();
+    non_utf8_inside.insert(h.len() + 2, 0xC3);
+    let standard = s.replace('-', "+").replace('_', "/") + "+/";
+    let (c1, c2, s1, s2) = (&c[..5], &c[5..], &s[..5], &s[5..]);
+    assert_all_refused(&[
+        case("one segment", h),
+        case("two segments", format!("{h}.{c}")),
+        case("four segments", format!("{valid}.{s}")),
+        case("one character appended", format!("{valid}x")),
+        case("trailing dot", format!("{valid}.")),
+        case("leading dot", format!(".{valid}")),
+        case("dots only", ".."),
+        case("three dots", "..."),
+        case("empty header", format!(".{c}.{s}")),
+        case("empty claims", format!("{h}..{s}")),
+        case("signature padded with =", format!("{valid}=")),
+        case("signature with a = inside", format!("{h}.{c}.{s1}={s2}")),
+        case("base64 with + and /", format!("{h}.{c}.{standard}")),
+        case("space inside", format!("{h}.{c1} {c2}.{s}")),
+        case("newline inside", format!("{h}.{c1}\n{c2}.{s}")),
+        case("tab inside", format!("{h}.{c}.{s1}\t{s2}")),
+        case("Bearer prefix", format!("Bearer {valid}")),
+        case("bearer prefix", format!("bearer {valid}")),
+        case("BEARER prefix", format!("BEARER {valid}")),
+        case("Token prefix", format!("Token {valid}")),
+        case("Bearer without a space", format!("Bearer{valid}")),
+        case("two tokens joined", format!("{valid}, {valid}")),
+        case("token in quotes", format!("\"{valid}\"")),
+        case("non-UTF-8 byte after the token", non_utf8),
+        case("non-UTF-8 byte inside", non_utf8_inside),
+        case("only non-UTF-8 bytes", vec![0xFF, 0xFE, 0xFD]),
+        case("NUL byte", format!("{valid}\0")),
+        case("garbage", "not-a-token"),
+        case("header not base64", format!("e30!.{c}.{s}")),
+    ]);
+}
+
+#[test]
+fn padding_on_any_segment_is_malformed() {
+    // Header and claims whose lengths are not multiples of 3, so that the
+    // padded form differs; each padded token is signed over its own text, so
+    // the `=` is the only fault. The unpadded control is accepted.
+    let header = r#"{"alg":"HS256","typ":"JWT","x":12}"#; // 34 bytes
+    let claims = format!(r#"{{"exp":{},"a":1}} "#, NOW + 900); // 25 bytes
+    assert_ne!(header.len() % 3, 0);
+    assert_ne!(claims.len() % 3, 0);
+    let key = SECRET.as_bytes();
+    let (h, hp) = (b64(header), URL_SAFE.encode(header));
+    let (c, cp) = (b64(&claims), URL_SAFE.encode(&claims));
+    assert!(hp.ends_with('=') && cp.ends_with('='));
+    let unpadded = sign_segments(&h, &c, key);
+    let mut ctx = TestContext::new();
+    let outcome = ctx.call("GET", "/books", Some(&unpadded), "");
+    assert_eq!(outcome, listed(json!([])), "control");
+    let signature = URL_SAFE_NO_PAD
+        .decode(unpadded.rsplit('.').next().unwrap())
+        .unwrap();
+    let padded_signature = format!("{h}.{c}.{}", URL_SAFE.encode(signature));
+    assert!(padded_signature.ends_with('='));
+    assert_all_refused(&[
+        case("padded header", sign_segments(&hp, &c, key)),
+        case("padded claims", sign_segments(&h, &cp, key)),
+        case("padded header and claims", sign_segments(&hp, &cp, key)),
+        case("padded signature", padded_signature),
+    ]);
+}
+
+#[test]
+fn standard_base64_alphabet_is_malformed() {
+    // A header whose base64url form holds '-' or '_': the same bytes in the
+    // standard alphabet hold '+' or '/'. Each variant is signed over its own
+    // text, so the alphabet is the only fault.
+    let key = SECRET.as_bytes();
+    let claims = b64(claims_900());
+    let mut ctx = TestContext::new();
+    let mut refused = Vec::new();
+    for filler in ["~~~", "???", "~~~~", "????", "~~~~~", "?????"] {
+        let header = format!(r#"{{"alg":"HS256","x":"{filler}"}}"#);
+        let url_safe = URL_SAFE_NO_PAD.encode(&header);
+        let standard = STANDARD_NO_PAD.encode(&header);
+        if url_safe == standard {
+            continue;
+        }
+        let control = sign_segments(&url_safe, &claims, key);
+        let outcome = ctx.call("GET", "/books", Some(&control), "").0;
+        assert_eq!(outcome, 200, "{filler}");
+        let label = format!("standard alphabet header {standard}");
+        refused.push(case(&label, sign_segments(&standard, &claims, key)));
+    }
+    let labels = || refused.iter().map(|(label, _)| label);
+    let both = labels().any(|l| l.contains('+')) && labels().any(|l| l.contains('/'));
+    assert!(both, "both '+' and '/' are exercised: {refused:?}");
+    assert_all_refused(&refused);
+}
+
+#[test]
+fn a_missing_or_blank_header_is_token_required() {
+    let mut ctx = TestContext::new();
+    for (method, path, body) in PROTECTED {
+        for header in [
+            None,
+            Some(""),
+            Some(" "),
+            Some("   "),
+            Some("\t"),
+            Some(" \t \t "),
+        ] {
+            let outcome = ctx.call(method, path, header, body);
+            assert_eq!(outcome, token_required(), "{method} {path} {header:?}");
+        }
+    }
+    assert_eq!(ctx.opens, 0);
+}
+
+#[test]
+fn a_one_mebibyte_header_is_refused_fast() {
+    let mut ctx = TestContext::new();
+    let huge = "a".repeat(1 << 20);
+    let huge_dotted = format!("{}.{}.{}", "e".repeat(1 << 19), "f".repeat(1 << 19), "g");
+    let huge_valid_prefix = format!("{}{}", valid_token(), "A".repeat(1 << 20));
+    let start = Instant::now();
+    for header in [&huge, &huge_dotted, &huge_valid_prefix] {
+        assert_eq!(ctx.call("GET", "/books", Some(header), ""), invalid_token());
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(ctx.opens, 0);
+}
+
+/// A context with these signing secrets (`None`: unset).
+fn with_secrets(secret: Option<&str>, previous: Option<&str>) -> TestContext {
+    let mut ctx = TestContext::new();
+    ctx.unset(Setting::SecretToken);
+    let secrets = [
+        (Setting::SecretToken, secret),
+        (Setting::SecretTokenPrevious, previous),
+    ];
+    for (setting, value) in secrets {
+        if let Some(value) = value {
+            ctx.set(setting, value);
+        }
+    }
+    ctx
+}
+
+/// Each of `tokens` is refused on every protected route (no token still
+/// "required"); a login is issued or not (500 "Could not generate token"),
+/// wrong credentials are refused before the secret matters, no book is
+/// touched, and the log says `logged`.
+fn assert_unusable(mut ctx: TestContext, tokens: &[&str], issues: bool, logged: &str) {
+    for token in tokens {
+        for (method, path, body) in PROTECTED {
+            let outcome = ctx.call(method, path, Some(token), body);
+            assert_eq!(outcome, invalid_token(), "{logged}: {method} {path}");
+        }
+    }
+    assert_eq!(ctx.call("GET", "/books", None, ""), token_required());
+    let (login, _) = ctx.post_token(LOGIN);
+    match issues {
+        true => assert_eq!(login.0, 200, "{logged}"),
+        false => assert_eq!(login, token_not_issued(), "{logged}"),
+    }
+    let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
+    assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{logged}");
+    let books_untouched = ctx.statements.iter().all(|name| name.contains("attempt"));
+    assert!(books_untouched, "{logged}: {:?}", ctx.statements);
+    assert!(ctx.logged("", logged), "{logged}: {:?}", ctx.logs);
+}
+
+#[test]
+fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
+    let short = "0123456789abcdef0123456789abcde"; // 31 bytes
+    let empty_key = forge(HS256_HEADER, &claims_900(), b"");
+    let short_key = forge(HS256_HEADER, &claims_900(), short.as_bytes());
+    let previous = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
+    let valid = valid_token();
+    let none = with_secrets(None, None);
+    assert_unusable(none, &[&valid, &empty_key], false, "secret");
+    let empty = with_secrets(Some(""), None);
+    assert_unusable(empty, &[&empty_key], false, "SECRET_TOKEN");
+    let too_short = with_secrets(Some(short), None);
+    assert_unusable(
+        too_short,
+        &[&short_key],
+        false,
+        "shorter than 32 bytes (RFC 7518",
+    );
+    let previous_alone = with_secrets(None, Some(PREVIOUS));
+    assert_unusable(previous_alone, &[&previous], false, "SECRET_TOKEN");
+    let previous_too_short = with_secrets(Some(SECRET), Some(short));
+    assert_unusable(
+        previous_too_short,
+        &[&short_key],
+        true,
+        "SECRET_TOKEN_PREVIOUS",
+    );
+    // 32 bytes are enough.
+    with_secrets(Some(&format!("{short}f")), None).login();
+}
+
+// ---- The previous signing secret ----------------------------------------
+
+/// While `secret_token_previous` is set, its tokens are accepted until they
+/// expire; without it (a rotation), at once refused.
+#[test]
+fn tokens_of_the_previous_secret_are_accepted_until_they_expire() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
+    let old = token::issue(PREVIOUS.as_bytes(), NOW - 100).unwrap();
+    assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
+    // Until its exp (NOW - 100 + 900), not a second longer.
+    ctx.now = NOW + 799;
+    assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
+    ctx.now = NOW + 800;
+    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
+    ctx.now = NOW;
+    ctx.unset(Setting::SecretTokenPrevious);
+    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
+}
+
+#[test]
+fn new_tokens_are_signed_with_the_current_secret_only() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
+    let issued = ctx.login();
+    assert_eq!(
+        token::verify(issued.as_bytes(), SECRET.as_bytes(), NOW),
+        Ok(())
+    );
+    assert!(token::verify(issued.as_bytes(), PREVIOUS.as_bytes(), NOW).is_err());
+    // A token of neither secret is still refused.
+    let other = token::issue(b"some-third-secret-of-enough-length-000", NOW).unwrap();
+    assert_eq!(ctx.call("GET", "/books", Some(&other), ""), invalid_token());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn arbitrary_bytes_are_never_a_token(
+        bytes in prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..400),
+            proptest::collection::vec("[A-Za-z0-9_=+/ -]{0,60}", 0..6)
+                .prop_map(|segments| segments.join(".").into_bytes()),
+        ]
+    ) {
+        prop_assert!(token::verify(&bytes, SECRET.as_bytes(), NOW).is_err());
+    }
+
+    #[test]
+    fn any_change_to_an_issued_token_invalidates_it(position in 0usize..200, byte in any::<u8>()) {
+        let mut tampered = valid_token().into_bytes();
+        let position = position % tampered.len();
+        prop_assume!(tampered[position] != byte);
+        tampered[position] = byte;
+        // A change confined to the signature's unused low bits of the last
+        // base64 character is rejected by the strict decoder, so every change counts.
+        let verified = token::verify(&tampered, SECRET.as_bytes(), NOW);
+        prop_assert!(verified.is_err(), "{}", String::from_utf8_lossy(&tampered));
+    }
+
+    #[test]
+    fn issued_tokens_verify_for_any_key_and_time(
+        key in proptest::collection::vec(any::<u8>(), 1..100),
+        now in 0u64..=u64::MAX / 2,
+    ) {
+        let issued = token::issue(&key, now).unwrap();
+        prop_assert_eq!(token::verify(issued.as_bytes(), &key, now), Ok(()));
+        let expired = token::verify(issued.as_bytes(), &key, now + token::LIFETIME_SECONDS);
+        prop_assert_eq!(expired, Err(TokenError::Expired));
+        prop_assert!(token::verify(issued.as_bytes(), b"another key", now).is_err());
+    }
+}
