@@ -28,7 +28,7 @@ fn count_of(ctx: &mut TestContext, key: &str) -> Option<u64> {
 }
 
 /// An Argon2id PHC string of `password` with small parameters (fast tests);
-/// `src/password.rs` checks the reference vector and OWASP's parameters.
+/// `src/login/password.rs` checks the reference vector and OWASP's parameters.
 fn cheap_hash(password: &str) -> String {
     use argon2::password_hash::{PasswordHasher, SaltString};
     let salt = SaltString::from_b64("dGVzdHNhbHR0ZXN0c2FsdA").unwrap();
@@ -538,7 +538,7 @@ fn ended_windows_start_over_and_are_cleaned_up_in_batches() {
 
 /// The client a failed login is counted for, as the settings name it (how
 /// each address and header is read, IPv4-mapped and IPv6 /64 too:
-/// src/client.rs; a /64 blocked: the test below). Spin appends its own
+/// src/login/client.rs; a /64 blocked: the test below). Spin appends its own
 /// `spin-client-addr` after one a client sends; with proxies, each appends
 /// to `X-Forwarded-For` the address it received from.
 #[test]

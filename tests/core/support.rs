@@ -59,7 +59,7 @@ pub fn cells<const N: usize>(row: &str) -> [&str; N] {
 /// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
 pub type Outcome = (u16, Value, Option<String>);
 
-/// What a statement of `src/sql.rs` does, read from its text: `list`,
+/// What a statement of the resources' `sql.rs` does, read from its text: `list`,
 /// `page` (a catalog query), `get`, `create`, `update`, `delete`, `ping`; for
 /// idempotency keys `find key`, `remember key`, `prune keys`; for the
 /// failed-login limit `read attempts`, `count attempt`, `clear attempts`,
