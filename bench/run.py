@@ -24,6 +24,7 @@ import launch  # noqa: E402  (tests/launch.py: the one host launcher)
 OUT = ROOT / "build/bench"
 NATIVE = Path(os.environ.get("BENCH_NATIVE") or ROOT / "target/release/book-native")
 WASM = os.environ.get("BENCH_WASM")
+WASM_B = os.environ.get("BENCH_WASM_B")  # an A/B: each component comparator's "-b" twin serves it
 DURATION = int(os.environ.get("BENCH_DURATION", "2"))
 CONCURRENCY = os.environ.get("BENCH_CONCURRENCY", "1 16 64").split()
 SCENARIOS = os.environ.get("BENCH_SCENARIOS", "token get post postkey put putwalk putif delete mix").split()
@@ -35,6 +36,8 @@ USER, PASSWORD = "bench", "bench-password"
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
 BOOKS = 10_000
 SPIN_ONLY = ("spin", "spin-floor", "minimal")
+WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
+          "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
 
 # A server under test: who it is, where it answers, whose CPU is counted.
 Target = namedtuple("Target", "comparator store base pid")
@@ -137,7 +140,8 @@ def run_wrk(target, scenario, concurrency, script=None, **env):
     with open(OUT / "runs.jsonl", "a") as f:
         f.write(json.dumps(run) + "\n")
     log(f"  {name:<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s"
-        f"  p99 {run['p99_us'] / 1000:7.2f} ms  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req  errors {run['errors']}")
+        f"  p99 {run['p99_us'] / 1000:7.2f} ms  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req"
+        f"  errors {run['errors']} (non-2xx {run['non2xx']})")
 
 
 def request(base, method, path, body=None, token=""):
@@ -158,35 +162,43 @@ def prepare(base, state_dir, pg_url):
     return books
 
 
-def measure(target, state_dir, pg_url):
-    """Every scenario at every concurrency against one server."""
-    if target.comparator.endswith("floor"):
-        run_wrk(target, "warm-up", 16, script="floor")
+def measure(servers):
+    """Every scenario at every concurrency against each server (its Target,
+    state directory and PostgreSQL URL). With two (an A/B), each cell runs on
+    both back to back, the order flipped each cell, so both see the same load."""
+    targets = [target for target, _, _ in servers]
+    turn = 0
+
+    def cell(scenario, c, script=None, seed=None, **env):
+        nonlocal turn
+        turn += 1
+        for target in targets[::-1] if turn % 2 == 0 else targets:
+            if seed:  # a fresh book for every request the run can make
+                count = 20_000 * DURATION + 5_000
+                env.update(BENCH_DELETE_FIRST=books[target].add(count, gap=1000), BENCH_DELETE_COUNT=count)
+            run_wrk(target, scenario, c, script=script, **env)
+
+    if targets[0].comparator.endswith("floor"):
+        cell("warm-up", 16, script="floor")
         for c in CONCURRENCY:
-            run_wrk(target, "floor", c)
+            cell("floor", c)
         return
-    books = prepare(target.base, state_dir, pg_url)
-    run_wrk(target, "warm-up", 16, script="get")
+    books = {target: prepare(target.base, state_dir, pg_url) for target, state_dir, pg_url in servers}
+    cell("warm-up", 16, script="get")
     for scenario in SCENARIOS:
         for c in CONCURRENCY:
-            extra = {"BENCH_NONCE": f"{time.time_ns():x}"}
-            if scenario in ("delete", "putwalk", "putif"):  # a fresh book for every request the run can make
-                count = 20_000 * DURATION + 5_000
-                extra.update(BENCH_DELETE_FIRST=books.add(count, gap=1000), BENCH_DELETE_COUNT=count)
-            run_wrk(target, scenario, c, **extra)
+            cell(scenario, c, seed=scenario in ("delete", "putwalk", "putif"), BENCH_NONCE=f"{time.time_ns():x}")
     if not LISTS:
         return
-    books.sql("DELETE FROM books")
-    for n, scenario in [(100, "list100"), (1000, "list1k")]:
-        books.ensure(n)
+    for store in books.values():
+        store.sql("DELETE FROM books")
+    for n, scenario, script, after in [(100, "list100", "list", ""), (1000, "list1k", "list", ""),
+                                       (BOOKS, "page", "page", ""), (BOOKS, "pagedeep", "page", "9800"),
+                                       (BOOKS, "list10k", "list", "")]:
+        for store in books.values():
+            store.ensure(n)
         for c in CONCURRENCY:
-            run_wrk(target, scenario, c, script="list")
-    books.ensure(BOOKS)
-    for scenario, after in [("page", ""), ("pagedeep", "9800")]:
-        for c in CONCURRENCY:
-            run_wrk(target, scenario, c, script="page", BENCH_PAGE_AFTER=after)
-    for c in CONCURRENCY:
-        run_wrk(target, "list10k", c, script="list")
+            cell(scenario, c, script=script, BENCH_PAGE_AFTER=after)
 
 
 def serve_native(store, pg_url):
@@ -203,26 +215,36 @@ def serve_native(store, pg_url):
                 break
             except OSError:
                 time.sleep(0.1)
-        measure(target, state, pg_url)
+        measure([(target, state, pg_url)])
     finally:
         server.terminate()
         server.wait(30)
         shutil.rmtree(state, ignore_errors=True)
 
 
-def serve(comparator, store, pg_url):
-    """The component, or the floor, under spin-lite or real Spin."""
+def serve(comparator, store, pg):
+    """The component, or the floor, under spin-lite or real Spin; with
+    BENCH_WASM_B, the component's twin `COMPARATOR-b` beside it (the same
+    secret, a database of its own), their runs alternating."""
     floor = comparator.endswith("floor")
-    host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store,
-                       dict(SETTINGS, SECRET_TOKEN=launch.random_text(48)), pg_url=pg_url,
-                       wasm=None if floor else WASM, manifest=ROOT / "bench/floor/spin.toml" if floor else None,
-                       reuse=REUSE if comparator == "reuse" else 1)
+    secret = launch.random_text(48)
+    builds = [(comparator, None if floor else WASM)] + ([(comparator + "-b", WASM_B)] if WASM_B and not floor else [])
+    hosts = []
     try:
-        host.start()
-        measure(Target(comparator, store, host.base_url, host.proc.pid), host.state_dir, pg_url)
+        for name, wasm in builds:
+            pg_url = pg.fresh_database() if store == "postgres" else None
+            host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store,
+                               dict(SETTINGS, SECRET_TOKEN=secret), pg_url=pg_url, wasm=wasm,
+                               manifest=ROOT / "bench/floor/spin.toml" if floor else None,
+                               reuse=REUSE if comparator == "reuse" else 1)
+            hosts.append((name, host))
+            host.start()
+        measure([(Target(name, store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
+                 for name, host in hosts])
     finally:
-        host.stop()
-        shutil.rmtree(host.workdir, ignore_errors=True)
+        for _, host in hosts:
+            host.stop()
+            shutil.rmtree(host.workdir, ignore_errors=True)
 
 
 def versus():
@@ -278,19 +300,54 @@ def versus_table(runs):
     return lines if len(lines) > 2 else []
 
 
+def writes_table(runs):
+    """Each write scenario, concurrency and comparator on both stores side by
+    side: p50 and p99 (ms), answers of status 400 or more (+ other errors:
+    connect, read, write, timeout), CPU us/req, SQLite's p99 over PostgreSQL's; an A/B's "-b" row under its A row, and in
+    the A row its CPU over B's."""
+    run = {(r["scenario"], r["concurrency"], r["comparator"], r["store"]): r for r in runs}
+    names = sorted({r["comparator"] for r in runs if r["scenario"] in WRITES},
+                   key=lambda name: (name.removesuffix("-b"), name.endswith("-b")))
+    lines = ["| write | c | comparator | SQLite p50 / p99 | PostgreSQL p50 / p99 | p99 SQLite / PostgreSQL "
+             "| non-2xx SQLite, PostgreSQL | CPU us/req SQLite, PostgreSQL | CPU over B's, SQLite, PostgreSQL |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for scenario, label in WRITES.items():
+        for c in sorted({r["concurrency"] for r in runs}):
+            for name in names:
+                s, p = (run.get((scenario, c, name, store)) for store in ("sqlite", "postgres"))
+                if not (s or p):
+                    continue
+                b = [run.get((scenario, c, name + "-b", store)) for store in ("sqlite", "postgres")]
+                lines.append(" | ".join([
+                    f"| {label}", str(c), name,
+                    *(f"{r['p50_us'] / 1000:.1f} / {r['p99_us'] / 1000:.1f}" if r else "" for r in (s, p)),
+                    f"**{s['p99_us'] / p['p99_us']:.2f}x**" if s and p else "",
+                    ", ".join((f"{r['non2xx']}" + (f" (+{r['errors'] - r['non2xx']})" if r["errors"] > r["non2xx"] else ""))
+                              if r else "-" for r in (s, p)),
+                    ", ".join(f"{r['cpu_us']:.0f}" if r else "-" for r in (s, p)),
+                    ", ".join(f"{a['cpu_us'] / o['cpu_us']:.2f}" if a and o else "-" for a, o in zip((s, p), b))
+                    if any(b) else ""]) + " |")
+    return lines if len(lines) > 2 else []
+
+
 def report():
     runs = [json.loads(l) for l in (OUT / "runs.jsonl").read_text().splitlines()]
     lines = [f"# Benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              f"wrk {DURATION} s a run on {os.cpu_count()} cores; load average now "
              f"{open('/proc/loadavg').read().split()[0]}. CPU: the serving process's user + system time a "
-             "request; switches: its context switches a request (bench/README.md).", "",
-             "| scenario | store | comparator | c | req/s | p50 ms | p99 ms | CPU us/req | switches/req | errors |",
+             "request; switches: its context switches a request (bench/README.md). Component: "
+             f"{WASM or 'the built one'}" + (f"; its \"-b\" twins: {WASM_B}" if WASM_B else "") + ".", "",
+             "| scenario | store | comparator | c | req/s | p50 ms | p99 ms | CPU us/req | switches/req | errors (non-2xx) |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
         if r["scenario"] != "warm-up":
             lines.append(f"| {r['scenario']} | {r['store']} | {r['comparator']} | {r['concurrency']} | {r['rps']:.0f} "
                          f"| {r['p50_us'] / 1000:.2f} | {r['p99_us'] / 1000:.2f} | {r['cpu_us']:.1f} "
-                         f"| {r['switches']:.2f} | {r['errors']} |")
+                         f"| {r['switches']:.2f} | {r['errors']} ({r['non2xx']}) |")
+    writes = writes_table(runs)
+    if writes:
+        lines += ["", "Writes, both stores side by side:", ""] + writes
+        print("\n".join(writes), flush=True)
     mine = versus_table(runs)
     if mine:
         lines += ["", "Ours against bench/minimal under Spin (medians of the alternating rounds):", ""] + mine
@@ -314,15 +371,14 @@ def main():
         for comparator in comparators:
             sqlite_only = comparator.endswith("floor") or comparator == "minimal"
             for store in ["sqlite"] if sqlite_only else stores:
-                pg_url = pg.fresh_database() if store == "postgres" else None
                 log(f"{comparator} on {store}")
                 try:
                     if comparator == "minimal":
                         versus()
                     elif comparator == "native":
-                        serve_native(store, pg_url)
+                        serve_native(store, pg.fresh_database() if store == "postgres" else None)
                     else:
-                        serve(comparator, store, pg_url)
+                        serve(comparator, store, pg)
                 except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
                     log(f"{comparator}/{store} failed ({e}): its runs so far are kept")
     finally:

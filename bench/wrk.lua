@@ -5,7 +5,9 @@
 -- BENCH_DELETE_FIRST and BENCH_DELETE_COUNT (the seeded books that delete,
 -- putwalk and putif walk, a slice per thread; past its end, /book/0, a 404),
 -- BENCH_PAGE_AFTER. `list` is GET /books, `page` GET /books?limit=100.
--- done() prints one line "BENCH {json}" with wrk's exact figures.
+-- done() prints one line "BENCH {json}" with wrk's exact figures; "errors"
+-- counts failed connections, reads, writes, timeouts and answers of status
+-- 400 or more, "non2xx" those answers alone (a 503 is one).
 local scenario = os.getenv("BENCH_SCENARIO") or "get"
 local token = os.getenv("BENCH_TOKEN") or ""
 local ids = tonumber(os.getenv("BENCH_IDS") or "100")
@@ -75,8 +77,8 @@ end
 function done(summary, latency, requests)
    local e = summary.errors
    io.write(string.format(
-      'BENCH {"requests":%d,"rps":%.2f,"p50_us":%d,"p99_us":%d,"errors":%d}\n',
+      'BENCH {"requests":%d,"rps":%.2f,"p50_us":%d,"p99_us":%d,"errors":%d,"non2xx":%d}\n',
       summary.requests, summary.requests / (summary.duration / 1e6),
       latency:percentile(50), latency:percentile(99),
-      e.connect + e.read + e.write + e.status + e.timeout))
+      e.connect + e.read + e.write + e.status + e.timeout, e.status))
 end
