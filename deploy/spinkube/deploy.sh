@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SpinKube (README.md in this folder), in steps (all three by default):
+#   push     builds the PostgreSQL-only build and pushes it to $IMAGE, the
+#            spec.image of spinapp.yaml
+#   secrets  makes (or replaces) the Secret book-catalog from SPIN_VARIABLE_<NAME>
+#            (../settings.sh) and book-catalog-ca, the database's CA under the
+#            key the executor mounts, from $DB_CA_FILE or else CloudNativePG's
+#            Secret books-db-ca in the namespace books; restarts running pods
+#   apply    the executor first (the operator refuses an app without it), the
+#            app, the NetworkPolicy and the Ingress; never secret.yaml
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+push() {
+    : "${IMAGE:?set IMAGE to the spec.image of deploy/spinkube/spinapp.yaml}"
+    make variants
+    spin registry push -f deploy/postgres-only/spin.toml "$IMAGE"
+}
+
+secret() {
+    kubectl create secret generic "$@" --dry-run=client -o yaml | kubectl apply -f -
+}
+
+secrets() {
+    . deploy/settings.sh postgres
+    secret book-catalog "${variables[@]/#/--from-literal=}"
+    ca="$(mktemp)"
+    if [ -n "${DB_CA_FILE:-}" ]; then
+        cat "$DB_CA_FILE" > "$ca"
+    else
+        kubectl get secret books-db-ca -n books -o jsonpath='{.data.ca\.crt}' | base64 -d > "$ca"
+    fi
+    secret book-catalog-ca --from-file=ca-certificates.crt="$ca"
+    rm -f "$ca"
+    # Variables are read when a pod starts.
+    if kubectl get deployment book-catalog > /dev/null 2>&1; then
+        kubectl rollout restart deployment book-catalog
+    fi
+}
+
+apply() {
+    for file in executor spinapp networkpolicy ingress; do
+        kubectl apply -f "deploy/spinkube/$file.yaml"
+    done
+}
+
+[ $# -gt 0 ] || set -- push secrets apply
+for step in "$@"; do
+    case "$step" in push | secrets | apply) "$step" ;; *) echo "steps: push secrets apply" >&2 && exit 2 ;; esac
+done
