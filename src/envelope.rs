@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::books::model::BookId;
 use crate::error::ApiError;
 
 /// The headers of every response: the body is always the JSON envelope, and
@@ -23,6 +24,10 @@ pub struct Response {
     /// busy store's 503), with
     /// lower-case names.
     pub extra_headers: Vec<(&'static str, String)>,
+    /// The whole catalog's list, too long for one piece: `body` is its
+    /// start, and the rest follows page by page from the book after this one
+    /// (`books::rest_of_list`), written as it is read.
+    pub continues_after: Option<BookId>,
 }
 
 #[derive(Serialize)]
@@ -48,6 +53,7 @@ impl Response {
                 status,
                 body,
                 extra_headers: Vec::new(),
+                continues_after: None,
             },
             // Unreachable for our plain data types; answer 500 rather than panic.
             Err(_) => Response::internal_error(),
@@ -72,6 +78,7 @@ impl Response {
             status: 500,
             body: INTERNAL_ERROR_BODY.to_vec(),
             extra_headers: Vec::new(),
+            continues_after: None,
         }
     }
 

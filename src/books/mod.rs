@@ -16,6 +16,7 @@ use sql::Keyed;
 use crate::db::Connection;
 use crate::envelope::Response;
 use crate::error::ApiError;
+use crate::port::{open_store, Context};
 
 /// A response carrying one book, with its ETag.
 fn with_book(status: u16, message: &str, book: Book) -> Response {
@@ -56,29 +57,75 @@ pub fn create(
     }
 }
 
+const LISTED: &str = "Books retrieved successfully";
+
+/// Books read by one statement of the whole list: its memory, and the
+/// host's buffer of one result, stay small whatever the catalog's size.
+pub const BOOKS_PER_PAGE: u32 = 1000;
+
 /// `GET /books`. Without parameters, every book, as the specification
-/// lists them; otherwise one page of the catalog query, one statement, with
-/// a `Link` to the next page.
+/// lists them: a catalog of up to a page is answered at once; a larger one
+/// is written page by page (`rest_of_list`). Otherwise one page of the
+/// catalog query, one statement, with a `Link` to the next page.
 pub fn list(db: &mut dyn Connection, query: &BookQuery) -> Result<Response, ApiError> {
     if query.is_everything() {
-        let books = sql::list(db)?;
-        return Ok(Response::ok(
-            200,
-            "Books retrieved successfully",
-            Some(books),
-        ));
+        let books = sql::list(db, None, BOOKS_PER_PAGE)?;
+        let mut response = Response::ok(200, LISTED, Some(&books));
+        if let (Some(last), 200) = (books.last(), response.status) {
+            if books.len() == BOOKS_PER_PAGE as usize {
+                // The envelope without its closing `]}`: the rest follows.
+                response.body.truncate(response.body.len() - 2);
+                response.continues_after = Some(last.id);
+            }
+        }
+        return Ok(response);
     }
     let found = if query.matches_nothing() {
         Vec::new()
     } else {
-        sql::page(db, query)?
+        let query = BookQuery {
+            // One more than the page: whether a next page exists.
+            limit: query.limit.map(|limit| limit + 1),
+            ..query.clone()
+        };
+        sql::page(db, &query)?
     };
     let (books, link) = query.page(found);
-    let response = Response::ok(200, "Books retrieved successfully", Some(books));
+    let response = Response::ok(200, LISTED, Some(books));
     Ok(match link {
         Some(link) if response.status == 200 => response.with_header("link", link),
         _ => response,
     })
+}
+
+/// The next piece of the whole list after book `after`: each book of the
+/// next page after a comma, and, once the catalog ends, the envelope's
+/// closing `]}`; with where the piece after it begins (`None`: the body is
+/// complete). Each piece is one statement, in autocommit: a book created
+/// while the list is written is in it if its id is past the page being
+/// read, a book deleted may or may not be (docs/api.md); each book at most
+/// once, in ascending id order.
+pub fn rest_of_list(
+    ctx: &mut impl Context,
+    after: BookId,
+) -> Result<(Vec<u8>, Option<BookId>), ApiError> {
+    let books = sql::list(
+        &mut *open_store(ctx, &mut None)?,
+        Some(after),
+        BOOKS_PER_PAGE,
+    )?;
+    let mut piece = Vec::with_capacity(books.len() * 100);
+    for book in &books {
+        piece.push(b',');
+        serde_json::to_writer(&mut piece, book).map_err(ApiError::internal)?;
+    }
+    match books.last() {
+        Some(last) if books.len() == BOOKS_PER_PAGE as usize => Ok((piece, Some(last.id))),
+        _ => {
+            piece.extend_from_slice(b"]}");
+            Ok((piece, None))
+        }
+    }
 }
 
 pub fn get(db: &mut dyn Connection, id: BookId) -> Result<Response, ApiError> {

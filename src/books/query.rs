@@ -3,8 +3,8 @@
 //! repeated parameters refused, every value checked), and the `Link` header
 //! of a page that has a next one. The SQL of a query is `sql::page`.
 //!
-//! Without any known parameter, `GET /books` keeps its original path
-//! (`store::list`), so its answer stays byte for byte what it was.
+//! Without any known parameter, `GET /books` is the whole list
+//! (`books::list`), byte for byte what the specification shows.
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
@@ -116,14 +116,7 @@ impl BookQuery {
             .any(|filter| filter.given.contains('\0'))
     }
 
-    /// How many books a store returns for this query: one more than the
-    /// limit, so that the caller knows whether a next page exists without a
-    /// second query. `None`: all of them.
-    pub fn fetch_limit(&self) -> Option<u32> {
-        self.limit.map(|limit| limit + 1)
-    }
-
-    /// Cuts what a store returned (up to `fetch_limit` books) to the page,
+    /// Cuts what a store returned (up to one more than the limit) to the page,
     /// and gives the `Link` header value when more books remain.
     pub fn page(&self, mut books: Vec<Book>) -> (Vec<Book>, Option<String>) {
         let Some(limit) = self.limit else {

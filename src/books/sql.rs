@@ -15,15 +15,23 @@ use crate::settings::StoreKind;
 /// The columns every book statement returns, in `Book` field order.
 const BOOK_COLUMNS: &str = "id, title, author, year, version";
 
-/// Every book, in ascending id order.
-pub fn list(db: &mut dyn Connection) -> anyhow::Result<Vec<Book>> {
-    let text = format!("SELECT {BOOK_COLUMNS} FROM books ORDER BY id");
-    books(rows(db, |kind| db::statement(kind, &text, Vec::new()))?)
+/// Up to `limit` books with an id above `after` (`None`: from the first),
+/// in ascending id order: one page of the whole list.
+pub fn list(
+    db: &mut dyn Connection,
+    after: Option<BookId>,
+    limit: u32,
+) -> anyhow::Result<Vec<Book>> {
+    let query = BookQuery {
+        after,
+        limit: Some(limit),
+        ..BookQuery::default()
+    };
+    page(db, &query)
 }
 
 /// A catalog query: the books matching its filters with an id above
-/// `after`, in ascending id order, at most `query.fetch_limit()` of them (one
-/// more than the page, so the caller knows whether a next page exists).
+/// `after`, in ascending id order, at most `query.limit` of them.
 pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
     books(rows(db, |kind| {
         let mut sql = Sql::new(format!("SELECT {BOOK_COLUMNS} FROM books WHERE true"));
@@ -41,7 +49,7 @@ pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Bo
             sql.push_bound(" AND year = {}", SqlParam::Int32(year));
         }
         sql.text.push_str(" ORDER BY id");
-        if let Some(fetch) = query.fetch_limit() {
+        if let Some(fetch) = query.limit {
             sql.push_bound(" LIMIT {}", SqlParam::Int64(fetch.into()));
         }
         sql.build(kind)
@@ -378,6 +386,7 @@ fn used_key(row: Row) -> anyhow::Result<Keyed> {
                     status,
                     body: body.into_bytes(),
                     extra_headers: vec![("etag", etag)],
+                    continues_after: None,
                 },
             })
         }
@@ -386,7 +395,7 @@ fn used_key(row: Row) -> anyhow::Result<Keyed> {
 }
 
 /// A book row (`BOOK_COLUMNS`). Takes the row's strings rather than copying
-/// them: a list of 10,000 books is held once, not twice.
+/// them: a page of books is held once, not twice.
 fn book(row: Row) -> anyhow::Result<Book> {
     match <[Column; 5]>::try_from(row) {
         Ok(

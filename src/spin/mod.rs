@@ -50,9 +50,10 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
         headers: &read,
     };
     let body = RequestBody { headers, request };
-    let app::Served { response, fields } = app::handle(&mut SpinContext::default(), &head, body);
+    let mut ctx = SpinContext::default();
+    let app::Served { response, fields } = app::handle(&mut ctx, &head, body);
     let status = response.status;
-    send(response_out, response);
+    send(&mut ctx, response_out, response);
     log(&crate::log::request(
         &fields,
         status,
@@ -69,8 +70,11 @@ fn joined_header(headers: &Fields, name: &str) -> Option<Vec<u8>> {
 /// wasi-http buffers a chunk of up to 1 MiB) is written and finished before
 /// the response is handed over, so the host sends head and body at once:
 /// handed over first, the head left alone and the rest, a small second TCP
-/// segment, could wait for the client's delayed ACK (40 ms on Linux).
-fn send(response_out: ResponseOutparam, response: Response) {
+/// segment, could wait for the client's delayed ACK (40 ms on Linux). The
+/// whole catalog's list is written page by page as it is read
+/// (`books::rest_of_list`); a page that fails leaves the body unfinished,
+/// so the client sees the connection cut, never a well-formed partial list.
+fn send(ctx: &mut SpinContext, response_out: ResponseOutparam, response: Response) {
     let headers: Vec<(String, Vec<u8>)> = response
         .headers()
         .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()))
@@ -92,9 +96,10 @@ fn send(response_out: ResponseOutparam, response: Response) {
         log("error: could not open the response body");
         return;
     };
-    let at_once = stream
-        .check_write()
-        .is_ok_and(|room| room >= bytes.len() as u64);
+    let at_once = response.continues_after.is_none()
+        && stream
+            .check_write()
+            .is_ok_and(|room| room >= bytes.len() as u64);
     let pending = if at_once {
         Some((response_out, outgoing))
     } else {
@@ -105,7 +110,22 @@ fn send(response_out: ResponseOutparam, response: Response) {
         // Room for it all: no wait for the host, which has no response yet.
         stream.write(bytes).and_then(|()| stream.flush())
     } else {
-        write_all(&stream, bytes)
+        let mut written = write_all(&stream, bytes);
+        let mut next = response.continues_after;
+        while let (Ok(()), Some(after)) = (&written, next) {
+            match crate::books::rest_of_list(ctx, after) {
+                Ok((piece, rest)) => {
+                    written = write_all(&stream, &piece);
+                    next = rest;
+                }
+                Err(error) => {
+                    log(&format!("error: the list was cut short: {error}"));
+                    // Not finished: the host tells the client the body is incomplete.
+                    return;
+                }
+            }
+        }
+        written
     };
     drop(stream);
     // A body not finished tells the host it was cut short.

@@ -334,7 +334,7 @@ fn each_single_book_request_is_one_store_call() {
             201,
         ),
         ("GET", "/book/1", "", &["get"], 200),
-        ("GET", "/books", "", &["list"], 200),
+        ("GET", "/books", "", &["page"], 200),
         (
             "PUT",
             "/book/1",

@@ -9,6 +9,8 @@
 
 use crate::support::*;
 use book_catalog::books::query::{percent_decode, percent_encode, BookQuery, MAX_LIMIT};
+use book_catalog::books::BOOKS_PER_PAGE;
+use book_catalog::ApiError;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -75,7 +77,7 @@ fn without_parameters_the_answer_is_byte_for_byte_unchanged() {
     )
     .into_bytes();
     assert_eq!(plain.body, expected);
-    assert_eq!(ctx.statements, ["list"]);
+    assert_eq!(ctx.statements, ["page"]);
     // No known parameter is no parameter: the same path, the same bytes.
     for query in [
         "", "&", "&&", "x=1", "x=1&x=2", "LIMIT=5", "Title=x", "limit2=0", "%zz=1", "tit%le=x",
@@ -83,7 +85,7 @@ fn without_parameters_the_answer_is_byte_for_byte_unchanged() {
     ] {
         ctx.reset_calls();
         assert_eq!(list(&mut ctx, Some(query)), plain, "{query:?}");
-        assert_eq!(ctx.statements, ["list"], "{query:?}");
+        assert_eq!(ctx.statements, ["page"], "{query:?}");
     }
 }
 
@@ -143,6 +145,49 @@ fn valid_values_at_their_edges() {
     assert_eq!(found(&mut ctx, "x=1&year=2001&x=2&&y"), [3, 6]);
     // Names are case-sensitive: `Limit` is not `limit`.
     assert_eq!(found(&mut ctx, "Limit=0&year=2001"), [3, 6]);
+}
+
+/// A catalog of more than a page is written page by page, one statement
+/// each: the same bytes as one envelope, every book once; a page that fails
+/// leaves the body unfinished (no closing brackets) and says why.
+#[test]
+fn the_whole_list_is_written_page_by_page_and_a_failed_page_cuts_it_short() {
+    let per_page = BOOKS_PER_PAGE as usize;
+    for count in [per_page, 2 * per_page + 1] {
+        let mut ctx = TestContext::new();
+        for i in 1..=count {
+            ctx.db
+                .execute(
+                    "INSERT INTO books (title, author, year) VALUES (?1, 'A', 1999)",
+                    [format!("Book {i}")],
+                )
+                .unwrap();
+        }
+        let token = ctx.token();
+        ctx.reset_calls();
+        let whole = ctx.respond("GET", "/books", None, Some(token.as_bytes()), &b""[..]);
+        let books: Vec<String> = (1..=count)
+            .map(|i| format!(r#"{{"id":{i},"title":"Book {i}","author":"A","year":1999}}"#))
+            .collect();
+        let expected = format!(
+            r#"{{"status":200,"message":"Books retrieved successfully","data":[{}]}}"#,
+            books.join(",")
+        );
+        assert_eq!(String::from_utf8(whole.body).unwrap(), expected);
+        assert_eq!(ctx.statements.len(), count / per_page + 1, "{count} books");
+        assert!(ctx.cut_short.is_none());
+
+        ctx.reset_calls();
+        ctx.fail_opens_after = Some(1);
+        let cut = ctx.respond("GET", "/books", None, Some(token.as_bytes()), &b""[..]);
+        assert!(
+            matches!(&ctx.cut_short, Some(ApiError::Internal(why)) if why.contains("went away"))
+        );
+        assert_eq!(cut.status, 200, "the head went before the failure");
+        let prefix = &expected.as_bytes()[..expected.find(&books[per_page - 1]).unwrap()];
+        assert!(cut.body.starts_with(prefix) && !cut.body.ends_with(b"]}"));
+        assert!(serde_json::from_slice::<Value>(&cut.body).is_err());
+    }
 }
 
 #[test]

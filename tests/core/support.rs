@@ -13,6 +13,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
+use book_catalog::books::rest_of_list;
 use book_catalog::db::migrations;
 use book_catalog::db::native::rusqlite;
 use book_catalog::db::{Column, Connection, Statement};
@@ -22,7 +23,7 @@ use book_catalog::login::limit::LoginAttempts;
 use book_catalog::login::sql as store;
 pub use book_catalog::settings::Setting;
 use book_catalog::settings::{DbUrl, SettingSource, SettingUnavailable, StoreKind};
-use book_catalog::{Body, BodyError, Context, RequestHead, Response};
+use book_catalog::{ApiError, Body, BodyError, Context, RequestHead, Response};
 
 /// The fixed clock of every test context (Unix seconds).
 pub const NOW: u64 = 1_700_000_000;
@@ -88,7 +89,6 @@ fn statement_name(sql: &str) -> &'static str {
     ];
     match names.iter().find(|(start, _)| sql.starts_with(start)) {
         Some((_, name)) => name,
-        None if sql == format!("{books} ORDER BY id") => "list",
         None if sql == format!("{books} WHERE id = ?1") => "get",
         None if sql.starts_with(books) => "page",
         None => panic!("a statement the harness does not know: {sql}"),
@@ -168,9 +168,14 @@ pub struct TestContext {
     pub fail_on: Option<&'static str>,
     /// Opening the store fails with this detail.
     pub fail_open: Option<String>,
+    /// Opening the store fails once it was opened this many times.
+    pub fail_opens_after: Option<usize>,
     /// Strings that must never appear in a log line (tokens sent or issued,
     /// passwords submitted, ...).
     pub never_logged: Vec<String>,
+    /// Why the last whole list written page by page was cut short, as the
+    /// Spin adapter would log it (its body then ends unfinished).
+    pub cut_short: Option<ApiError>,
 }
 
 impl TestContext {
@@ -193,7 +198,9 @@ impl TestContext {
             fail_store: None,
             fail_on: None,
             fail_open: None,
+            fail_opens_after: None,
             never_logged: Vec::new(),
+            cut_short: None,
         }
     }
 
@@ -248,7 +255,19 @@ impl TestContext {
         let served = handle(self, &head, body);
         let line = request(&served.fields, served.response.status, 0);
         self.request_lines.push(line);
-        served.response
+        let mut response = served.response;
+        // The rest of a whole list, written as the Spin adapter writes it.
+        self.cut_short = None;
+        while let Some(after) = response.continues_after.take() {
+            match rest_of_list(self, after) {
+                Ok((piece, rest)) => {
+                    response.body.extend_from_slice(&piece);
+                    response.continues_after = rest;
+                }
+                Err(error) => self.cut_short = Some(error),
+            }
+        }
+        response
     }
 
     /// Any `Body`, any `Authorization` bytes; the checked outcome.
@@ -479,6 +498,12 @@ impl Context for TestContext {
         self.opened.push(db_url.clone());
         if let Some(detail) = &self.fail_open {
             return Err(anyhow::anyhow!("{detail}"));
+        }
+        if self
+            .fail_opens_after
+            .is_some_and(|opens| self.opens > opens)
+        {
+            return Err(anyhow::anyhow!("the database went away"));
         }
         Ok(Box::new(RecordingConnection {
             db: &mut self.db,
