@@ -134,6 +134,45 @@ impl DbUrl {
         Err(UnsupportedDbUrl::of(db_url))
     }
 
+    /// The `host:port` of a PostgreSQL URL, as Spin matches it against
+    /// `allowed_outbound_hosts` (no port: 5432; an IPv6 host in brackets):
+    /// what the manifest's `db_host` must be. Never the user or password.
+    pub fn host_port(&self) -> Option<String> {
+        let rest = self.address.split_once("://")?.1;
+        let authority = rest.split(['/', '?', '#']).next()?;
+        let host_port = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        if host_port.is_empty() {
+            return None;
+        }
+        let has_port = match host_port.rsplit_once(':') {
+            Some((host, port)) => !port.is_empty() && !host.ends_with(':') && !port.contains(']'),
+            None => false,
+        };
+        Some(if has_port {
+            host_port.to_string()
+        } else {
+            format!("{host_port}:5432")
+        })
+    }
+
+    /// A refused PostgreSQL address (`... is not permitted`), with its fix:
+    /// the manifests allow `postgres://{{ db_host }}` only.
+    pub fn not_permitted_fix(&self) -> String {
+        match self.host_port() {
+            Some(host_port) => format!(
+                "the manifest allows outbound PostgreSQL only to postgres://{{{{ db_host }}}}: \
+                 set the variable db_host (SPIN_VARIABLE_DB_HOST) to {host_port}, the host and \
+                 port of db_url"
+            ),
+            None => "the manifest allows outbound PostgreSQL only to postgres://{{ db_host }}: \
+                     set the variable db_host (SPIN_VARIABLE_DB_HOST) to the host and port of \
+                     db_url"
+                .to_string(),
+        }
+    }
+
     /// How the store is named in logs: never with a password.
     pub fn describe(&self) -> String {
         match self.kind {
@@ -235,6 +274,32 @@ mod tests {
             "DB_URL is not supported: use sqlite:, sqlite://LABEL, postgres://... or \
              postgresql://..."
         );
+    }
+
+    #[test]
+    fn a_refused_address_names_db_host_as_host_and_port_never_the_password() {
+        let fix = |url: &str| postgres(url).unwrap().not_permitted_fix();
+        for (url, host_port) in [
+            (
+                "postgres://u:secret@db.example.com:6432/books?sslmode=require",
+                "db.example.com:6432",
+            ),
+            ("postgresql://db.example.com/books", "db.example.com:5432"),
+            ("postgres://u:p%40ss@[::1]:5433/b", "[::1]:5433"),
+            ("postgres://u@[::1]/b", "[::1]:5432"),
+            ("postgres://10.0.0.5", "10.0.0.5:5432"),
+        ] {
+            let text = fix(url);
+            assert!(
+                text.contains(&format!("SPIN_VARIABLE_DB_HOST) to {host_port},")),
+                "{text}"
+            );
+            assert!(
+                !text.contains("secret") && !text.contains("p%40ss"),
+                "{text}"
+            );
+        }
+        assert!(!fix("postgres:///books").contains(" to ,"));
     }
 
     #[test]

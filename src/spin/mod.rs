@@ -264,9 +264,7 @@ impl Context for SpinContext {
             #[cfg(feature = "sqlite")]
             StoreKind::Sqlite => Ok(Box::new(sqlite::SqliteConnection::new(&database.address))),
             #[cfg(feature = "postgres")]
-            StoreKind::Postgres => Ok(Box::new(postgres::PostgresConnection::new(
-                &database.address,
-            ))),
+            StoreKind::Postgres => Ok(Box::new(postgres::PostgresConnection::new(database))),
             #[allow(unreachable_patterns)]
             kind => Err(anyhow::anyhow!(kind.missing_build_message())),
         }

@@ -5,7 +5,7 @@ use anyhow::anyhow;
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
 use crate::db::{self, Column, SqlParam, Statement};
-use crate::settings::{redact_password, StoreKind};
+use crate::settings::{redact_password, DbUrl, StoreKind};
 
 /// Wraps `statement` so that it yields at least one row, whatever the data.
 ///
@@ -39,14 +39,14 @@ fn rows_of(result: RowSet) -> impl Iterator<Item = Vec<DbValue>> {
 
 /// Connects on its first query (Spin pools the connections host-side).
 pub struct PostgresConnection {
-    url: String,
+    database: DbUrl,
     connection: Option<Connection>,
 }
 
 impl PostgresConnection {
-    pub fn new(url: &str) -> PostgresConnection {
+    pub fn new(database: &DbUrl) -> PostgresConnection {
         PostgresConnection {
-            url: url.to_string(),
+            database: database.clone(),
             connection: None,
         }
     }
@@ -56,10 +56,18 @@ impl PostgresConnection {
     fn connection(&mut self) -> anyhow::Result<&Connection> {
         match &mut self.connection {
             Some(connection) => Ok(connection),
-            slot => Ok(slot.insert(
-                Connection::open(&self.url)
-                    .map_err(|error| anyhow!("connecting to PostgreSQL: {}", describe(&error)))?,
-            )),
+            slot => Ok(
+                slot.insert(Connection::open(&self.database.address).map_err(|error| {
+                    let reason = describe(&error);
+                    // Spin's refusal names the address only: say what fixes it.
+                    if reason.contains("is not permitted") {
+                        let fix = self.database.not_permitted_fix();
+                        anyhow!("connecting to PostgreSQL: {reason}; {fix}")
+                    } else {
+                        anyhow!("connecting to PostgreSQL: {reason}")
+                    }
+                })?),
+            ),
         }
     }
 }
