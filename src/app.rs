@@ -12,7 +12,7 @@ use crate::error::ApiError;
 use crate::log::{self, RequestFields};
 use crate::port::{open_store, Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use crate::settings::{self, StoreKind};
-use crate::{books, login, token};
+use crate::{books, cors, login, token};
 
 /// A request served: its response, and what its log line
 /// (`log::request`, written by the adapter once the response is sent) says
@@ -27,7 +27,24 @@ pub struct Served<'a> {
 /// 503 logs its reason.
 pub fn handle<'h>(ctx: &mut impl Context, head: &RequestHead<'h>, body: impl Body) -> Served<'h> {
     let mut opened = None;
-    let result = respond(ctx, head, body, &mut opened);
+    // Only a browser sends `Origin`: other clients never read the setting.
+    let cors = match head.origin {
+        Some(origin) => settings::cors_origins(ctx).map(|origins| origins.allow(origin)),
+        None => Ok(None),
+    };
+    let result = match &cors {
+        Err(error) => Err(error.clone()),
+        // A preflight from a listed origin never carries a token: it is
+        // answered before authentication, with the path's methods.
+        Ok(Some(_)) if head.method == "OPTIONS" && head.header(PREFLIGHT_METHOD).is_some() => {
+            match route(head.method, head.path).map(|route| route.endpoint) {
+                Ok(Err(ApiError::MethodNotAllowed(methods))) => Ok(cors::preflight(methods)),
+                Ok(_) => Err(ApiError::RouteNotFound),
+                Err(error) => Err(error),
+            }
+        }
+        Ok(_) => respond(ctx, head, body, &mut opened),
+    };
     let fields = RequestFields {
         method: head.method,
         route: pattern(head.path),
@@ -45,8 +62,15 @@ pub fn handle<'h>(ctx: &mut impl Context, head: &RequestHead<'h>, body: impl Bod
             Response::error(&error)
         }
     };
+    let response = match cors {
+        Ok(Some(allow_origin)) => cors::allowed(response, allow_origin),
+        _ => response,
+    };
     Served { response, fields }
 }
+
+/// The header that makes an `OPTIONS` request a CORS preflight.
+const PREFLIGHT_METHOD: &str = "access-control-request-method";
 
 fn respond(
     ctx: &mut impl Context,
@@ -170,8 +194,8 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeadersRead {
     None,
-    /// A login: who the client is may be told by several headers, which
-    /// ones depending on settings.
+    /// A login (who the client is may be told by several headers, which
+    /// ones depending on settings), or a CORS preflight.
     All,
     /// One field, by its lower-case name: `If-Match` on `PUT` and `DELETE`
     /// of a book, `Idempotency-Key` on `POST /book`.
@@ -180,7 +204,8 @@ pub enum HeadersRead {
 
 pub fn headers_read(method: &str, path: &str) -> HeadersRead {
     match (method, path) {
-        (_, TOKEN_PATH) => HeadersRead::All,
+        // A login, or a CORS preflight.
+        (_, TOKEN_PATH) | ("OPTIONS", _) => HeadersRead::All,
         ("POST", "/book") => HeadersRead::Only(IDEMPOTENCY_KEY),
         ("PUT" | "DELETE", _) if path.starts_with(BOOK_ITEM_PREFIX) => HeadersRead::Only(IF_MATCH),
         _ => HeadersRead::None,

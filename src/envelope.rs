@@ -88,9 +88,14 @@ impl Response {
         self
     }
 
-    /// Every header of the response, `COMMON_HEADERS` first.
+    /// Every header of the response, `COMMON_HEADERS` first (but no
+    /// `content-type` on a 204, which has no body).
     pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
-        COMMON_HEADERS.into_iter().chain(
+        let no_content = self.status == 204;
+        let common = COMMON_HEADERS
+            .into_iter()
+            .filter(move |(name, _)| !(no_content && *name == "content-type"));
+        common.chain(
             self.extra_headers
                 .iter()
                 .map(|(name, value)| (*name, value.as_str())),

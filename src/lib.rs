@@ -15,6 +15,7 @@
 //! - `login`: `POST /token`, who the client is (`client`), the failed-login
 //!   limit (`limit`), the configured password (`password`), its statements;
 //! - `token`: HS256 tokens, issued and checked on every protected route;
+//! - `cors`: which browser origins may call the API, and the preflight;
 //! - `port`: what the core needs from its host (`Context`, bodies, the
 //!   request head);
 //! - `settings`: every setting, the only module that names one;
@@ -29,6 +30,7 @@
 
 pub mod app;
 pub mod books;
+pub mod cors;
 pub mod db;
 pub mod envelope;
 pub mod error;

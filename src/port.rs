@@ -64,6 +64,8 @@ pub struct RequestHead<'a> {
     pub query: Option<&'a str>,
     /// The `Authorization` value; several fields are joined (`join_values`).
     pub authorization: Option<&'a [u8]>,
+    /// The `Origin` value: a browser's request from a page.
+    pub origin: Option<&'a [u8]>,
     /// The request's header fields, names in lower case, in the order
     /// received: at least those `app::headers_read` names for it.
     pub headers: &'a [(String, Vec<u8>)],

@@ -18,6 +18,7 @@ pub use login::{
     client_identity, credentials, login_limit, previous_signing_secret, signing_secret,
 };
 
+use crate::cors::AllowedOrigins;
 use crate::error::ApiError;
 
 /// Where settings come from: the host (`port::Context` is one).
@@ -76,6 +77,7 @@ settings! {
     ClientIpHeader => "client_ip_header", "CLIENT_IP_HEADER";
     TrustedProxyHops => "trusted_proxy_hops", "TRUSTED_PROXY_HOPS";
     RequireIfMatch => "require_if_match", "REQUIRE_IF_MATCH";
+    CorsAllowedOrigins => "cors_allowed_origins", "CORS_ALLOWED_ORIGINS";
 }
 
 /// A setting whose source failed (a Spin variables provider that answered
@@ -208,6 +210,23 @@ pub fn require_if_match(ctx: &mut impl SettingSource) -> Result<bool, ApiError> 
         "If-Match stays optional",
     )?;
     Ok(required.unwrap_or(false))
+}
+
+/// `cors_allowed_origins`: the web origins whose pages may call the API
+/// (`*`, or a comma-separated list). Off when unset; a value that is not
+/// that is warned about and leaves it off, never on for all.
+pub fn cors_origins(ctx: &mut impl SettingSource) -> Result<AllowedOrigins, ApiError> {
+    let rule = "not * or a comma-separated list of origins (scheme://host[:port])";
+    let off = AllowedOrigins::Off;
+    let origins = read(
+        ctx,
+        Setting::CorsAllowedOrigins,
+        AllowedOrigins::parse,
+        rule,
+        off,
+        "CORS stays off",
+    )?;
+    Ok(origins.unwrap_or(AllowedOrigins::Off))
 }
 
 /// A set, non-empty Spin variable wins; otherwise the set, non-empty

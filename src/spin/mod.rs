@@ -34,6 +34,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let (path, query) = app::split_target(&target);
     let headers = request.headers();
     let authorization = joined_header(&headers, "authorization");
+    let origin = joined_header(&headers, "origin");
     let read = match app::headers_read(&method, path) {
         HeadersRead::None => Vec::new(),
         HeadersRead::All => headers.entries(),
@@ -47,6 +48,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
         path,
         query,
         authorization: authorization.as_deref(),
+        origin: origin.as_deref(),
         headers: &read,
     };
     let body = RequestBody { headers, request };

@@ -6,6 +6,7 @@ mod support;
 
 mod books;
 mod catalog;
+mod cors;
 mod deploy;
 mod health;
 mod login;

@@ -245,11 +245,17 @@ impl TestContext {
         if let Some(peer) = &self.client_addr {
             headers.push(("spin-client-addr".into(), peer.clone().into_bytes()));
         }
+        let origin = self
+            .request_headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("origin"))
+            .map(|(_, value)| value.clone().into_bytes());
         let head = RequestHead {
             method,
             path,
             query,
             authorization: auth,
+            origin: origin.as_deref(),
             headers: &headers,
         };
         let served = handle(self, &head, body);
@@ -319,6 +325,16 @@ impl TestContext {
 
     /// Checks what every response must satisfy and returns its parts.
     pub fn check_response(&mut self, response: &Response) -> Outcome {
+        assert_eq!(response.header("access-control-allow-credentials"), None);
+        if let Some(origin) = response.header("access-control-allow-origin") {
+            assert_eq!(response.header("vary"), Some("Origin"), "{origin}");
+        }
+        if response.status == 204 {
+            // A CORS preflight's answer: no body, so no content type.
+            assert!(response.body.is_empty() && response.header("content-type").is_none());
+            assert_eq!(response.header("cache-control"), Some("no-store"));
+            return (204, Value::Null, None);
+        }
         let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_else(|e| {
             let body = String::from_utf8_lossy(&response.body);
             panic!("body is not JSON ({e}): {body:?}")

@@ -228,6 +228,7 @@ async fn serve(
             path: &path,
             query: query.as_deref(),
             authorization: authorization.as_deref(),
+            origin: None,
             headers: &headers,
         };
         book_catalog::handle(&mut context, &head, body).response

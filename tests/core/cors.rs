@@ -1,0 +1,208 @@
+//! CORS (`cors_allowed_origins`, docs/api.md "Browsers"): off by default,
+//! exactly as before; a preflight from a listed origin answered before
+//! authentication with the path's methods; every answer to a listed origin,
+//! errors included, readable by its page; nothing for an unlisted origin; a
+//! malformed value warned about and off. (Origin parsing: src/cors.rs.)
+
+use crate::support::*;
+use book_catalog::Response;
+
+const APP: &str = "https://app.example.com";
+
+/// `method path` from `origin`, as a browser sends it (`preflight`: with
+/// `Access-Control-Request-Method`), with `token` if given.
+fn from(
+    ctx: &mut TestContext,
+    origin: &str,
+    method: &str,
+    path: &str,
+    preflight: bool,
+    token: Option<&str>,
+    body: &str,
+) -> Response {
+    ctx.request_headers = vec![("Origin".into(), origin.into())];
+    if preflight {
+        ctx.request_headers
+            .push(("Access-Control-Request-Method".into(), "PUT".into()));
+        ctx.request_headers.push((
+            "Access-Control-Request-Headers".into(),
+            "authorization,if-match".into(),
+        ));
+    }
+    let response = ctx.respond(
+        method,
+        path,
+        None,
+        token.map(str::as_bytes),
+        body.as_bytes(),
+    );
+    ctx.check_response(&response);
+    response
+}
+
+fn cors_headers(response: &Response) -> Vec<(&str, &str)> {
+    response
+        .headers()
+        .filter(|(name, _)| name.starts_with("access-control-") || *name == "vary")
+        .collect()
+}
+
+#[test]
+fn unset_nothing_changes_and_a_preflight_is_refused_as_any_request_without_a_token() {
+    let mut ctx = TestContext::new();
+    let preflight = from(&mut ctx, APP, "OPTIONS", "/book/1", true, None, "");
+    assert_eq!((preflight.status, cors_headers(&preflight)), (401, vec![]));
+    let health = from(&mut ctx, APP, "OPTIONS", "/health", true, None, "");
+    assert_eq!((health.status, health.header("allow")), (405, Some("GET")));
+    let token = ctx.token();
+    let created = from(
+        &mut ctx,
+        APP,
+        "POST",
+        "/book",
+        false,
+        Some(&token),
+        &book_body("Dune", "F", 1965),
+    );
+    assert_eq!((created.status, cors_headers(&created)), (201, vec![]));
+}
+
+#[test]
+fn a_listed_origins_preflight_is_answered_before_authentication_with_the_paths_methods() {
+    let mut ctx = TestContext::new();
+    ctx.set(
+        Setting::CorsAllowedOrigins,
+        "https://other.example, https://APP.example.com",
+    );
+    for (path, methods) in [
+        ("/book/1", "GET, PUT, DELETE"),
+        ("/book", "POST"),
+        ("/books", "GET"),
+        ("/token", "POST"),
+        ("/health", "GET"),
+    ] {
+        ctx.reset_calls();
+        let answer = from(&mut ctx, APP, "OPTIONS", path, true, None, "");
+        assert_eq!(
+            (answer.status, cors_headers(&answer)),
+            (
+                204,
+                vec![
+                    ("access-control-allow-methods", methods),
+                    (
+                        "access-control-allow-headers",
+                        "Authorization, Content-Type, If-Match, Idempotency-Key"
+                    ),
+                    ("access-control-max-age", "600"),
+                    ("vary", "Origin"),
+                    ("access-control-allow-origin", APP),
+                ]
+            ),
+            "{path}"
+        );
+        assert_eq!(ctx.opens, 0, "{path}: no store");
+    }
+    // A path the service does not serve is 404, readable by the page.
+    let unknown = from(&mut ctx, APP, "OPTIONS", "/nowhere", true, None, "");
+    assert_eq!(
+        (
+            unknown.status,
+            unknown.header("access-control-allow-origin")
+        ),
+        (404, Some(APP))
+    );
+    // An OPTIONS that is no preflight, and a preflight from an unlisted origin, as before.
+    let plain = from(&mut ctx, APP, "OPTIONS", "/book/1", false, None, "");
+    assert_eq!(plain.status, 401);
+    let stranger = from(
+        &mut ctx,
+        "https://evil.example",
+        "OPTIONS",
+        "/book/1",
+        true,
+        None,
+        "",
+    );
+    assert_eq!((stranger.status, cors_headers(&stranger)), (401, vec![]));
+}
+
+#[test]
+fn every_answer_to_a_listed_origin_is_readable_by_its_page_and_none_to_another() {
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::CorsAllowedOrigins, APP);
+    let token = ctx.token();
+    let too_big = "x".repeat(book_catalog::MAX_BODY_BYTES + 1);
+    let answers = [
+        from(
+            &mut ctx,
+            APP,
+            "POST",
+            "/book",
+            false,
+            Some(&token),
+            &book_body("Dune", "F", 1965),
+        ),
+        from(&mut ctx, APP, "GET", "/book/1", false, None, ""),
+        from(&mut ctx, APP, "GET", "/book/9", false, Some(&token), ""),
+        from(
+            &mut ctx,
+            APP,
+            "POST",
+            "/book",
+            false,
+            Some(&token),
+            &too_big,
+        ),
+        from(&mut ctx, APP, "GET", "/books", false, Some(&token), ""),
+    ];
+    let statuses: Vec<u16> = answers.iter().map(|a| a.status).collect();
+    assert_eq!(statuses, [201, 401, 404, 413, 200]);
+    for answer in &answers {
+        assert_eq!(answer.header("access-control-allow-origin"), Some(APP));
+        assert_eq!(
+            answer.header("access-control-expose-headers"),
+            Some("ETag, Link, Retry-After")
+        );
+    }
+    let other = from(
+        &mut ctx,
+        "https://evil.example",
+        "GET",
+        "/book/1",
+        false,
+        Some(&token),
+        "",
+    );
+    assert_eq!((other.status, cors_headers(&other)), (200, vec![]));
+    // `*`: any origin, by name of none.
+    ctx.set(Setting::CorsAllowedOrigins, "*");
+    let any = from(
+        &mut ctx,
+        "https://anyone.example",
+        "GET",
+        "/health",
+        false,
+        None,
+        "",
+    );
+    assert_eq!(any.header("access-control-allow-origin"), Some("*"));
+}
+
+#[test]
+fn a_malformed_value_is_warned_about_and_leaves_cors_off() {
+    for bad in [
+        "https://app.example.com/",
+        "app.example.com",
+        "*, https://app.example.com",
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.set(Setting::CorsAllowedOrigins, bad);
+        let preflight = from(&mut ctx, APP, "OPTIONS", "/book/1", true, None, "");
+        assert_eq!(
+            (preflight.status, cors_headers(&preflight)),
+            (401, vec![]),
+            "{bad}"
+        );
+        assert!(ctx.logged("level=warn", "cors_allowed_origins / CORS_ALLOWED_ORIGINS is not * or a comma-separated list of origins (scheme://host[:port]): CORS stays off"), "{bad}");
+    }
+}
