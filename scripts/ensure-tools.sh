@@ -3,7 +3,8 @@
 # (from crates.io, with the C libraries it links), PostgreSQL and the argon2
 # CLI that docs/configuration.md makes password hashes with (Debian's), and
 # `otel`: opentelemetry-proto (PyPI) in build/venv, with which
-# tests/faults/otel.py decodes what Spin exports.
+# tests/faults/otel.py decodes what Spin exports, and `registry`: Debian's
+# docker-registry, the registry tests/faults/registry.py pushes the app to.
 # The Rust toolchain and the wasm32-wasip2 target come from
 # rust-toolchain.toml through rustup, on the first cargo call.
 set -euo pipefail
@@ -25,12 +26,14 @@ need_hurl=false
 need_postgres=false
 need_argon2=false
 need_otel=false
+need_registry=false
 for tool in "$@"; do
     case "$tool" in
         hurl) need_hurl=true ;;
         postgres) need_postgres=true ;;
         argon2) need_argon2=true ;;
         otel) need_otel=true ;;
+        registry) need_registry=true ;;
         *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
     esac
 done
@@ -61,4 +64,14 @@ sys.exit(m.version('opentelemetry-proto') != '$OTEL_PROTO_VERSION')" 2>/dev/null
         python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
     fi
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "opentelemetry-proto==$OTEL_PROTO_VERSION"
+fi
+
+if $need_registry && ! command -v docker-registry >/dev/null; then
+    echo "== installing docker-registry (Debian package)"
+    apt_install docker-registry
+    # The package enables a registry service on :5000 (every interface); the
+    # test starts its own on loopback. Stopping fails where systemd is not PID 1.
+    if command -v systemctl >/dev/null; then
+        systemctl disable --now docker-registry >/dev/null 2>&1 || true
+    fi
 fi

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# SpinKube (README.md in this folder), in steps (all three by default):
-#   push     builds the PostgreSQL-only build and pushes it to $IMAGE, the
-#            spec.image of spinapp.yaml
+# SpinKube (README.md in this folder), in steps (all four by default):
+#   build    the PostgreSQL-only build (make variants)
+#   push     pushes the app of $MANIFEST (default: the PostgreSQL-only build's,
+#            deploy/postgres-only/spin.toml) to $IMAGE, the spec.image of
+#            spinapp.yaml; INSECURE_REGISTRY=1: over plain HTTP (Spin's
+#            --insecure), for a registry on loopback. tests/faults/registry.py
+#            runs this step against a registry of its own.
 #   secrets  makes (or replaces) the Secret book-catalog from SPIN_VARIABLE_<NAME>
 #            (../settings.sh) and book-catalog-ca, the database's CA under the
 #            key the executor mounts, from $DB_CA_FILE or else CloudNativePG's
@@ -11,10 +15,15 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
+build() {
+    make variants
+}
+
 push() {
     : "${IMAGE:?set IMAGE to the spec.image of deploy/spinkube/spinapp.yaml}"
-    make variants
-    spin registry push -f deploy/postgres-only/spin.toml "$IMAGE"
+    insecure=()
+    if [ "${INSECURE_REGISTRY:-}" = 1 ]; then insecure=(--insecure); fi
+    spin registry push -f "${MANIFEST:-deploy/postgres-only/spin.toml}" "${insecure[@]}" "$IMAGE"
 }
 
 secret() {
@@ -44,7 +53,10 @@ apply() {
     done
 }
 
-[ $# -gt 0 ] || set -- push secrets apply
+[ $# -gt 0 ] || set -- build push secrets apply
 for step in "$@"; do
-    case "$step" in push | secrets | apply) "$step" ;; *) echo "steps: push secrets apply" >&2 && exit 2 ;; esac
+    case "$step" in
+        build | push | secrets | apply) "$step" ;;
+        *) echo "steps: build push secrets apply" >&2 && exit 2 ;;
+    esac
 done
