@@ -3,13 +3,16 @@
 # (from crates.io, with the C libraries it links), PostgreSQL and the argon2
 # CLI that docs/configuration.md makes password hashes with (Debian's), and
 # `otel`: opentelemetry-proto (PyPI) in build/venv, with which
-# tests/faults/otel.py decodes what Spin exports.
+# tests/faults/otel.py decodes what Spin exports, and `client`:
+# openapi-python-client (PyPI) in build/venv, with which
+# tests/faults/typed_client.py generates a client from openapi.yaml.
 # The Rust toolchain and the wasm32-wasip2 target come from
 # rust-toolchain.toml through rustup, on the first cargo call.
 set -euo pipefail
 
 HURL_VERSION=8.0.1
 OTEL_PROTO_VERSION=1.45.2
+CLIENT_GENERATOR_VERSION=0.29.1
 VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/venv"
 apt_updated=false
 
@@ -25,12 +28,14 @@ need_hurl=false
 need_postgres=false
 need_argon2=false
 need_otel=false
+need_client=false
 for tool in "$@"; do
     case "$tool" in
         hurl) need_hurl=true ;;
         postgres) need_postgres=true ;;
         argon2) need_argon2=true ;;
         otel) need_otel=true ;;
+        client) need_client=true ;;
         *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
     esac
 done
@@ -61,4 +66,13 @@ sys.exit(m.version('opentelemetry-proto') != '$OTEL_PROTO_VERSION')" 2>/dev/null
         python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
     fi
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "opentelemetry-proto==$OTEL_PROTO_VERSION"
+fi
+
+if $need_client && ! "$VENV/bin/python" -c "import importlib.metadata as m, sys
+sys.exit(m.version('openapi-python-client') != '$CLIENT_GENERATOR_VERSION')" 2>/dev/null; then
+    echo "== installing openapi-python-client $CLIENT_GENERATOR_VERSION into $VENV"
+    if [ ! -x "$VENV/bin/pip" ]; then
+        python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
+    fi
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "openapi-python-client==$CLIENT_GENERATOR_VERSION"
 fi
