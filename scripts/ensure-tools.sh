@@ -3,14 +3,18 @@
 # (from crates.io, with the C libraries it links), PostgreSQL and the argon2
 # CLI that docs/configuration.md makes password hashes with (Debian's), and
 # `otel`: opentelemetry-proto (PyPI) in build/venv, with which
-# tests/faults/otel.py decodes what Spin exports, and `registry`: Debian's
-# docker-registry, the registry tests/faults/registry.py pushes the app to.
+# tests/faults/otel.py decodes what Spin exports; `registry`: Debian's
+# docker-registry, the registry tests/faults/registry.py pushes the app to;
+# `client`: openapi-python-client (PyPI) in build/venv, with which
+# tests/faults/typed_client.py generates a client from openapi.yaml;
+# `browser`: Debian's chromium, for tests/faults/browser.py.
 # The Rust toolchain and the wasm32-wasip2 target come from
 # rust-toolchain.toml through rustup, on the first cargo call.
 set -euo pipefail
 
 HURL_VERSION=8.0.1
 OTEL_PROTO_VERSION=1.45.2
+CLIENT_GENERATOR_VERSION=0.29.1
 VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/venv"
 apt_updated=false
 
@@ -27,6 +31,8 @@ need_postgres=false
 need_argon2=false
 need_otel=false
 need_registry=false
+need_client=false
+need_browser=false
 for tool in "$@"; do
     case "$tool" in
         hurl) need_hurl=true ;;
@@ -34,6 +40,8 @@ for tool in "$@"; do
         argon2) need_argon2=true ;;
         otel) need_otel=true ;;
         registry) need_registry=true ;;
+        client) need_client=true ;;
+        browser) need_browser=true ;;
         *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
     esac
 done
@@ -74,4 +82,18 @@ if $need_registry && ! command -v docker-registry >/dev/null; then
     if command -v systemctl >/dev/null; then
         systemctl disable --now docker-registry >/dev/null 2>&1 || true
     fi
+fi
+
+if $need_client && ! "$VENV/bin/python" -c "import importlib.metadata as m, sys
+sys.exit(m.version('openapi-python-client') != '$CLIENT_GENERATOR_VERSION')" 2>/dev/null; then
+    echo "== installing openapi-python-client $CLIENT_GENERATOR_VERSION into $VENV"
+    if [ ! -x "$VENV/bin/pip" ]; then
+        python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
+    fi
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "openapi-python-client==$CLIENT_GENERATOR_VERSION"
+fi
+
+if $need_browser && ! command -v chromium >/dev/null; then
+    echo "== installing chromium (Debian package)"
+    apt_install chromium
 fi

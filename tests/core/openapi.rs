@@ -1,6 +1,7 @@
 //! `openapi.yaml` and the router must describe the same API: the same paths
 //! and methods, the same `Allow` headers, the same public/protected split,
-//! every error message under its status, and the `Idempotency-Key` rule.
+//! every error message under its status, the `Idempotency-Key` rule, and
+//! envelopes that generated clients type.
 
 use book_catalog::app::route;
 use book_catalog::books::safe_writes::{IdempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS};
@@ -29,6 +30,50 @@ fn documented_methods(item: &Value) -> Vec<String> {
         .map(str::to_ascii_uppercase)
         .filter(|method| METHODS.contains(&method.as_str()))
         .collect()
+}
+
+/// The schema a local `$ref` names, or `schema` itself.
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(reference) => {
+            let path = reference.strip_prefix("#/").expect("a local reference");
+            path.split('/').fold(doc, |node, key| &node[key])
+        }
+        None => schema,
+    }
+}
+
+/// Every schema an envelope gives its field `field`, through `$ref` and `allOf`
+/// (each must hold, so one `const` among them fixes the field).
+fn field_schemas<'a>(doc: &'a Value, schema: &'a Value, field: &str) -> Vec<&'a Value> {
+    let schema = resolve(doc, schema);
+    let own = Some(&schema["properties"][field]).filter(|own| !own.is_null());
+    let parts = schema["allOf"].as_sequence().into_iter().flatten();
+    own.into_iter()
+        .chain(parts.flat_map(|part| field_schemas(doc, part, field)))
+        .collect()
+}
+
+/// Every response the document defines, by name: each operation's and each
+/// shared one (an operation's `$ref` to a shared one is checked there).
+fn defined_responses(doc: &Value) -> Vec<(String, &Value)> {
+    let mut responses: Vec<(String, &Value)> = Vec::new();
+    for (template, item) in doc["paths"].as_mapping().expect("paths") {
+        for method in documented_methods(item) {
+            let operation = &item[method.to_ascii_lowercase().as_str()];
+            for (status, response) in operation["responses"].as_mapping().expect("responses") {
+                responses.push((format!("{method} {template:?} {status:?}"), response));
+            }
+        }
+    }
+    for (name, response) in doc["components"]["responses"]
+        .as_mapping()
+        .expect("responses")
+    {
+        responses.push((format!("{name:?}"), response));
+    }
+    responses.retain(|(_, response)| !response["$ref"].is_string());
+    responses
 }
 
 /// Each documented path is routed with exactly its documented methods,
@@ -125,13 +170,18 @@ fn every_error_message_is_documented_at_its_status() {
         .expect("responses");
     for error in errors {
         let documented = responses.values().any(|response| {
-            let schema = &response["content"]["application/json"]["schema"]["properties"];
-            let status_matches = schema["status"]["const"].as_u64() == Some(error.status().into());
-            let message = &schema["message"];
-            let message_matches = message["const"].as_str() == Some(error.message())
-                || message["enum"]
-                    .as_sequence()
-                    .is_some_and(|all| all.iter().any(|m| m.as_str() == Some(error.message())));
+            let schema = &response["content"]["application/json"]["schema"];
+            let status_matches = field_schemas(&doc, schema, "status")
+                .iter()
+                .any(|status| status["const"].as_u64() == Some(error.status().into()));
+            let message_matches = field_schemas(&doc, schema, "message")
+                .iter()
+                .any(|message| {
+                    message["const"].as_str() == Some(error.message())
+                        || message["enum"].as_sequence().is_some_and(|all| {
+                            all.iter().any(|m| m.as_str() == Some(error.message()))
+                        })
+                });
             status_matches && message_matches
         });
         assert!(
@@ -154,27 +204,8 @@ fn every_response_documents_cache_control_no_store() {
     assert_eq!(common["schema"]["const"].as_str(), Some(value));
     assert_eq!(common["required"].as_bool(), Some(true));
     let reference = "#/components/headers/CacheControl";
-    let mut responses: Vec<(String, &Value)> = Vec::new();
-    for (template, item) in doc["paths"].as_mapping().expect("paths") {
-        for method in documented_methods(item) {
-            let operation = &item[method.to_ascii_lowercase().as_str()];
-            for (status, response) in operation["responses"].as_mapping().expect("responses") {
-                let name = format!("{method} {template:?} {status:?}");
-                responses.push((name, response));
-            }
-        }
-    }
-    for (name, response) in doc["components"]["responses"]
-        .as_mapping()
-        .expect("responses")
-    {
-        responses.push((format!("{name:?}"), response));
-    }
     let mut checked = 0;
-    for (name, response) in responses {
-        if response["$ref"].is_string() {
-            continue; // checked where it is defined
-        }
+    for (name, response) in defined_responses(&doc) {
         assert_eq!(
             response["headers"]["Cache-Control"]["$ref"].as_str(),
             Some(reference),
@@ -209,4 +240,40 @@ fn the_idempotency_key_rule_is_the_components() {
         post.as_str(),
         Some("#/components/parameters/IdempotencyKey")
     );
+}
+
+/// Generators read a schema as written: keywords beside a `$ref` are
+/// ignored (an envelope's `data` came out untyped), so no `$ref` has any,
+/// and every response's envelope types `status`, `message` and `data`
+/// (a `{}` types nothing) through its `$ref`s and `allOf` parts.
+#[test]
+fn every_envelope_is_typed_for_generators() {
+    fn no_ref_has_siblings(node: &Value, at: &str) {
+        match node {
+            Value::Mapping(mapping) => {
+                if mapping.contains_key("$ref") {
+                    assert_eq!(mapping.len(), 1, "keywords beside a $ref at {at}");
+                }
+                for (key, value) in mapping {
+                    no_ref_has_siblings(value, &format!("{at}/{}", key.as_str().unwrap_or("?")));
+                }
+            }
+            Value::Sequence(items) => items.iter().for_each(|item| no_ref_has_siblings(item, at)),
+            _ => {}
+        }
+    }
+    let doc = document();
+    no_ref_has_siblings(&doc, "");
+    let mut checked = 0;
+    for (name, response) in defined_responses(&doc) {
+        let schema = &response["content"]["application/json"]["schema"];
+        for field in ["status", "message", "data"] {
+            let typed = field_schemas(&doc, schema, field)
+                .iter()
+                .any(|part| part.as_mapping().is_some_and(|m| !m.is_empty()));
+            assert!(typed, "{name}: `{field}` is untyped");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 22, "7 successes and 15 shared error responses");
 }
