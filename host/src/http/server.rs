@@ -121,12 +121,12 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
     }
 
     /// Serves on one single-threaded runtime per core, every runtime
-    /// accepting from the same listener: a request runs on one thread from
-    /// accept to response (the connection and the instance; a SQLite
-    /// statement on a blocking thread), so little wakes another thread on
-    /// the way. Measured (before SQLite moved to the blocking pool) against one
-    /// multi-threaded runtime (`GET /book/{id}`, c16, SQLite): 116 -> 44 us
-    /// of CPU and 2.64 -> 0.58 context switches a request. Returns once
+    /// accepting from the same listener: a request's connection and
+    /// instance stay on one thread from accept to response, so only its
+    /// SQLite statements (on the runtime's blocking pool) wake another
+    /// thread. Measured against one multi-threaded runtime (`GET /book/{id}`,
+    /// c16, SQLite, statements then run inline): 116 -> 44 us of CPU and
+    /// 2.64 -> 0.58 context switches a request. Returns once
     /// `shutdown` has resolved and in-flight requests have finished (up to a
     /// grace period).
     pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
