@@ -19,7 +19,7 @@ wasmtime::component::bindgen!({
     with: {
         // The resources' types, from modules that do not import this one
         // (so the edge goes one way).
-        "fermyon:spin/sqlite.connection": crate::sqlite::pool::Connection,
+        "fermyon:spin/sqlite.connection": crate::sqlite::databases::Connection,
         "fermyon:spin/postgres.connection": crate::postgres::pool::Connection,
     },
 });

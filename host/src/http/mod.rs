@@ -4,8 +4,9 @@
 //! that has served fewer than N.
 //!
 //! One single-threaded tokio runtime per core, all accepting from the same
-//! listener: a connection, the instances serving its requests and their
-//! SQLite statements stay on one thread (why: `Server::serve`).
+//! listener: a connection and the instances serving its requests stay on
+//! one thread (why: `Server::serve`); their SQLite statements run on that
+//! runtime's blocking pool, as in Spin (`sqlite::host`).
 //!
 //! What a slow or hostile client can hold: its connection's task, never an
 //! instance slot or a thread. Hyper reads the request head (within

@@ -41,16 +41,14 @@ pub const MAX_IDLE_INSTANCES: u32 = 32;
 /// How often running guest code yields to the other requests of its thread
 /// (an epoch tick, see `start_epoch_ticker`).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// Blocking threads per runtime (tokio's default is 512, each with its own
-/// stack and allocator heap). Statements run inline on the serving threads;
-/// the blocking pool only closes connections left in a transaction.
-const MAX_BLOCKING_THREADS_PER_RUNTIME: usize = 4;
-
 /// The single-threaded runtime of a serving thread (the main thread's too).
+/// Its blocking pool runs the SQLite statements, as Spin's does, with
+/// tokio's default bound (512) as in Spin: a statement waiting in SQLite's
+/// busy handler must not keep another from a thread. A running instance
+/// runs at most one statement, so `--max-instances` bounds the threads.
 pub fn serving_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .max_blocking_threads(MAX_BLOCKING_THREADS_PER_RUNTIME)
         .build()
 }
 
@@ -123,11 +121,12 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
     }
 
     /// Serves on one single-threaded runtime per core, every runtime
-    /// accepting from the same listener: a request runs on one thread from
-    /// accept to response (the connection, the instance and its SQLite calls),
-    /// so nothing wakes another thread on the way. Measured against one
-    /// multi-threaded runtime (`GET /book/{id}`, c16, SQLite): 116 -> 44 us
-    /// of CPU and 2.64 -> 0.58 context switches a request. Returns once
+    /// accepting from the same listener: a request's connection and
+    /// instance stay on one thread from accept to response, so only its
+    /// SQLite statements (on the runtime's blocking pool) wake another
+    /// thread. Measured against one multi-threaded runtime (`GET /book/{id}`,
+    /// c16, SQLite, statements then run inline): 116 -> 44 us of CPU and
+    /// 2.64 -> 0.58 context switches a request. Returns once
     /// `shutdown` has resolved and in-flight requests have finished (up to a
     /// grace period).
     pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: impl Future<Output = ()>) {

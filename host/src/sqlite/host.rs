@@ -2,15 +2,15 @@
 //! component calls it, on [`SqliteView`]: the databases and the resource
 //! table, nothing else of the instance's state.
 //!
-//! Statements run inline on the serving thread (each serving thread has its
-//! own single-threaded runtime, see `http`): a statement takes microseconds,
-//! and handing it to another thread cost more than it.
+//! As in Spin, each statement runs on tokio's blocking pool: SQLite's busy
+//! handler may sleep up to its timeout while another connection holds the
+//! lock, and that sleep must hold no serving thread (the other connection's
+//! next statement, its `COMMIT` say, may need that thread to run).
 
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
-use super::pool::{Connection, SqliteDbs};
-use super::values::{pool_error, refused, run, to_error};
-use super::writer::{begins_transaction, queued_write};
+use super::databases::{connect, Connection, SqliteDbs};
+use super::values::{refused, run};
 use crate::bindings::fermyon::spin::sqlite::{self, Error, HostConnection, QueryResult, Value};
 
 /// What `fermyon:spin/sqlite` sees of an instance's state.
@@ -33,11 +33,11 @@ impl HostConnection for SqliteView<'_> {
         &mut self,
         database: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        let db = match self.dbs.open(&database) {
-            Ok(db) => db,
+        let path = match self.dbs.open(&database) {
+            Ok(path) => path,
             Err(e) => return Ok(Err(refused(e))),
         };
-        Ok(Ok(self.table.push(Connection::new(db))?))
+        Ok(Ok(self.table.push(Connection::new(path))?))
     }
 
     async fn execute(
@@ -47,49 +47,196 @@ impl HostConnection for SqliteView<'_> {
         parameters: Vec<Value>,
     ) -> wasmtime::Result<Result<QueryResult, Error>> {
         let resource = self.table.get_mut(&this)?;
-        let db = resource.db.clone();
+        let path = resource.path.clone();
         let held = resource.conn.take();
-        let mut turn = resource.turn.take();
-        // Inline, on this serving thread: the other requests of this thread
-        // wait for the statement (microseconds; a write may first queue on
-        // the writer lock), those of the other threads do not.
-        let (conn, result) = match held.map_or_else(|| db.checkout(), Ok) {
-            Ok(conn) => {
-                if turn.is_none() && begins_transaction(&conn, &statement) {
-                    turn = Some(db.writer().transaction_turn().await);
-                }
-                // A transaction's statements (its BEGIN IMMEDIATE too, which
-                // SQLite counts as a write) run on the turn it holds.
-                let queued = turn.is_none().then(|| queued_write(&conn, &statement));
-                let result = match queued.unwrap_or(Ok(false)) {
-                    Ok(true) => {
-                        let turn = db.writer().turn().await;
-                        let result = run(&conn, &statement, parameters);
-                        drop(turn);
-                        db.wrote();
-                        result
-                    }
-                    Ok(false) => run(&conn, &statement, parameters),
-                    Err(e) => Err(to_error(e)),
-                };
-                if turn.is_some() && conn.is_autocommit() {
-                    turn = None;
-                    db.wrote();
-                }
-                (Some(conn), result)
-            }
-            Err(e) => (None, Err(pool_error(e))),
-        };
-        if let Ok(resource) = self.table.get_mut(&this) {
-            resource.conn = conn;
-            resource.turn = turn;
-        }
+        let ran = tokio::task::spawn_blocking(move || {
+            let conn = match held.map_or_else(|| connect(&path), Ok) {
+                Ok(conn) => conn,
+                Err(e) => return (None, Err(Error::Io(e))),
+            };
+            let result = run(&conn, &statement, parameters);
+            (Some(conn), result)
+        })
+        .await;
+        // Spin's words when the blocking task is lost (it panicked).
+        let (conn, result) =
+            ran.unwrap_or_else(|_| (None, Err(Error::Io("internal runtime error".into()))));
+        self.table.get_mut(&this)?.conn = conn;
         Ok(result)
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        // Dropping the resource returns its connection to the pool.
+        // Dropping the resource closes its connection.
         self.table.delete(this)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// `default` granted, in `dir/state/sqlite_db.db`.
+    fn databases(dir: &std::path::Path) -> SqliteDbs {
+        let file = dir.join("state/sqlite_db.db");
+        SqliteDbs::new(
+            &["default".to_string()],
+            BTreeMap::from([("default".to_string(), file)]),
+        )
+    }
+
+    async fn open(view: &mut SqliteView<'_>) -> Resource<Connection> {
+        view.open("default".into()).await.unwrap().unwrap()
+    }
+
+    async fn exec(
+        view: &mut SqliteView<'_>,
+        conn: &Resource<Connection>,
+        sql: &str,
+        parameters: Vec<Value>,
+    ) -> Result<QueryResult, Error> {
+        let this = Resource::new_borrow(conn.rep());
+        view.execute(this, sql.into(), parameters).await.unwrap()
+    }
+
+    /// The first column of each row of `sql`, which must succeed.
+    async fn ok(view: &mut SqliteView<'_>, conn: &Resource<Connection>, sql: &str) -> Vec<Value> {
+        let result = exec(view, conn, sql, vec![]).await;
+        let rows = result.unwrap_or_else(|e| panic!("{sql}: {e:?}")).rows;
+        rows.into_iter()
+            .map(|mut row| row.values.remove(0))
+            .collect()
+    }
+
+    /// Each `open` is a new connection with rusqlite's defaults and no
+    /// PRAGMA of the host's; values go both ways; SQLite's messages are
+    /// Spin's `io` text.
+    #[tokio::test]
+    async fn each_open_is_a_connection_of_its_own_with_rusqlites_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs = databases(dir.path());
+        let mut table = ResourceTable::new();
+        let mut view = SqliteView {
+            dbs: &dbs,
+            table: &mut table,
+        };
+        let conn = open(&mut view).await;
+        let mode = ok(&mut view, &conn, "PRAGMA journal_mode").await;
+        assert!(
+            matches!(&mode[..], [Value::Text(m)] if m == "delete"),
+            "{mode:?}"
+        );
+        let timeout = ok(&mut view, &conn, "PRAGMA busy_timeout").await;
+        assert!(
+            matches!(timeout[..], [Value::Integer(5_000)]),
+            "{timeout:?}"
+        );
+        assert!(dir.path().join("state/sqlite_db.db").exists());
+
+        let err = exec(&mut view, &conn, "SELECT * FROM items", vec![]).await;
+        assert!(
+            matches!(&err, Err(Error::Io(m)) if m == "no such table: items"),
+            "{err:?}"
+        );
+        let create = "CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n)";
+        ok(&mut view, &conn, create).await;
+        let row = || {
+            vec![
+                Value::Integer(-7),
+                Value::Real(1.5),
+                Value::Text("x".into()),
+                Value::Blob(vec![1, 2]),
+                Value::Null,
+            ]
+        };
+        let insert = "INSERT INTO t VALUES (?, ?, ?, ?, ?)";
+        exec(&mut view, &conn, insert, row()).await.unwrap();
+        let r = exec(&mut view, &conn, "SELECT * FROM t", vec![]).await;
+        let r = r.unwrap();
+        assert_eq!(r.columns, vec!["i", "r", "s", "b", "n"]);
+        assert_eq!(r.rows.len(), 1);
+        assert_eq!(format!("{:?}", r.rows[0].values), format!("{:?}", row()));
+
+        // A PRAGMA the component runs lasts as long as its connection.
+        ok(&mut view, &conn, "PRAGMA busy_timeout = 2").await;
+        let timeout = ok(&mut view, &conn, "PRAGMA busy_timeout").await;
+        assert!(matches!(timeout[..], [Value::Integer(2)]), "{timeout:?}");
+        let again = open(&mut view).await;
+        let timeout = ok(&mut view, &again, "PRAGMA busy_timeout").await;
+        assert!(
+            matches!(timeout[..], [Value::Integer(5_000)]),
+            "{timeout:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_folder_that_cannot_be_made_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("state"), "").unwrap();
+        let dbs = databases(dir.path());
+        let mut table = ResourceTable::new();
+        let mut view = SqliteView {
+            dbs: &dbs,
+            table: &mut table,
+        };
+        let conn = open(&mut view).await;
+        let err = exec(&mut view, &conn, "SELECT 1", vec![]).await;
+        assert!(
+            matches!(&err, Err(Error::Io(m)) if m.starts_with("cannot create")),
+            "{err:?}"
+        );
+    }
+
+    /// On one serving thread (this test's single-threaded runtime): a write
+    /// that waits in SQLite's busy handler (rusqlite's 5 s) for a
+    /// transaction's lock leaves the thread to that transaction, whose
+    /// `COMMIT` releases the lock; the write then goes through. Run inline,
+    /// the wait would hold the thread, the `COMMIT` could not run, and the
+    /// write would fail after 5 s. A lock not released within a busy
+    /// timeout reads as Spin's `database is locked`; a transaction left open
+    /// ends with its resource, rolled back.
+    #[tokio::test]
+    async fn a_writer_waiting_for_the_lock_holds_no_serving_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let dbs = databases(dir.path());
+        let (mut first_table, mut second_table) = (ResourceTable::new(), ResourceTable::new());
+        let mut first = SqliteView {
+            dbs: &dbs,
+            table: &mut first_table,
+        };
+        let mut second = SqliteView {
+            dbs: &dbs,
+            table: &mut second_table,
+        };
+        let (a, b) = (open(&mut first).await, open(&mut second).await);
+        ok(&mut first, &a, "CREATE TABLE t (i INTEGER)").await;
+        ok(&mut first, &a, "BEGIN IMMEDIATE").await;
+        ok(&mut first, &a, "INSERT INTO t VALUES (1)").await;
+
+        let started = Instant::now();
+        tokio::join!(ok(&mut second, &b, "INSERT INTO t VALUES (2)"), async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            ok(&mut first, &a, "COMMIT").await
+        });
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_secs(3), "{waited:?}");
+
+        ok(&mut first, &a, "BEGIN IMMEDIATE").await;
+        ok(&mut first, &a, "INSERT INTO t VALUES (3)").await;
+        ok(&mut second, &b, "PRAGMA busy_timeout = 1").await;
+        let locked = exec(&mut second, &b, "INSERT INTO t VALUES (4)", vec![]).await;
+        assert!(
+            matches!(&locked, Err(Error::Io(m)) if m == "database is locked"),
+            "{locked:?}"
+        );
+        HostConnection::drop(&mut first, a).await.unwrap();
+        ok(&mut second, &b, "PRAGMA busy_timeout = 5000").await;
+        ok(&mut second, &b, "INSERT INTO t VALUES (5)").await;
+        let rows = ok(&mut second, &b, "SELECT i FROM t ORDER BY i").await;
+        let expected = [Value::Integer(1), Value::Integer(2), Value::Integer(5)];
+        assert_eq!(format!("{rows:?}"), format!("{expected:?}"));
     }
 }

@@ -43,8 +43,7 @@ pub fn locations(file: Option<&Path>, state_dir: &Path) -> Result<BTreeMap<Strin
     for (label, database) in parsed.sqlite_database {
         let path = match (database.kind.as_str(), database.path) {
             ("spin", Some(path)) => cwd.join(path),
-            // Spin keeps such a database in memory; spin-lite's connections
-            // are pooled, each would see a database of its own.
+            // Spin keeps such a database in memory (one per `open`).
             ("spin", None) => bail!(
                 "runtime config: [sqlite_database.{label}] has no path (an in-memory \
                  database, which spin-lite does not provide)"

@@ -3,22 +3,13 @@
 
 use rusqlite::types::ValueRef;
 
-use super::pool::{PoolError, Refused};
+use super::databases::Refused;
 use crate::bindings::fermyon::spin::sqlite::{Error, QueryResult, RowResult, Value};
 
-pub fn to_error(e: rusqlite::Error) -> Error {
-    match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DiskFull) => Error::DatabaseFull,
-        // rusqlite's Display is SQLite's own message ("no such table: items").
-        _ => Error::Io(e.to_string()),
-    }
-}
-
-pub fn pool_error(e: PoolError) -> Error {
-    match e {
-        PoolError::Folder(message) => Error::Io(message),
-        PoolError::Sqlite(e) => to_error(e),
-    }
+/// Spin passes every SQLite error as `io` with rusqlite's text, which is
+/// SQLite's own message ("no such table: items", "database is locked").
+fn to_error(e: rusqlite::Error) -> Error {
+    Error::Io(e.to_string())
 }
 
 pub fn refused(r: Refused) -> Error {
@@ -70,67 +61,4 @@ pub fn run(
         out.push(RowResult { values });
     }
     Ok(QueryResult { columns, rows: out })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sqlite::pool::Database;
-
-    #[test]
-    fn executes_and_keeps_sqlite_messages() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state/sqlite_db.db");
-        let db = Database::new(path.clone());
-        let conn = db.checkout().unwrap();
-        assert!(path.exists());
-        let err = run(&conn, "SELECT * FROM items", vec![]).unwrap_err();
-        assert!(
-            matches!(&err, Error::Io(m) if m.contains("no such table: items")),
-            "{err:?}"
-        );
-        run(
-            &conn,
-            "CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n)",
-            vec![],
-        )
-        .unwrap();
-        run(
-            &conn,
-            "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
-            vec![
-                Value::Integer(-7),
-                Value::Real(1.5),
-                Value::Text("x".into()),
-                Value::Blob(vec![1, 2]),
-                Value::Null,
-            ],
-        )
-        .unwrap();
-        let r = run(&conn, "SELECT * FROM t", vec![]).unwrap();
-        assert_eq!(r.columns, vec!["i", "r", "s", "b", "n"]);
-        assert_eq!(r.rows.len(), 1);
-        assert!(matches!(r.rows[0].values[0], Value::Integer(-7)));
-        assert!(matches!(&r.rows[0].values[3], Value::Blob(b) if b == &[1, 2]));
-        assert!(matches!(r.rows[0].values[4], Value::Null));
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(mode, "wal");
-        db.checkin(conn);
-        assert_eq!(db.idle_count(), 1);
-    }
-
-    #[test]
-    fn a_folder_that_cannot_be_made_is_an_io_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("file");
-        std::fs::write(&file, "").unwrap();
-        let db = Database::new(file.join("sub/x.db"));
-        let err = pool_error(db.checkout().unwrap_err());
-        assert!(
-            matches!(&err, Error::Io(m) if m.starts_with("cannot create")),
-            "{err:?}"
-        );
-    }
 }
