@@ -89,11 +89,13 @@ pub fn migrate(connection: &mut dyn Connection) -> anyhow::Result<Vec<i64>> {
         // so it is tried first and may fail: the next migration tries again.
         let _ = connection.execute("PRAGMA journal_mode = WAL");
     }
-    let begin = match kind {
-        StoreKind::Sqlite => "BEGIN IMMEDIATE",
-        StoreKind::Postgres => "BEGIN",
-    };
-    connection.execute(begin)?;
+    match kind {
+        // Another request may be migrating: wait for its lock as any write does.
+        StoreKind::Sqlite => {
+            super::wait_for_the_lock(connection, |db| db.execute("BEGIN IMMEDIATE"))?
+        }
+        StoreKind::Postgres => connection.execute("BEGIN")?,
+    }
     match apply_pending(connection, kind) {
         Ok(applied) => {
             connection.execute("COMMIT")?;

@@ -205,7 +205,7 @@ fn is_locked(error: &anyhow::Error) -> bool {
 /// tries (jittered, so writers that collided do not collide again), for at
 /// most `WRITE_LOCK_DEADLINE_MS` counting each try's busy timeout; then
 /// `StoreBusy`.
-fn wait_for_the_lock<T>(
+pub(crate) fn wait_for_the_lock<T>(
     db: &mut dyn Connection,
     mut attempt: impl FnMut(&mut dyn Connection) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
