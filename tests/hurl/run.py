@@ -7,17 +7,17 @@
 The plain files, tests/hurl/*.hurl, need hurl alone:
     hurl --test --variables-file tests/hurl/example.env --secret password=... tests/hurl/*.hurl
 This runs them and the files of wrapped/, adding:
-- the variables of wrapped/: auth_forged.hurl's forged tokens (signed with the
-  signing secret by tests/faults/lib.py's forge) and the bounds of an `exp`
-  issued now; throttle.hurl's clients, a fresh IPv6 /48 per run. A wrapped
-  file whose `# needs:` is not given is skipped and listed: `secret`
-  (SECRET_TOKEN), `forwarded-for` (TRUSTED_PROXY_HOPS=1 or
-  TRUST_FORWARDED_FOR=true: the deployment trusts one proxy);
+- the variables of wrapped/: auth_forged.hurl's tokens (forged with the
+  signing secret by tests/faults/lib.py's forge), throttle.hurl's clients (a
+  fresh IPv6 /48 per run). A wrapped file whose `# needs:` is not given is
+  skipped and listed: `secret` (SECRET_TOKEN), `forwarded-for`
+  (TRUSTED_PROXY_HOPS=1 or TRUST_FORWARDED_FOR=true: the deployment trusts
+  one proxy);
 - no secret shown: the password, the signing secret and the signed forged
-  tokens (and their signatures) are hurl secrets in every escaped form hurl
-  prints; after the run no secret, no JWT and no capture named *token* other
-  than *** may show in hurl's output or JSON report (secrets not in store/,
-  the raw response bodies, either);
+  tokens are hurl secrets, in every escaped form hurl prints; after the run
+  none of them may show in hurl's output, its JSON report or the raw bodies
+  it stores, nor any JWT or unredacted capture named *token* in its output
+  or report;
 - no book left: every book a POST /book answered 201 for must be gone at the
   end (one left fails the run and is deleted); --strict (a deployment nobody
   else uses): the catalog ends exactly as it began.
@@ -25,17 +25,14 @@ base_url, username, password and secret_token come from --variable/--secret,
 else HURL_BASE_URL, HURL_USERNAME, HURL_PASSWORD and SECRET_TOKEN;
 LOGIN_WINDOW_SECONDS is the deployment's (default 900). One test per request
 (those a failure stopped count as failed) and per check; the last line is
-`hurl LABEL: N passed, M failed` (--counts FILE appends `N M`). HURL_KEEP=1
-keeps the temporary directory (raw bodies: tokens included).
+`hurl LABEL: N passed, M failed` (--counts FILE appends `N M`).
 """
 
 import argparse
-import base64
 import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,12 +49,9 @@ INPUTS = {"base_url": "HURL_BASE_URL", "username": "HURL_USERNAME",
           "password": "HURL_PASSWORD", "secret_token": "SECRET_TOKEN"}
 REQUEST_LINE = re.compile(r"^(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) \S", re.M)
 NEEDS_LINE = re.compile(r"^#\s*needs:\s*(.+?)\s*$", re.M)
+# A signed JWT: its header is a JSON object (`{"` in base64url is `eyJ`).
+JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{16,}")
 MIN_SEARCHABLE = 8  # shorter secrets: their text occurs in the reports anyway
-# A JWT: three base64url segments, the first a JSON header (checked apart).
-# A lookahead, so that candidates may overlap ("x.HEADER.CLAIMS.SIGNATURE").
-JWT = re.compile(r"(?<![A-Za-z0-9_-])"
-                 r"(?=([A-Za-z0-9_-]{4,})\.([A-Za-z0-9_-]{2,})\.([A-Za-z0-9_-]{16,}))")
-NOT_JSON = object()
 
 
 def say(text):
@@ -71,25 +65,6 @@ def api(base_url, method, path, token=None, body=None):
     request = urllib.request.Request(base_url + path, data, headers, method=method)
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read() or b"null")["data"]
-
-
-def b64url_json(segment):
-    try:
-        return json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
-    except ValueError:
-        return NOT_JSON
-
-
-def jwt_spans(text):
-    """(start, end) of every JWT in text."""
-    spans = []
-    for match in JWT.finditer(text):
-        header = b64url_json(match.group(1))
-        if isinstance(header, dict) and ("alg" in header or "typ" in header):
-            end = match.start() + sum(len(g) for g in match.groups()) + 2
-            if not spans or match.start() >= spans[-1][1]:
-                spans.append((match.start(), end))
-    return spans
 
 
 def secret_forms(value):
@@ -106,19 +81,17 @@ def secret_forms(value):
 
 def wrapped_variables(secret):
     """({name: value} of wrapped/'s variables, {name: value} of its secrets)."""
-    now = int(time.time())
-    variables = {"exp_min": now + 900, "exp_max": now + 900 + 1800,
-                 "client_prefix": "2001:db8:%x:" % secrets.randbits(16),
+    variables = {"client_prefix": "2001:db8:%x:" % secrets.randbits(16),
                  "login_window_seconds": os.environ.get("LOGIN_WINDOW_SECONDS") or "900"}
     hidden = {"secret_token": secret} if secret else {}
-    for name, token in (forge(secret, now) if secret else {}).items():
-        # The segments that are not JSON are signatures, made with the secret;
-        # each one a secret on its own too (hurl replaces secrets one after
-        # another, so a token inside another could leave it showing).
-        signature = [s for s in token.split(".") if s and b64url_json(s) is NOT_JSON]
-        (hidden if signature else variables)[name] = token
-        for index, part in enumerate(p for p in signature if len(p) >= 16):
-            hidden[f"{name}_signature{index or ''}"] = part
+    for name, token in (forge(secret, int(time.time())) if secret else {}).items():
+        signatures = [s for s in token.split(".")[2:] if s]
+        # Signed with the secret: a secret, and so is each signature on its
+        # own (hurl replaces secrets one after another, so one inside
+        # another could leave part of it showing).
+        (hidden if signatures else variables)[name] = token
+        for index, signature in enumerate(signatures):
+            hidden[f"{name}_signature{index or ''}"] = signature
     return variables, hidden
 
 
@@ -190,9 +163,9 @@ def main():
         check(False, "base_url (http:// or https://), username and password given", "run.py --help")
         return finish()
     trust = os.environ.get("TRUST_FORWARDED_FOR", "").strip().lower()
-    forwarded = (os.environ.get("TRUSTED_PROXY_HOPS", "").strip() == "1"
-                 or trust in ("1", "true", "yes", "on"))
-    met = {"secret": bool(secret), "forwarded-for": forwarded}
+    met = {"secret": bool(secret),
+           "forwarded-for": os.environ.get("TRUSTED_PROXY_HOPS", "").strip() == "1"
+           or trust in ("1", "true", "yes", "on")}
     files = [Path(f) for f in args.files] or (sorted(HERE.glob("*.hurl"))
                                               + sorted(HERE.glob("wrapped/*.hurl")))
     run = []
@@ -206,28 +179,28 @@ def main():
         else:
             say(f"  SKIP {path.name} (needs {', '.join(n for n in needs if not met[n])})")
 
-    tmp = Path(tempfile.mkdtemp(prefix="book-hurl."))
-    try:
-        _, before = catalog("before")
-        if before is None:
-            return finish()
-        variables, hidden = wrapped_variables(secret)
-        hidden["password"] = password
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("HURL_VARIABLE_", "HURL_SECRET_"))}
-        for name, value in hidden.items():
-            for index, form in enumerate(secret_forms(value)):
-                env[f"HURL_SECRET_{name}" + (f"_escaped{index}" if index else "")] = form
-        needles = sorted(((form, name) for name, value in hidden.items()
-                          if len(value) >= MIN_SEARCHABLE for form in secret_forms(value)),
-                         key=lambda n: -len(n[0]))
-        command = ["hurl", "--test", "--jobs", "1", "--no-color", "--max-time", "60",
-                   "--variables-file", str(HERE / "example.env"),
-                   "--report-json", str(tmp / "report"),
-                   "--variable", f"base_url={base_url}", "--variable", f"username={username}"]
-        for name, value in variables.items():
-            command += ["--variable", f"{name}={value}"]
-        say(f"{label}: {len(run)} files against {base_url}")
+    _, before = catalog("before")
+    if before is None:
+        return finish()
+    variables, hidden = wrapped_variables(secret)
+    hidden["password"] = password
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HURL_VARIABLE_", "HURL_SECRET_"))}
+    for name, value in hidden.items():
+        for index, form in enumerate(secret_forms(value)):
+            env[f"HURL_SECRET_{name}" + (f"_escaped{index}" if index else "")] = form
+    needles = sorted(((form, name) for name, value in hidden.items()
+                      if len(value) >= MIN_SEARCHABLE for form in secret_forms(value)),
+                     key=lambda n: -len(n[0]))
+    command = ["hurl", "--test", "--jobs", "1", "--no-color", "--max-time", "60",
+               "--variables-file", str(HERE / "example.env"),
+               "--variable", f"base_url={base_url}", "--variable", f"username={username}"]
+    for name, value in variables.items():
+        command += ["--variable", f"{name}={value}"]
+    say(f"{label}: {len(run)} files against {base_url}")
+    with tempfile.TemporaryDirectory(prefix="book-hurl.") as tmp:
+        report = Path(tmp) / "report"
+        command += ["--report-json", str(report)]
         try:
             process = subprocess.Popen(command + [str(p) for p in run], stdin=subprocess.DEVNULL,
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -240,11 +213,8 @@ def main():
             output.append(line)
             for needle, _ in needles:
                 line = line.replace(needle, "***")
-            for start, end in reversed(jwt_spans(line)):
-                line = line[:start] + "***" + line[end:]
-            sys.stderr.write(line)
+            sys.stderr.write(JWT.sub("***", line))
         status = process.wait()
-        report = tmp / "report"
         try:
             text = (report / "report.json").read_text("utf-8", errors="replace")
             results = json.loads(text)
@@ -266,7 +236,7 @@ def main():
             for needle, name in needles:
                 if needle in content:
                     leaks.setdefault(f"secret `{name}`", set()).add(place)
-            if tokens and jwt_spans(content):
+            if tokens and JWT.search(content):
                 leaks.setdefault("a token (a JWT)", set()).add(place)
         created = set()
         for result in results:
@@ -286,28 +256,23 @@ def main():
             say(f"  LEAK {what} in {'; '.join(sorted(where))}")
         check(not leaks, "no secret in hurl's output or JSON report", f"{len(leaks)} kind(s) shown")
 
-        token, after = catalog("after")
-        if after is None:
-            return finish()
-        left = sorted(created & set(after))
-        check(not left, f"the suite leaves none of the {len(created)} books it created",
-              f"{len(left)} left, e.g. {[after[i] for i in left[:3]]}; deleting them")
-        for book_id in left:
-            try:
-                api(base_url, "DELETE", f"/book/{book_id}", token)
-            except OSError as error:
-                say(f"  could not delete book {book_id}: {error!r}")
-        if args.strict:
-            appeared = sorted(set(after) - set(before) - set(left))
-            changed = sorted(i for i, b in before.items() if after.get(i) != b)
-            check(not appeared and not changed, "the catalog is exactly as before the suite",
-                  f"appeared {appeared[:5]}, changed or deleted {changed[:5]}")
+    token, after = catalog("after")
+    if after is None:
         return finish()
-    finally:
-        if os.environ.get("HURL_KEEP") == "1":
-            say(f"{label}: kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+    left = sorted(created & set(after))
+    check(not left, f"the suite leaves none of the {len(created)} books it created",
+          f"{len(left)} left, e.g. {[after[i] for i in left[:3]]}; deleting them")
+    for book_id in left:
+        try:
+            api(base_url, "DELETE", f"/book/{book_id}", token)
+        except OSError as error:
+            say(f"  could not delete book {book_id}: {error!r}")
+    if args.strict:
+        appeared = sorted(set(after) - set(before) - set(left))
+        changed = sorted(i for i, b in before.items() if after.get(i) != b)
+        check(not appeared and not changed, "the catalog is exactly as before the suite",
+              f"appeared {appeared[:5]}, changed or deleted {changed[:5]}")
+    return finish()
 
 
 if __name__ == "__main__":
