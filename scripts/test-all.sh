@@ -2,21 +2,24 @@
 # `make test`: every test of the project, in order, with one closing line
 # `N passed, M failed` that counts all of them. Stops everything it started,
 # also on failure, and exits non-zero if anything failed.
-#   1. the component and the host, built (release)
+#   1. the component and its variants (wasm32-wasip2, release). The host is
+#      built by step 2: `cargo test` builds target/release/spin-lite for the
+#      host's own tests, with the features the test build unifies, so a
+#      `make host` before it would compile wasmtime twice
 #   2. native unit and integration tests (cargo test --workspace)
 #   3. the hurl suite (the plain hurl command, then tests/hurl/run.py) against
-#      the real component served by the host, on SQLite,
-#      with a fresh instance per request and with instances reused
-#   4. schema-driven fuzzing (schemathesis) and the fault tests (attacks,
-#      concurrency, crashes, outages, limits), sized for CI (`make soak` runs
+#      the real component served by spin-lite, on SQLite with a fresh instance
+#      per request and with instances reused (the one host that can), and on
+#      PostgreSQL; each variant build on its store, under real Spin when there
+#      is one
+#   4. schema-driven fuzzing (schemathesis) and the fault tests, on SQLite
+#      and on a throwaway PostgreSQL cluster, sized for CI (`make soak` runs
 #      them at full size)
-#   5. the same on a throwaway PostgreSQL cluster
-#   6. with real Spin (SPIN=path, else build/spin/spin, else `spin` on PATH):
-#      the hurl suite under `spin up` for each build and store, spin-lite and
-#      Spin side by side,
-#      and the fault tests of what Spin itself decides (login protection,
-#      stalled clients, failing variables providers, PostgreSQL TLS, safe writes,
-#      OpenTelemetry export).
+#   5. with real Spin (SPIN=path, else build/spin/spin, else `spin` on PATH):
+#      the hurl suite under `spin up` on each store, spin-lite and Spin side
+#      by side, and the fault tests of what Spin itself decides (login
+#      protection, stalled clients, failing variables providers, upgrades,
+#      PostgreSQL TLS, safe writes, OpenTelemetry export).
 #      Without Spin these legs are listed as skipped, never counted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -62,8 +65,12 @@ if ! scripts/ensure-tools.sh hurl postgres argon2 otel; then
     exit 1
 fi
 
-step "build: component (wasm32-wasip2), its variants and the host"
-if ! make --no-print-directory build variants; then
+step "build: the component (wasm32-wasip2) and its variants"
+# The variants in target/, the component's own directory (in theirs, every
+# dependency would be built a second time), the default build first; then
+# the component, which cargo only puts back in place.
+if ! { make --no-print-directory variants VARIANT_TARGET=target &&
+    make --no-print-directory component; }; then
     record 0 1
     summary
     exit 1
@@ -77,7 +84,7 @@ if ! pg_url=$(scripts/pg-cluster.sh start "$pg_dir"); then
     pg_url=
 fi
 
-step "native tests: cargo test --workspace"
+step "native tests (and the host, target/release/spin-lite): cargo test --workspace"
 cargo_log="$build_dir/cargo-test.log"
 # --include-ignored: the host's tests that need the built component or
 # PostgreSQL (here both are provided) are marked so that `cargo test` on a
@@ -96,69 +103,61 @@ fi
 record "$cargo_passed" "$cargo_failed"
 
 export E2E_TALLY="$tally"
+if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then export SPIN; else SPIN=; fi
+[ -n "$pg_url" ] && export FAULTS_PG_DIR="$pg_dir"
+skip_spin() { skipped+=("$1: no Spin binary (set SPIN=path, unpack it to build/spin/spin, or put spin on PATH)"); }
+# Runs a leg under real Spin, or lists it as skipped (never counted).
+spin_leg() {
+    local label=$1
+    shift
+    if [ -n "$SPIN" ]; then "$@" --host spin || true; else skip_spin "$label"; fi
+}
+# A variant build's leg: under real Spin, the platform it is built for, else
+# under spin-lite.
+variant_leg() {
+    if [ -n "$SPIN" ]; then "$@" --host spin || true; else "$@" || true; fi
+}
+
 step "end to end on SQLite"
-tests/e2e.py --store sqlite || true
+tests/e2e.py --store sqlite --argon2-cli || true
 # Hosts may serve several requests with one instance (spin-lite
-# --max-instance-reuse, Spin for WASI 0.3): the component must be right there too.
+# --max-instance-reuse, Spin for WASI 0.3): the component must be right there
+# too. What an instance keeps is its settings (src/spin/mod.rs), whatever
+# the store: one store is enough.
 tests/e2e.py --store sqlite --reuse 50 || true
 # The SQLite-only build (no PostgreSQL interface), from `make variants`.
-tests/e2e.py --store sqlite --wasm target/variants/book-catalog-sqlite.wasm || true
+variant_leg tests/e2e.py --store sqlite --wasm target/variants/book-catalog-sqlite.wasm
 
 step "fuzzing and fault tests on SQLite"
 scripts/fuzz.sh --store sqlite || true
 tests/faults/run.py --store sqlite || true
 
-step "end to end on PostgreSQL"
 if [ -n "$pg_url" ]; then
-    export FAULTS_PG_DIR="$pg_dir"
+    step "end to end on PostgreSQL"
     tests/e2e.py --store postgres || true
-    tests/e2e.py --store postgres --reuse 50 || true
     # The PostgreSQL-only build (no SQLite interface) with its manifest (no
     # sqlite_databases), from `make variants`.
-    tests/e2e.py --store postgres --manifest deploy/postgres-only/spin.toml \
-        --wasm target/variants/book-catalog-postgres.wasm || true
+    variant_leg tests/e2e.py --store postgres --manifest deploy/postgres-only/spin.toml \
+        --wasm target/variants/book-catalog-postgres.wasm
 
     step "fuzzing and fault tests on PostgreSQL"
     scripts/fuzz.sh --store postgres || true
     tests/faults/run.py --store postgres || true
 fi
 
-spin_faults=throttle,stalls,providers,upgrade,concurrency,variants,safe_writes,otel
-have_spin=
-if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then
-    have_spin=1
-    export SPIN
-    step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"
-fi
-# Runs a leg under real Spin, or lists it as skipped (never counted).
-spin_leg() {
-    local label=$1
-    shift
-    if [ -n "$have_spin" ]; then
-        "$@" || true
+# Each module skips the store it does not need (its `ctx.only_on`).
+spin_faults=throttle,stalls,providers,upgrade,concurrency,variants,safe_writes,otel,tls
+[ -n "$SPIN" ] && step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"
+for store in sqlite postgres; do
+    if [ "$store" = postgres ] && [ -z "$pg_url" ]; then continue; fi
+    spin_leg "e2e under spin up on $store" tests/e2e.py --store "$store"
+    if [ -n "$SPIN" ]; then
+        tests/faults/side_by_side.py --store "$store" || true
     else
-        skipped+=("$label: no Spin binary (set SPIN=path, unpack it to build/spin/spin, or put spin on PATH)")
+        skip_spin "spin-lite and spin up side by side on $store"
     fi
-}
-spin_leg "e2e under spin up: default build on SQLite" \
-    tests/e2e.py --store sqlite --host spin
-spin_leg "e2e under spin up: SQLite-only build on SQLite" \
-    tests/e2e.py --store sqlite --host spin --wasm target/variants/book-catalog-sqlite.wasm
-spin_leg "spin-lite and spin up side by side, SQLite" \
-    tests/faults/side_by_side.py --store sqlite
-spin_leg "fault tests under spin up ($spin_faults), SQLite" \
-    tests/faults/run.py --store sqlite --host spin --only "$spin_faults"
-if [ -n "$pg_url" ]; then
-    spin_leg "e2e under spin up: default build on PostgreSQL" \
-        tests/e2e.py --store postgres --host spin
-    spin_leg "e2e under spin up: PostgreSQL-only build on PostgreSQL" \
-        tests/e2e.py --store postgres --host spin \
-        --manifest deploy/postgres-only/spin.toml --wasm target/variants/book-catalog-postgres.wasm
-    spin_leg "spin-lite and spin up side by side, PostgreSQL" \
-        tests/faults/side_by_side.py --store postgres
-    spin_leg "fault tests under spin up ($spin_faults,tls), PostgreSQL" \
-        tests/faults/run.py --store postgres --host spin \
-        --only "$spin_faults,tls"
-fi
+    spin_leg "fault tests under spin up ($spin_faults) on $store" \
+        tests/faults/run.py --store "$store" --only "$spin_faults"
+done
 
 summary

@@ -3,8 +3,8 @@
 and runs this. Its own host (PostgreSQL: a fresh database), logged in as the
 `POST /token` example of openapi.yaml (admin / password, set explicitly), then
 `schemathesis run openapi.yaml --checks all --phases
-examples,coverage,fuzzing,stateful` with every check on (quick: -n 100
---max-time 75; full: -n 2000 --max-time 600, below the token's 15-minute
+examples,coverage,fuzzing,stateful` with every check on (quick: -n 50
+--max-time 45, which leaves the stateful phase half its time; full: -n 2000 --max-time 600, below the token's 15-minute
 lifetime; FUZZ_MAX_EXAMPLES / FUZZ_MAX_TIME / FUZZ_SEED override them). What
 JSON Schema cannot say (`1999.0` is no `year`) is handled by st_hooks.py.
 
@@ -39,8 +39,8 @@ class FuzzHost(lib.Host):
 def run(ctx):
     t = ctx.tally
     quick = not ctx.full
-    max_examples = os.environ.get("FUZZ_MAX_EXAMPLES") or ("100" if quick else "2000")
-    max_time = os.environ.get("FUZZ_MAX_TIME") or ("75" if quick else "600")
+    max_examples = os.environ.get("FUZZ_MAX_EXAMPLES") or ("50" if quick else "2000")
+    max_time = os.environ.get("FUZZ_MAX_TIME") or ("45" if quick else "600")
     out_dir = lib.ROOT / "build" / "fuzz" / ctx.store
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)

@@ -130,8 +130,7 @@ class Worker:
 
 def run(ctx):
     t = ctx.tally
-    if ctx.store != "postgres":
-        t.note("replicas: PostgreSQL only (SQLite replicas would not share a database); skipped")
+    if not ctx.only_on("postgres", "SQLite replicas would share no database"):
         return
     workers_n, seconds = (16, 30.0) if ctx.full else (6, 4.0)
     url = ctx.pg.fresh_database()

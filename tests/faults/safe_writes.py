@@ -231,8 +231,7 @@ def run(ctx):
     t.check(host.alive(), "the host is still up")
     host.stop()
     kills(ctx)
-    if ctx.store != "postgres":
-        t.note("3 replicas with one key: PostgreSQL only (SQLite replicas share no database); skipped")
+    if not ctx.only_on("postgres", "3 replicas with one key: SQLite replicas share no database"):
         return
     url, secret = ctx.fresh_database(), lib.random_text(48)
     user, password = "sw-" + lib.random_text(8).lower(), "Safe." + lib.random_text(16)

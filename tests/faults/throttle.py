@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The failed-login limit under bursts, behind proxies, over IPv6, across
-instances, replicas and restarts, performed as an attacker would.
+"""The failed-login limit where only processes show it, performed as an
+attacker would: bursts of logins at once, a client-sent `spin-client-addr`
+(the host sets it), another host process on the same database, a restart,
+and replicas on one PostgreSQL database. Its rules (proxy hops, IPv6 /64s,
+the window and Retry-After) are tests/core_login.rs's.
 
 Hosts with LOGIN_MAX_FAILURES=10 (set explicitly), a 10-second window,
 TRUSTED_PROXY_HOPS=1 (the last X-Forwarded-For entry names the client) and a
 fresh instance per request (every count goes through the store). Each check
 uses a client of its own (its own IPv6 /64, `lib.client`). A wrong login
 answered 401 is a password checked: the limit holds when no client gets more
-than 10 of them per window, also in bursts of 200 at once (full: 5 rounds),
+than 10 of them per window, also in bursts of 100 at once (full: 5 rounds),
 and with three replicas on one PostgreSQL database.
 """
 
@@ -20,7 +23,7 @@ import lib  # noqa: E402
 
 MAX_FAILURES = 10
 WINDOW = 10
-BURST = 200
+BURST = 100  # logins at once: far more than the limit (the race showed at 100)
 INVALID = "Invalid credentials"
 TOO_MANY = "Too many login attempts"
 
@@ -119,23 +122,8 @@ def run(ctx):
                 f"at most {MAX_FAILURES} failures answered 401 per success (plus {MAX_FAILURES})")
     check_burst(t, f"{BURST} logins at once from one client, a quarter right", answers, per_success)
 
-    # 4. A spoofed leftmost X-Forwarded-For does not change the bucket.
-    client = lib.client(0x400)
-    answers = [login(host, client, False, spoofed=f"203.0.113.{i}").status
-               for i in range(1, MAX_FAILURES + 3)]
-    t.check(answers == [401] * MAX_FAILURES + [429, 429],
-            "with 1 hop, a new leftmost X-Forwarded-For entry on every login changes nothing: "
-            f"{MAX_FAILURES} x 401, then 429", f"{answers}")
-
-    # 5. Addresses of one /64 share one bucket.
-    answers = [login(host, lib.client(0x500, host=i + 1), False).status
-               for i in range(MAX_FAILURES + 1)]
-    t.check(answers == [401] * MAX_FAILURES + [429],
-            f"{MAX_FAILURES + 1} addresses of one /64: {MAX_FAILURES} x 401, then 429", f"{answers}")
-    r = login(host, lib.client(0x501), True)
-    t.check(r.is_envelope(200), "the next /64 is another client: 200", f"{r!r}")
-
-    # 6. A client's own spin-client-addr does not make it another client.
+    # 4. A client's own spin-client-addr does not make it another client: the
+    # host, not the client, sets it.
     db_url = ctx.fresh_database()
     direct = DirectHost(ctx, db_url=db_url).start()
     answers = [login(direct, None, False,
@@ -146,7 +134,7 @@ def run(ctx):
             f"address: {MAX_FAILURES} x 401, then 429", f"{answers}")
     direct.stop()
 
-    # 7. The count lives in the store.
+    # 5. The count lives in the store.
     shared = lib.client(0x700)
     statuses = [login(host, shared, False).status for _ in range(MAX_FAILURES)]
     db_url = None if ctx.store == "sqlite" else ctx.pg.url
@@ -160,17 +148,9 @@ def run(ctx):
     host.start()
     r = login(host, shared, True)
     t.check(r.is_envelope(429, TOO_MANY), "after a restart the client is still blocked", f"{r!r}")
-    wait = retry_after(r) or 0
-    t.check(1 <= wait <= WINDOW, f"Retry-After is in 1..{WINDOW}", f"{wait}")
-    time.sleep(wait + 0.5)
-    r = login(host, shared, True)
-    t.check(r.is_envelope(200), "after Retry-After seconds the right credentials work again", f"{r!r}")
-    fresh = [login(host, shared, False).status for _ in range(MAX_FAILURES + 1)]
-    t.check(fresh == [401] * MAX_FAILURES + [429],
-            f"the count starts over: {MAX_FAILURES} x 401, then 429", f"{fresh}")
     t.check(host.stop() == 0, "the host exits 0 on SIGTERM")
 
-    # 8. Replicas on one PostgreSQL database.
+    # 6. Replicas on one PostgreSQL database.
     if ctx.store == "postgres":
         replica_db = ctx.pg.fresh_database()
         first = ThrottledHost(ctx, db_url=replica_db).start()

@@ -44,7 +44,7 @@ def with_sslmode(url, mode, host=None):
 
 def run(ctx):
     t = ctx.tally
-    if ctx.store != "postgres":
+    if not ctx.only_on("postgres", "TLS to PostgreSQL"):
         return
     cluster = lib.Pg(tls=True)
     ctx.extra_clusters.append(cluster)
