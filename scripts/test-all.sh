@@ -20,6 +20,8 @@
 #      by side, and the fault tests of what Spin itself decides (login
 #      protection, stalled clients, failing variables providers, upgrades,
 #      PostgreSQL TLS, safe writes, OpenTelemetry export).
+#      Then the hurl suite under Spin 3.6.3, SpinKube's runtime (SPIN_3_6,
+#      else build/spin-3.6.3/spin).
 #      Without Spin these legs are listed as skipped, never counted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,7 +61,7 @@ summary() {
 step() { echo; echo "== $*"; }
 
 step "tools"
-if ! scripts/ensure-tools.sh hurl postgres argon2 otel; then
+if ! scripts/ensure-tools.sh hurl postgres argon2 otel client browser registry; then
     record 0 1
     summary
     exit 1
@@ -146,7 +148,7 @@ if [ -n "$pg_url" ]; then
 fi
 
 # Each module skips the store it does not need (its `ctx.only_on`).
-spin_faults=throttle,stalls,providers,upgrade,concurrency,variants,safe_writes,otel,tls
+spin_faults=throttle,stalls,providers,upgrade,concurrency,variants,safe_writes,otel,tls,browser,registry
 [ -n "$SPIN" ] && step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"
 for store in sqlite postgres; do
     if [ "$store" = postgres ] && [ -z "$pg_url" ]; then continue; fi
@@ -159,5 +161,20 @@ for store in sqlite postgres; do
     spin_leg "fault tests under spin up ($spin_faults) on $store" \
         tests/faults/run.py --store "$store" --only "$spin_faults"
 done
+
+# SpinKube's runtime: containerd-shim-spin v0.24.0 embeds Spin 3.6.3. The
+# hurl suite under its spin up: the default build on SQLite, the
+# PostgreSQL-only build on PostgreSQL (.ci/run unpacks it as SPIN_3_6).
+if [ -z "${SPIN_3_6:-}" ] && [ -x build/spin-3.6.3/spin ]; then SPIN_3_6=$PWD/build/spin-3.6.3/spin; fi
+if [ -n "${SPIN_3_6:-}" ]; then
+    step "Spin 3.6.3 ($("$SPIN_3_6" --version)): the hurl suite under spin up"
+    SPIN=$SPIN_3_6 tests/e2e.py --store sqlite --host spin || true
+    if [ -n "$pg_url" ]; then
+        SPIN=$SPIN_3_6 tests/e2e.py --store postgres --host spin \
+            --manifest deploy/postgres-only/spin.toml --wasm target/variants/book-catalog-postgres.wasm || true
+    fi
+else
+    skipped+=("the hurl suite under Spin 3.6.3: no SPIN_3_6 (.ci/run unpacks it to build/spin-3.6.3/spin)")
+fi
 
 summary

@@ -6,11 +6,11 @@
                         [--only NAME,...]
 
 Runs concurrency, crash, attacks, outages, replicas, limits, catalog,
-throttle, stalls, providers, tls, upgrade, variants, safe_writes and otel
-(see each file) against their own hosts. A module skips the store it does
+throttle, stalls, providers, tls, upgrade, variants, safe_writes, otel,
+browser, typed_client and registry (see each file) against their own hosts. A module skips the store it does
 not need (`ctx.only_on`: catalog, replicas, tls and upgrade are PostgreSQL's;
 attacks, limits, stalls, providers and variants, whatever their store, run
-on SQLite) and otel the host that exports nothing (spin-lite); it notes why.
+on SQLite) and otel and registry the host that is not Spin; it notes why.
 PostgreSQL: the pg-cluster.sh cluster in FAULTS_PG_DIR, else one of its
 own, removed at the end. --scale full (or FAULTS_SCALE=full) is the
 `make soak` size. Each named check is one test.
@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lib  # noqa: E402
 
 MODULES = ["concurrency", "crash", "attacks", "outages", "replicas", "limits", "catalog",
-           "throttle", "stalls", "providers", "tls", "upgrade", "variants", "safe_writes", "otel"]
+           "throttle", "stalls", "providers", "tls", "upgrade", "variants", "safe_writes", "otel",
+           "browser", "typed_client", "registry"]
 
 
 if __name__ == "__main__":
