@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Token attacks that need a real process (every token to refuse is
-tests/core_tokens.rs's): `jku`/`x5u` headers pointing at a listener on
+tests/core/tokens.rs's): `jku`/`x5u` headers pointing at a listener on
 127.0.0.1 that must never be contacted, and a 1 MiB Authorization header
 sent 100 times, refused fast with the host's memory bounded.
 """

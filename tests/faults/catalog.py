@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Catalog queries on PostgreSQL: paging through any filter yields exactly
 the unpaged filtered list, and both equal an independent model. (On SQLite
-the same statements run in tests/core_catalog.rs's property; only a real
+the same statements run in tests/core/catalog.rs's property; only a real
 PostgreSQL shows its own matching and ordering.)
 
 A host with an empty catalog of its own (a fresh database) gets
@@ -15,7 +15,7 @@ combined) drawn by a fixed-seed generator:
   compared exactly, literal substring), in ascending id order, without Link;
 - following the `Link` headers from `limit=L` to the last page yields exactly
   that list, every page but the last full and carrying a Link, the last none.
-(Invalid parameters, 400, are tests/core_catalog.rs's.)
+(Invalid parameters, 400, are tests/core/catalog.rs's.)
 
 quick: 400 books, 150 queries; full: 3,000 books, 1,000 queries.
 """
@@ -77,7 +77,7 @@ def books_page(host, token, query):
 
 def run(ctx):
     t = ctx.tally
-    if not ctx.only_on("postgres", "SQLite runs the same statements in tests/core_catalog.rs"):
+    if not ctx.only_on("postgres", "SQLite runs the same statements in tests/core/catalog.rs"):
         return
     rng = random.Random(SEED)
     n_books, n_queries = (3000, 1000) if ctx.full else (400, 150)

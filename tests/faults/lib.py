@@ -74,7 +74,7 @@ def forge(secret, now):
     """The tokens tests/hurl/wrapped/auth_forged.hurl needs, by hurl variable
     name: one good token with a fractional `exp` (a NumericDate may carry one,
     RFC 7519 section 2), one signed with another key and one expired (every
-    other token to refuse is tests/core_tokens.rs's)."""
+    other token to refuse is tests/core/tokens.rs's)."""
     key = secret.encode("utf-8")
     return {"future_fraction_token": jwt(key, {"exp": now + 600.5}),
             "wrong_key_token": jwt(b"not-the-secret-" + key[::-1], {"exp": now + 600}),

@@ -8,7 +8,7 @@ chunked body growing past 1 MiB; 1-byte-per-100-ms bodies completing; a
 storm of 5,000 requests at concurrency 200 (full: 50,000) without a 5xx.
 Full size: a body stalled half way, cut off after BODY_TIMEOUT. (That
 others are served beside stalled clients is stalls.py's; the limit itself,
-413 at 1 MiB + 1, tests/core_requests.rs's.)
+413 at 1 MiB + 1, tests/core/requests.rs's.)
 """
 
 import select

@@ -3,7 +3,7 @@
 attacker would: bursts of logins at once, a client-sent `spin-client-addr`
 (the host sets it), another host process on the same database, a restart,
 and replicas on one PostgreSQL database. Its rules (proxy hops, IPv6 /64s,
-the window and Retry-After) are tests/core_login.rs's.
+the window and Retry-After) are tests/core/login.rs's.
 
 Hosts with LOGIN_MAX_FAILURES=10 (set explicitly), a 10-second window,
 TRUSTED_PROXY_HOPS=1 (the last X-Forwarded-For entry names the client) and a

@@ -5,7 +5,7 @@ failed-login count whose window still runs, served by the host under test:
 the component migrates it lazily on the first statement that finds
 `login_attempts` missing. Rows, ids and the running count are kept, each
 book at version 1; every migration of migrations/postgres/ recorded, once.
-(SQLite's upgrade is tests/core_upgrade.rs's: the same statements.)
+(SQLite's upgrade is tests/core/upgrade.rs's: the same statements.)
 """
 
 import sys
@@ -31,7 +31,7 @@ CLIENT = "198.51.100.77"
 
 def run(ctx):
     t = ctx.tally
-    if not ctx.only_on("postgres", "SQLite's is tests/core_upgrade.rs's"):
+    if not ctx.only_on("postgres", "SQLite's is tests/core/upgrade.rs's"):
         return
     db_url = ctx.pg.fresh_database()
     far = 4_000_000_000  # a window that has not ended
