@@ -107,7 +107,9 @@ record "$cargo_passed" "$cargo_failed"
 export E2E_TALLY="$tally"
 if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then export SPIN; else SPIN=; fi
 [ -n "$pg_url" ] && export FAULTS_PG_DIR="$pg_dir"
-skip_spin() { skipped+=("$1: no Spin binary (set SPIN=path, unpack it to build/spin/spin, or put spin on PATH)"); }
+skip_spin() {
+    skipped+=("$1: no Spin binary (set SPIN=path, unpack it to build/spin/spin, or put spin on PATH)")
+}
 # Runs a leg under real Spin, or lists it as skipped (never counted).
 spin_leg() {
     local label=$1

@@ -4,9 +4,10 @@ and runs this. Its own host (PostgreSQL: a fresh database), logged in as the
 `POST /token` example of openapi.yaml (admin / password, set explicitly), then
 `schemathesis run openapi.yaml --checks all --phases
 examples,coverage,fuzzing,stateful` with every check on (quick: -n 50
---max-time 45, which leaves the stateful phase half its time; full: -n 2000 --max-time 600, below the token's 15-minute
-lifetime; FUZZ_MAX_EXAMPLES / FUZZ_MAX_TIME / FUZZ_SEED override them). What
-JSON Schema cannot say (`1999.0` is no `year`) is handled by st_hooks.py.
+--max-time 45, which leaves the stateful phase half its time; full: -n 2000
+--max-time 600, below the token's 15-minute lifetime; FUZZ_MAX_EXAMPLES /
+FUZZ_MAX_TIME / FUZZ_SEED override them). What JSON Schema cannot say
+(`1999.0` is no `year`) is handled by st_hooks.py.
 
 One test per junit testcase (each operation, and "Stateful tests"), plus:
 every operation tested, the stateful phase ran, at least MIN_CASES cases,

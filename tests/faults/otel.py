@@ -181,7 +181,7 @@ def no_secret(t, receiver, secrets, store, what, marker):
 def run(ctx):
     t = ctx.tally
     if ctx.host_kind != "spin":
-        t.note("otel: real Spin only (spin-lite exports no telemetry); skipped")
+        t.note("real Spin only (spin-lite exports no telemetry); skipped")
         return
     messages = otlp()
     store, system = ctx.store, SYSTEM[ctx.store]

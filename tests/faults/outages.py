@@ -181,8 +181,11 @@ def frozen(ctx, host, token, books, known):
     try:
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
-        answers = outage_requests(host, token, known, sequential=False)
-        health = health_answers(host)
+        # Requests and health probes at once: each waits out a timeout.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            requests = pool.submit(outage_requests, host, token, known, sequential=False)
+            health = pool.submit(health_answers, host)
+            answers, health = requests.result(), health.result()
     finally:
         for pid in pids:
             try:
