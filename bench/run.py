@@ -31,6 +31,8 @@ SCENARIOS = os.environ.get("BENCH_SCENARIOS", "token get post postkey put putwal
 LISTS = os.environ.get("BENCH_LISTS", "1") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 REUSE = int(os.environ.get("BENCH_REUSE", "1000"))
+# Catalog sizes: when set, each server is measured at each size instead (catalog()).
+CATALOG = [int(n) for n in os.environ.get("BENCH_CATALOG", "").split()]
 USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
@@ -38,6 +40,8 @@ BOOKS = 10_000
 SPIN_ONLY = ("spin", "spin-floor", "minimal")
 WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
           "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
+
+POSTGRES_PID = None  # the throwaway cluster's postmaster: its CPU a request is counted too
 
 # A server under test: who it is, where it answers, whose CPU is counted.
 Target = namedtuple("Target", "comparator store base pid")
@@ -81,7 +85,10 @@ class Store:
         else:
             self.sql(f"INSERT INTO books (id, title, author, year) SELECT g, 'Title ' || g, "
                      f"'Author ' || (g % 997), 1900 + g % 125 FROM generate_series({first}, {first + count - 1}) g; "
-                     "SELECT setval(pg_get_serial_sequence('books', 'id'), (SELECT MAX(id) FROM books)); ANALYZE books")
+                     "SELECT setval(pg_get_serial_sequence('books', 'id'), (SELECT MAX(id) FROM books))")
+            # As autovacuum soon would after so many rows: statistics, and
+            # the trigram indexes' pending entries merged.
+            self.sql("VACUUM ANALYZE books")
         return first
 
     def ensure(self, n):
@@ -89,9 +96,8 @@ class Store:
             self.add(n - self.max_id())
 
 
-def proc_tree(pid):
-    """(CPU ticks, context switches) of `pid` and its descendants (`spin up`
-    serves from a child)."""
+def descendants(pid):
+    """`pid` and every process under it (`spin up` serves from a child)."""
     parents = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -99,11 +105,29 @@ def proc_tree(pid):
             parents.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(entry))
         except OSError:
             pass
-    ticks = switches = 0
-    todo = [pid]
+    tree, todo = [], [pid]
     while todo:
-        p = todo.pop()
-        todo += parents.get(p, [])
+        tree.append(todo.pop())
+        todo += parents.get(tree[-1], [])
+    return tree
+
+
+def rss_kib(pid):
+    """The resident memory of `pid` and its descendants, KiB."""
+    total = 0
+    for p in descendants(pid):
+        try:
+            total += next(int(line.split()[1]) for line in Path(f"/proc/{p}/status").read_text().splitlines()
+                          if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def proc_tree(pid):
+    """(CPU ticks, context switches) of `pid` and its descendants."""
+    ticks = switches = 0
+    for p in descendants(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             ticks += int(fields[11]) + int(fields[12])  # utime + stime
@@ -122,11 +146,11 @@ def run_wrk(target, scenario, concurrency, script=None, **env):
     threads = "1" if int(concurrency) < 2 else "2"
     env = dict(os.environ, BENCH_SCENARIO=script or scenario, BENCH_THREADS=threads,
                **{k: str(v) for k, v in env.items()})
-    before = proc_tree(target.pid)
+    before, db_before = proc_tree(target.pid), proc_tree(POSTGRES_PID) if target.store == "postgres" else None
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{concurrency}", f"-d{DURATION}s", "--timeout", "10s",
                           "-s", str(ROOT / "bench/wrk.lua"), target.base],
                          env=env, capture_output=True, text=True, timeout=DURATION + 60).stdout
-    after = proc_tree(target.pid)
+    after, db_after = proc_tree(target.pid), proc_tree(POSTGRES_PID) if target.store == "postgres" else None
     line = next((l[6:] for l in out.splitlines() if l.startswith("BENCH ")), None)
     name = f"{target.comparator}/{target.store}"
     if line is None:
@@ -137,6 +161,8 @@ def run_wrk(target, scenario, concurrency, script=None, **env):
     requests = max(run["requests"], 1)
     run["cpu_us"] = (after[0] - before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
     run["switches"] = (after[1] - before[1]) / requests
+    if db_before:  # the whole cluster's: its other databases idle meanwhile
+        run["db_cpu_us"] = (db_after[0] - db_before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
     with open(OUT / "runs.jsonl", "a") as f:
         f.write(json.dumps(run) + "\n")
     log(f"  {name:<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s"
@@ -184,6 +210,8 @@ def measure(servers):
             cell("floor", c)
         return
     books = {target: prepare(target.base, state_dir, pg_url) for target, state_dir, pg_url in servers}
+    if CATALOG:
+        return catalog(targets, books)
     cell("warm-up", 16, script="get")
     for scenario in SCENARIOS:
         for c in CONCURRENCY:
@@ -199,6 +227,89 @@ def measure(servers):
             store.ensure(n)
         for c in CONCURRENCY:
             cell(scenario, c, script=script, BENCH_PAGE_AFTER=after)
+
+
+# What catalog() times at each size n: (label, query, books answered). The
+# rare title is one seeded book's; the rare author's 3 books are the newest.
+CATALOG_QUERIES = [("title, 1 match", "title=Title%20{rare}&limit=50", 1),
+                   ("author, 3 matches", "author=rare%20author%20{n}&limit=50", 3),
+                   ("`title=itle` (all match)", "title=itle&limit=50", 50),
+                   ("first page", "limit=50", 50),
+                   ("deep page", "limit=50&after={deep}", 50)]
+
+
+def timed_get(target, query, token, watch=None):
+    """GET /books?query: (seconds, books answered); `watch` is called while
+    the answer is read."""
+    start = time.perf_counter()
+    req = urllib.request.Request(f"{target.base}/books?{query}", headers={"Authorization": token})
+    with urllib.request.urlopen(req, timeout=600) as answer:
+        body = bytearray()
+        while chunk := answer.read(1 << 20):
+            body += chunk
+            if watch:
+                watch()
+    return time.perf_counter() - start, body.count(b'{"id":')
+
+
+def catalog(targets, books):
+    """At each size of CATALOG: books seeded up to it, 3 more by the API
+    (author `Rare Author SIZE`); each of CATALOG_QUERIES once to warm up, then
+    ROUNDS times (the servers alternating): the median and the slowest; then
+    the whole list once, with the serving process tree's peak memory."""
+    token = os.environ["BENCH_TOKEN"]
+    for n in CATALOG:
+        for target in targets:
+            log(f"{target.comparator}/{target.store}: seeding to {n:,} books")
+            books[target].ensure(n)
+            for i in range(3):
+                request(target.base, "POST", "/book", {"title": f"Rare {i}", "author": f"Rare Author {n}",
+                                                       "year": 2000}, token)
+        for label, query, count in CATALOG_QUERIES:
+            query = query.format(n=n, rare=n * 3 // 5 + 7, deep=n - 1000)
+            times = {target: [] for target in targets}
+            for round_ in range(ROUNDS + 1):
+                for target in targets[::-1] if round_ % 2 else targets:
+                    seconds, answered = timed_get(target, query, token)
+                    if answered != count:
+                        log(f"{target.comparator}/{target.store} {query}: {answered} books, not {count}")
+                    times[target] += [seconds] if round_ else []
+            for target, seconds in times.items():
+                record(target, n, label, median(seconds) * 1000, max_ms=max(seconds) * 1000)
+        for target in targets:
+            before = peak = rss_kib(target.pid)
+
+            def watch():
+                nonlocal peak
+                peak = max(peak, rss_kib(target.pid))
+            seconds, answered = timed_get(target, "", token, watch)
+            record(target, n, "whole list", seconds * 1000, books=answered, rss_before_mib=before / 1024,
+                   peak_rss_mib=peak / 1024)
+
+
+def record(target, n, label, ms, **figures):
+    run = dict(catalog=n, comparator=target.comparator, store=target.store, query=label, ms=ms, **figures)
+    with open(OUT / "runs.jsonl", "a") as f:
+        f.write(json.dumps(run) + "\n")
+    log(f"  {target.comparator}/{target.store} {n:>9,} books  {label:<26} {ms:9.1f} ms"
+        + "".join(f"  {k} {v:.0f}" for k, v in figures.items()))
+
+
+def catalog_table(runs):
+    """A row per store, comparator and size: each query's median ms (and
+    slowest), the whole list's seconds and the peak memory while it was read."""
+    lines = ["| store | comparator | books | " + " | ".join(label for label, _, _ in CATALOG_QUERIES)
+             + " | whole list | peak RSS (before) |", "|---|---|---:|" + "---:|" * (len(CATALOG_QUERIES) + 2)]
+    cell = {(r["store"], r["comparator"], r["catalog"], r["query"]): r for r in runs}
+    for store, comparator, n in sorted({k[:3] for k in cell}, key=lambda k: (k[0], k[1].removesuffix("-b"),
+                                                                              k[1].endswith("-b"), k[2])):
+        row = [cell.get((store, comparator, n, label)) for label, _, _ in CATALOG_QUERIES]
+        whole = cell.get((store, comparator, n, "whole list"))
+        lines.append(f"| {store} | {comparator} | {n:,} | "
+                     + " | ".join(f"{r['ms']:,.1f} ({r['max_ms']:,.1f})" if r else "" for r in row)
+                     + (f" | {whole['ms'] / 1000:.2f} s | {whole['peak_rss_mib']:.0f} ({whole['rss_before_mib']:.0f}) MiB |"
+                        if whole else " | | |"))
+    return lines
 
 
 def serve_native(store, pg_url):
@@ -303,13 +414,16 @@ def versus_table(runs):
 def writes_table(runs):
     """Each write scenario, concurrency and comparator on both stores side by
     side: p50 and p99 (ms), answers of status 400 or more (+ other errors:
-    connect, read, write, timeout), CPU us/req, SQLite's p99 over PostgreSQL's; an A/B's "-b" row under its A row, and in
-    the A row its CPU over B's."""
+    connect, read, write, timeout), CPU us/req (PostgreSQL's server's too),
+    SQLite's p99 over PostgreSQL's; an A/B's "-b" row under its A row, and in
+    the A row its CPU over B's (with PostgreSQL's server's)."""
     run = {(r["scenario"], r["concurrency"], r["comparator"], r["store"]): r for r in runs}
+    cpu = lambda r: r["cpu_us"] + r.get("db_cpu_us", 0)  # noqa: E731
     names = sorted({r["comparator"] for r in runs if r["scenario"] in WRITES},
                    key=lambda name: (name.removesuffix("-b"), name.endswith("-b")))
     lines = ["| write | c | comparator | SQLite p50 / p99 | PostgreSQL p50 / p99 | p99 SQLite / PostgreSQL "
-             "| non-2xx SQLite, PostgreSQL | CPU us/req SQLite, PostgreSQL | CPU over B's, SQLite, PostgreSQL |",
+             "| non-2xx SQLite, PostgreSQL | CPU us/req SQLite, PostgreSQL (+ its server's) "
+             "| CPU over B's, SQLite, PostgreSQL (with its server's) |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for scenario, label in WRITES.items():
         for c in sorted({r["concurrency"] for r in runs}):
@@ -324,14 +438,17 @@ def writes_table(runs):
                     f"**{s['p99_us'] / p['p99_us']:.2f}x**" if s and p else "",
                     ", ".join((f"{r['non2xx']}" + (f" (+{r['errors'] - r['non2xx']})" if r["errors"] > r["non2xx"] else ""))
                               if r else "-" for r in (s, p)),
-                    ", ".join(f"{r['cpu_us']:.0f}" if r else "-" for r in (s, p)),
-                    ", ".join(f"{a['cpu_us'] / o['cpu_us']:.2f}" if a and o else "-" for a, o in zip((s, p), b))
+                    ", ".join(f"{r['cpu_us']:.0f}" + (f" (+{r['db_cpu_us']:.0f})" if "db_cpu_us" in r else "")
+                              if r else "-" for r in (s, p)),
+                    ", ".join(f"{cpu(a) / cpu(o):.2f}" if a and o else "-" for a, o in zip((s, p), b))
                     if any(b) else ""]) + " |")
     return lines if len(lines) > 2 else []
 
 
 def report():
     runs = [json.loads(l) for l in (OUT / "runs.jsonl").read_text().splitlines()]
+    sizes = [r for r in runs if "catalog" in r]
+    runs = [r for r in runs if "catalog" not in r]
     lines = [f"# Benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              f"wrk {DURATION} s a run on {os.cpu_count()} cores; load average now "
              f"{open('/proc/loadavg').read().split()[0]}. CPU: the serving process's user + system time a "
@@ -348,6 +465,10 @@ def report():
     if writes:
         lines += ["", "Writes, both stores side by side:", ""] + writes
         print("\n".join(writes), flush=True)
+    if sizes:
+        table = catalog_table(sizes)
+        lines += ["", "Catalog sizes: GET /books, median ms of the timed requests (slowest):", ""] + table
+        print("\n".join(table), flush=True)
     mine = versus_table(runs)
     if mine:
         lines += ["", "Ours against bench/minimal under Spin (medians of the alternating rounds):", ""] + mine
@@ -367,6 +488,9 @@ def main():
         log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin, spin-floor and minimal skipped")
         comparators = [c for c in comparators if c not in SPIN_ONLY]
     pg = launch.Pg() if "postgres" in stores else None
+    if pg:
+        global POSTGRES_PID
+        POSTGRES_PID = int((Path(pg.dir) / "data/postmaster.pid").read_text().split()[0])
     try:
         for comparator in comparators:
             sqlite_only = comparator.endswith("floor") or comparator == "minimal"

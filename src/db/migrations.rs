@@ -47,15 +47,16 @@ pub fn all(kind: StoreKind) -> &'static [Migration] {
 }
 
 /// Whether a failed statement failed because the database is behind this
-/// build's schema: a missing table or column. SQLite says so in words;
-/// PostgreSQL by SQLSTATE (undefined table, undefined column), which the
-/// 2.0 interface reports only as text: Spin puts tokio-postgres' description
-/// of the error there, which names it (`SqlState(E42P01)`).
+/// build's schema: a missing table, column or (PostgreSQL) function. SQLite
+/// says so in words; PostgreSQL by SQLSTATE (undefined table, column,
+/// function), which the 2.0 interface reports only as text: Spin puts
+/// tokio-postgres' description of the error there, which names it
+/// (`SqlState(E42P01)`).
 pub fn schema_is_behind(kind: StoreKind, error: &anyhow::Error) -> bool {
     let text = format!("{error:#}");
     let signs: &[&str] = match kind {
         StoreKind::Sqlite => &["no such table", "no such column"],
-        StoreKind::Postgres => &["42P01", "42703"],
+        StoreKind::Postgres => &["42P01", "42703", "42883"],
     };
     signs.iter().any(|sign| text.contains(sign))
 }
@@ -138,20 +139,49 @@ fn apply_pending(connection: &mut dyn Connection, kind: StoreKind) -> anyhow::Re
 /// this service agree on: "book" in ASCII).
 const LOCK_KEY: i64 = 0x626f_6f6b;
 
-/// The statements of a migration file: `--` comments dropped, split on `;`.
-/// Our migration files hold no `;` or `--` inside a string literal, so this
-/// needs no SQL parser.
+/// The statements of a migration file: `--` comments dropped, split on the
+/// `;` that end statements. A `;` inside a block is not one: a trigger's
+/// body (`BEGIN ... END`, where `CASE ... END` nests too) or a PostgreSQL
+/// dollar-quoted body (`DO $$ ... $$`). Our migration files hold no `;`,
+/// `--` or `$$` inside a string literal, so this needs no SQL parser.
 pub fn statements(migration: &str) -> Vec<String> {
     let code: Vec<&str> = migration
         .lines()
         .map(|line| line.split_once("--").map_or(line, |(code, _)| code))
         .collect();
-    code.join("\n")
-        .split(';')
-        .map(str::trim)
-        .filter(|statement| !statement.is_empty())
-        .map(str::to_string)
-        .collect()
+    let code = code.join("\n");
+    let mut statements = Vec::new();
+    let (mut start, mut depth, mut dollar_quoted) = (0, 0usize, false);
+    let mut word = String::new();
+    let mut chars = code.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c.to_ascii_uppercase());
+            continue;
+        }
+        if !dollar_quoted {
+            match word.as_str() {
+                "BEGIN" | "CASE" => depth += 1,
+                "END" => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        word.clear();
+        match c {
+            '$' if chars.peek().is_some_and(|&(_, next)| next == '$') => {
+                chars.next();
+                dollar_quoted = !dollar_quoted;
+            }
+            ';' if depth == 0 && !dollar_quoted => {
+                statements.push(code[start..at].trim().to_string());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    statements.push(code[start..].trim().to_string());
+    statements.retain(|statement| !statement.is_empty());
+    statements
 }
 
 #[cfg(test)]
@@ -204,6 +234,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn blocks_are_one_statement_whatever_they_hold() {
+        let trigger = "CREATE TRIGGER t AFTER DELETE ON a BEGIN\n  DELETE FROM b; -- one;\n  \
+                       SELECT CASE WHEN 1 THEN 2 END; END";
+        let block = "DO $$\nBEGIN\n  BEGIN CREATE EXTENSION e; EXCEPTION WHEN OTHERS THEN \
+                     NULL; END;\nEND\n$$";
+        let file = format!("{trigger};\nCREATE TABLE window_end (x INT);\n{block};\nSELECT 1");
+        assert_eq!(
+            statements(&file),
+            [
+                trigger.replace("-- one;", ""),
+                "CREATE TABLE window_end (x INT)".to_string(),
+                block.to_string(),
+                "SELECT 1".to_string()
+            ]
+        );
+    }
+
     /// Records what it is asked to run; `recorded` plays schema_migrations.
     struct Script {
         kind: StoreKind,
@@ -238,23 +286,28 @@ mod tests {
             recorded: vec![1, 2, 3, 4],
             fail_on: None,
         };
-        assert_eq!(migrate(&mut script).unwrap(), [5]);
+        assert_eq!(migrate(&mut script).unwrap(), [5, 6]);
         assert_eq!(script.ran[0], "BEGIN");
         assert!(script.ran[1].starts_with("SELECT pg_advisory_xact_lock("));
         assert!(script.ran[2].starts_with("CREATE TABLE IF NOT EXISTS schema_migrations"));
         assert!(script.ran.iter().any(|s| s.contains("idempotency_keys")));
         assert!(!script.ran.iter().any(|s| s.contains("login_attempts")));
+        assert!(script.ran.contains(
+            &"INSERT INTO schema_migrations (version, name) VALUES (5, \
+              '0005_idempotency_answers')"
+                .to_string()
+        ));
         assert_eq!(
             script.ran[script.ran.len() - 2],
-            "INSERT INTO schema_migrations (version, name) VALUES (5, \
-             '0005_idempotency_answers')"
+            "INSERT INTO schema_migrations (version, name) VALUES (6, \
+             '0006_substring_index')"
         );
         assert_eq!(script.ran.last().unwrap(), "COMMIT");
         // Up to date: nothing applied, nothing recorded.
         let mut current = Script {
             kind: StoreKind::Sqlite,
             ran: Vec::new(),
-            recorded: vec![1, 2, 3, 4, 5],
+            recorded: vec![1, 2, 3, 4, 5, 6],
             fail_on: None,
         };
         assert!(migrate(&mut current).unwrap().is_empty());

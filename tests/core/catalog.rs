@@ -1,10 +1,12 @@
 //! Catalog queries on `GET /books` (docs/api.md, "Catalog queries") through
 //! `book_catalog::handle`: the unchanged answer without parameters, every
 //! rule of the parameters and every 400, the matching (ASCII letters fold,
-//! nothing else; `%`, `_`, `\` literal), keyset paging with its `Link`
-//! header, one statement per request, and two properties: paging through
-//! any filter yields exactly the unpaged filtered list, and any query string
-//! is a page or a 400. (Authentication and the method come first:
+//! nothing else; `%`, `_`, `\` literal), the same through the trigram index
+//! a filter of 3 or more characters uses and after every write, keyset
+//! paging with its `Link` header, one statement per request, and two
+//! properties: paging through any filter (with books updated and deleted)
+//! yields exactly the unpaged filtered list, and any query string is a page
+//! or a 400. (Authentication and the method come first:
 //! requests.rs; a failing store: books.rs.)
 
 use crate::support::*;
@@ -225,6 +227,132 @@ fn text_filters_fold_ascii_letters_only_and_have_no_wildcards() {
     assert_eq!(found(&mut ctx, "author=%C4%B0nci"), [5]);
 }
 
+/// A filter of 3 or more characters is looked up in the trigram index,
+/// a shorter one is not: either way the same rule, for quotes, wildcard
+/// characters and non-ASCII letters too, alone, together, and paged.
+#[test]
+fn filters_of_every_length_match_alike_through_the_index_or_not() {
+    let mut ctx = with_books(&[
+        ("Say \"Hi\"", "O'Brien", 1),
+        ("100%_\\x", "Zoë Ünal", 2),
+        ("Ab", "ab", 3),
+        ("ABC abc", "İnci", 4),
+    ]);
+    let cases: &[(&str, &[i64])] = &[
+        ("title=%22", &[1]),
+        ("title=%22h", &[1]),
+        ("title=%22HI%22", &[1]),
+        ("title=say+%22hi%22", &[1]),
+        ("title=hi%22%22", &[]),
+        ("author=o'b", &[1]),
+        ("author='", &[1]),
+        ("author='BRIEN", &[1]),
+        ("title=%25_%5C", &[2]),
+        ("title=0%25_%5CX", &[2]),
+        ("title=0%25%25", &[]),
+        ("title=__", &[]),
+        ("title=%25_", &[2]),
+        ("author=zo%C3%AB", &[2]),
+        ("author=ZO%C3%AB+%C3%9C", &[2]),
+        ("author=%C3%9CNAL", &[2]),
+        ("author=%C3%BCnal", &[]),
+        ("author=%C3%AB", &[2]),
+        ("title=a", &[1, 3, 4]),
+        ("title=ab", &[3, 4]),
+        ("title=abc", &[4]),
+        ("title=c+a", &[4]),
+        ("title=abca", &[]),
+        ("author=%C4%B0nc", &[4]),
+        ("author=inc", &[]),
+        ("title=abc&author=nci", &[4]),
+        ("title=abc&author=obr", &[]),
+        ("title=b&author=%C4%B0nci", &[4]),
+        ("title=abc&after=3", &[4]),
+        ("title=abc&after=4", &[]),
+        ("author=b&year=3", &[3]),
+        ("author=b&year=1", &[1]),
+        ("author=bri&year=1", &[1]),
+        ("author=bri&year=2", &[]),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(found(&mut ctx, query), *expected, "{query}");
+    }
+    // Pages through the index follow ids, with their Link.
+    let (page, link) = ctx.get_books(Some("title=%22&author=bri&limit=1"));
+    assert_eq!((ids(&page), link), (vec![1], None));
+    let (page, link) = ctx.get_books(Some("author=%C3%AB+%C3%9C&limit=1&after=1"));
+    assert_eq!((ids(&page), link), (vec![2], None));
+    // The longest allowed filter, of many different trigrams, quotes among
+    // them: one statement, no error.
+    let long: String = (0..1000)
+        .map(|i| ['a', '"', 'é', 'Z', '\'', ' ', '%', 'b'][i * i % 7])
+        .collect();
+    assert_eq!(
+        found(&mut ctx, &format!("title={}", percent_encode(&long))),
+        Vec::<i64>::new()
+    );
+}
+
+/// The ids the trigram index of `column` holds for the 3 characters
+/// `trigram` (ASCII-lowered), whatever the books now say.
+fn indexed(ctx: &TestContext, column: &str, trigram: &str) -> Vec<i64> {
+    let index = format!("books_{column}_trigrams");
+    let query = format!("SELECT rowid FROM {index} WHERE {index} MATCH ?1 ORDER BY rowid");
+    let mut statement = ctx.db.prepare(&query).unwrap();
+    let phrase = format!("\"{}\"", trigram.replace('"', "\"\""));
+    let rows = statement.query_map([phrase], |row| row.get(0)).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// The index follows every write, in step with it: a created book is found,
+/// an updated one by its new text only, a deleted one no more; and the
+/// index itself forgets what was replaced (it is a candidate list: a stale
+/// entry would cost time, never a wrong answer).
+#[test]
+fn the_index_follows_every_write() {
+    let mut ctx = with_books(&[
+        ("Dune", "Frank Herbert", 1965),
+        ("Emma", "Jane Austen", 1815),
+    ]);
+    assert_eq!(found(&mut ctx, "title=dun"), [1]);
+    assert_eq!(indexed(&ctx, "title", "dun"), [1]);
+    ctx.authed("PUT", "/book/1", r#"{"title":"Solaris"}"#);
+    assert_eq!(found(&mut ctx, "title=dun"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "title=sola"), [1]);
+    assert_eq!(found(&mut ctx, "author=herbert"), [1], "the author is kept");
+    assert_eq!(indexed(&ctx, "title", "dun"), Vec::<i64>::new());
+    ctx.authed("PUT", "/book/1", r#"{"author":"Stanisław Lem"}"#);
+    assert_eq!(found(&mut ctx, "author=herbert"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "author=AW+LEM"), [1]);
+    assert_eq!(indexed(&ctx, "author", "her"), Vec::<i64>::new());
+    // The same title again, a new case, or only the year: still found.
+    for body in [
+        r#"{"title":"Solaris"}"#,
+        r#"{"title":"SOLARIS","author":"Stanisław Lem"}"#,
+        r#"{"year":1961}"#,
+    ] {
+        assert_eq!(ctx.authed("PUT", "/book/1", body).0, 200, "{body}");
+        assert_eq!(found(&mut ctx, "title=solaris&author=lem"), [1], "{body}");
+    }
+    assert_eq!(indexed(&ctx, "title", "sol"), [1]);
+    ctx.authed("DELETE", "/book/1", "");
+    assert_eq!(found(&mut ctx, "title=solaris"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "author=aw+lem"), Vec::<i64>::new());
+    assert_eq!(indexed(&ctx, "title", "sol"), Vec::<i64>::new());
+    assert_eq!(indexed(&ctx, "author", "lem"), Vec::<i64>::new());
+    // A keyed create is indexed like any other.
+    ctx.request_headers
+        .push(("Idempotency-Key".into(), "k-1".into()));
+    let created = ctx.authed(
+        "POST",
+        "/book",
+        &book_body("Kindred", "Octavia E. Butler", 1979),
+    );
+    assert_eq!(created.0, 201);
+    assert_eq!(found(&mut ctx, "title=kin"), [3]);
+    assert_eq!(found(&mut ctx, "title=emm&author=aust"), [2]);
+}
+
 #[test]
 fn values_are_percent_decoded_with_plus_as_space() {
     assert_eq!(percent_decode("a+b%20c%2Bd"), Some("a b c+d".to_string()));
@@ -340,12 +468,13 @@ fn next_query(link: &str) -> &str {
 // ---- The property ---------------------------------------------------------
 
 /// Text drawn from characters that stress the matching: ASCII letters in
-/// both cases, wildcard characters of SQL, and non-ASCII letters whose case
-/// pairs must not fold.
+/// both cases, wildcard characters of SQL, quotes (of SQL and of FTS5), and
+/// non-ASCII letters whose case pairs must not fold.
 fn text(max: usize) -> impl Strategy<Value = String> {
     proptest::collection::vec(
         prop::sample::select(vec![
-            'a', 'A', 'b', 'B', 'z', ' ', '%', '_', '\\', '+', '&', 'é', 'É', 'ß', 'İ', 'i', 'ı',
+            'a', 'A', 'b', 'B', 'z', ' ', '%', '_', '\\', '+', '&', '"', '\'', 'é', 'É', 'ß', 'İ',
+            'i', 'ı',
         ]),
         1..=max,
     )
@@ -353,6 +482,48 @@ fn text(max: usize) -> impl Strategy<Value = String> {
     .prop_filter("a book's text is not blank", |text: &String| {
         !text.trim().is_empty()
     })
+}
+
+/// A text filter: text of its own, or (so that filters of 3 or more
+/// characters find something) a piece of 1 to 5 characters of some book's
+/// text, its ASCII letters' case maybe flipped.
+#[derive(Debug, Clone)]
+enum Needle {
+    Text(String),
+    Piece(prop::sample::Index, prop::sample::Index, usize, bool),
+}
+
+fn needle() -> impl Strategy<Value = Needle> {
+    prop_oneof![
+        text(4).prop_map(Needle::Text),
+        (
+            any::<prop::sample::Index>(),
+            any::<prop::sample::Index>(),
+            1..=5usize,
+            any::<bool>()
+        )
+            .prop_map(|(book, start, len, flip)| Needle::Piece(book, start, len, flip)),
+    ]
+}
+
+impl Needle {
+    fn text(&self, texts: &[String]) -> String {
+        match self {
+            Needle::Text(text) => text.clone(),
+            Needle::Piece(_, _, _, _) if texts.is_empty() => "a".to_string(),
+            Needle::Piece(book, start, len, flip) => {
+                let chars: Vec<char> = book.get(texts).chars().collect();
+                let start = start.index(chars.len().saturating_sub(*len) + 1);
+                let piece = chars[start..chars.len().min(start + len)].iter();
+                let flip = |c: &char| match (flip, c.is_ascii_lowercase()) {
+                    (false, _) => *c,
+                    (true, true) => c.to_ascii_uppercase(),
+                    (true, false) => c.to_ascii_lowercase(),
+                };
+                piece.map(flip).collect()
+            }
+        }
+    }
 }
 
 /// The matching rule written independently of the service: ASCII letters
@@ -381,10 +552,14 @@ proptest! {
 
     #[test]
     fn paging_through_any_filter_yields_the_unpaged_filtered_list(
-        books in proptest::collection::vec((text(6), text(4), 0..4i32), 0..40),
+        books in proptest::collection::vec((text(6), text(6), 0..4i32), 0..40),
+        changed in proptest::collection::vec(
+            (proptest::option::of(text(6)), proptest::option::of(text(6))),
+            40,
+        ),
         deleted in proptest::collection::vec(any::<bool>(), 40),
-        title in proptest::option::of(text(2)),
-        author in proptest::option::of(text(2)),
+        title in proptest::option::of(needle()),
+        author in proptest::option::of(needle()),
         year in proptest::option::of(0..4i32),
         limit in 1..8u32,
     ) {
@@ -392,12 +567,27 @@ proptest! {
         for (title, author, year) in &books {
             ctx.create_book(title, author, (*year).into());
         }
+        for (id, (title, author)) in (1..=books.len()).zip(&changed) {
+            let changes: serde_json::Map<String, Value> = [("title", title), ("author", author)]
+                .into_iter()
+                .filter_map(|(field, text)| text.as_ref().map(|text| (field.into(), json!(text))))
+                .collect();
+            if !changes.is_empty() {
+                let put = ctx.authed("PUT", &format!("/book/{id}"), &Value::from(changes).to_string());
+                prop_assert_eq!(put.0, 200);
+            }
+        }
         for (id, gone) in (1..=books.len()).zip(&deleted) {
             if *gone {
                 ctx.authed("DELETE", &format!("/book/{id}"), "");
             }
         }
         let all: Vec<Value> = ctx.all_books().as_array().unwrap().clone();
+        let texts = |field: &str| -> Vec<String> {
+            all.iter().map(|book| book[field].as_str().unwrap().to_string()).collect()
+        };
+        let title = title.map(|needle| needle.text(&texts("title")));
+        let author = author.map(|needle| needle.text(&texts("author")));
         let matches = |book: &Value, field: &str, needle: &Option<String>| {
             needle.as_ref().is_none_or(|n| oracle_contains(book[field].as_str().unwrap(), n))
         };

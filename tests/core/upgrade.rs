@@ -2,7 +2,9 @@
 //! the component ran then), served: the first statement that needs a
 //! missing table migrates it in place (`migrations/`, as under Spin), no
 //! book is lost (each at version 1), a running failed-login window is
-//! carried over, and ids go on after the old ones. PostgreSQL's migrations run in
+//! carried over, and ids go on after the old ones; a catalog from before the
+//! trigram index (0006) gets it, filled, on its first filter. PostgreSQL's
+//! migrations run in
 //! `bench/native`'s PostgreSQL test; a real file under real Spin in
 //! `faults/upgrade.py`.
 
@@ -46,7 +48,7 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     let attempts = ctx.login_attempts("192.0.2.10").unwrap();
     assert_eq!((attempts.count, attempts.window_end), (5, NOW + 600));
 
@@ -118,4 +120,49 @@ fn keys_stored_before_answers_were_kept_replay_the_same_answer() {
     let other = book_body("Emma", "Jane Austen", 1815);
     let refused = ctx.respond("POST", "/book", None, Some(t.as_bytes()), other.as_bytes());
     assert_eq!(refused.status, 422);
+}
+
+/// A database at 0005 with books: the first filter needs the trigram index,
+/// which migrates it (0006), filled with every book there is; writes after
+/// that keep it in step.
+#[test]
+fn a_catalog_from_before_the_substring_index_gets_it_filled() {
+    let old = rusqlite::Connection::open_in_memory().unwrap();
+    old.execute_batch(
+        "CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL)",
+    )
+    .unwrap();
+    for migration in &migrations::all(StoreKind::Sqlite)[..5] {
+        for statement in statements(migration.sql) {
+            old.execute_batch(&statement).unwrap();
+        }
+        old.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+            (migration.version, migration.name),
+        )
+        .unwrap();
+    }
+    for (title, author) in [("Dune", "Frank Herbert"), ("Say \"Ünal\"", "O'Brien")] {
+        old.execute(
+            "INSERT INTO books (title, author, year) VALUES (?1, ?2, 1965)",
+            (title, author),
+        )
+        .unwrap();
+    }
+    let mut ctx = TestContext::new();
+    ctx.db = old;
+    let found = |ctx: &mut TestContext, query: &str| -> Vec<i64> {
+        let ((status, envelope, _), _) = ctx.get_books(Some(query));
+        assert_eq!(status, 200, "{envelope}");
+        let data = envelope["data"].as_array().unwrap().iter();
+        data.map(|book| book["id"].as_i64().unwrap()).collect()
+    };
+    assert_eq!(found(&mut ctx, "title=DUNE"), [1]);
+    assert_eq!(found(&mut ctx, "title=%22%C3%9Cnal%22&author=o'b"), [2]);
+    ctx.create_book("Emma", "Jane Austen", 1815);
+    ctx.authed("PUT", "/book/1", r#"{"title":"Solaris"}"#);
+    assert_eq!(found(&mut ctx, "title=emm"), [3]);
+    assert_eq!(found(&mut ctx, "title=dun"), Vec::<i64>::new());
+    assert_eq!(found(&mut ctx, "title=sol&author=herb"), [1]);
+    assert!(migrate(&mut ctx.db).unwrap().is_empty());
 }
