@@ -55,11 +55,8 @@ struct Options {
 }
 
 fn parse_options() -> anyhow::Result<Options> {
-    let mut options = Options {
-        listen: "127.0.0.1:8080".parse()?,
-        state_dir: PathBuf::from(".spin"),
-        pool: 16,
-    };
+    let mut options =
+        Options { listen: "127.0.0.1:8080".parse()?, state_dir: PathBuf::from(".spin"), pool: 16 };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| anyhow!("{name} needs a value"));
@@ -116,9 +113,7 @@ impl SettingSource for NativeContext {
 
 impl Context for NativeContext {
     fn now(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_secs())
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
     }
 
     fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
@@ -129,15 +124,9 @@ impl Context for NativeContext {
                 Box::new(&mut **connection)
             }
             Some(Lease::Postgres(connection)) if default && db_url.kind == StoreKind::Postgres => {
-                Box::new(PgStore {
-                    connection,
-                    runtime,
-                })
+                Box::new(PgStore { connection, runtime })
             }
-            _ => bail!(
-                "{} is not the store this server was started with",
-                db_url.describe()
-            ),
+            _ => bail!("{} is not the store this server was started with", db_url.describe()),
         };
         Ok(connection)
     }
@@ -218,10 +207,7 @@ async fn serve(
         None
     };
     let blocking = lease.is_some();
-    let mut context = NativeContext {
-        lease,
-        runtime: Handle::current(),
-    };
+    let mut context = NativeContext { lease, runtime: Handle::current() };
     let run = move || {
         let head = RequestHead {
             method: &method,
@@ -274,20 +260,14 @@ async fn start(options: Options) -> anyhow::Result<()> {
             for _ in 0..options.pool {
                 readers.push(native::open(&path)?);
             }
-            Stores::Sqlite {
-                readers: Pool::new(readers),
-                writer: Pool::new(vec![first]),
-            }
+            Stores::Sqlite { readers: Pool::new(readers), writer: Pool::new(vec![first]) }
         }
         StoreKind::Postgres => {
             let url = &db_url.address;
             let mut first = connect_postgres(url).await?;
             let runtime = Handle::current();
             first = tokio::task::spawn_blocking(move || {
-                let mut store = PgStore {
-                    connection: &mut first,
-                    runtime,
-                };
+                let mut store = PgStore { connection: &mut first, runtime };
                 migrations::migrate(&mut store).context("migrating PostgreSQL")?;
                 anyhow::Ok(first)
             })
@@ -325,25 +305,17 @@ async fn start(options: Options) -> anyhow::Result<()> {
         let server = server.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| serve(server.clone(), request));
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
         });
     }
 }
 
 fn main() {
     let result = parse_options().and_then(|options| {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?
-            .block_on(start(options))
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(start(options))
     });
     if let Err(error) = result {
-        eprintln!(
-            "book-native: {}",
-            settings::redact_password(&format!("{error:#}"))
-        );
+        eprintln!("book-native: {}", settings::redact_password(&format!("{error:#}")));
         std::process::exit(1);
     }
 }
@@ -369,41 +341,24 @@ mod tests {
             .expect("BOOK_NATIVE_TEST_PG_URL names a PostgreSQL database");
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let mut connection = runtime.block_on(connect_postgres(&url)).unwrap();
-        let mut db = PgStore {
-            connection: &mut connection,
-            runtime: runtime.handle().clone(),
-        };
+        let mut db = PgStore { connection: &mut connection, runtime: runtime.handle().clone() };
         let schema = format!("core_test_{}", std::process::id());
-        db.execute(&format!(
-            "CREATE SCHEMA {schema}; SET search_path TO {schema}"
-        ))
-        .unwrap();
+        db.execute(&format!("CREATE SCHEMA {schema}; SET search_path TO {schema}")).unwrap();
 
-        assert!(store::list(&mut db).unwrap().is_empty(), "migrated lazily");
-        let book = |title: &str| NewBook {
-            title: title.into(),
-            author: "Ann Author".into(),
-            year: 1999,
-        };
+        assert!(store::list(&mut db, None, 10).unwrap().is_empty(), "migrated lazily");
+        let book =
+            |title: &str| NewBook { title: title.into(), author: "Ann Author".into(), year: 1999 };
         let dune = store::create(&mut db, &book("Dune")).unwrap();
         let emma = store::create(&mut db, &book("Emma")).unwrap();
         assert_eq!(store::get(&mut db, dune.id).unwrap(), Some(dune.clone()));
         let missing = BookId::new(999).unwrap();
         assert_eq!(store::get(&mut db, missing).unwrap(), None);
         let query = BookQuery::parse(Some("title=dU&author=ANN&limit=1")).unwrap();
-        assert_eq!(
-            store::page(&mut db, &query).unwrap(),
-            std::slice::from_ref(&dune)
-        );
-        let changes = BookChanges {
-            year: Some(1965),
-            ..BookChanges::default()
-        };
+        assert_eq!(store::page(&mut db, &query).unwrap(), std::slice::from_ref(&dune));
+        let changes = BookChanges { year: Some(1965), ..BookChanges::default() };
         let stale = store::update(&mut db, dune.id, &changes, Some(&[2])).unwrap();
         assert_eq!(stale, None, "not at version 2");
-        let updated = store::update(&mut db, dune.id, &changes, Some(&[1]))
-            .unwrap()
-            .unwrap();
+        let updated = store::update(&mut db, dune.id, &changes, Some(&[1])).unwrap().unwrap();
         assert_eq!((updated.year, updated.version), (1965, 2));
         assert!(!store::delete(&mut db, emma.id, Some(&[])).unwrap());
         assert!(store::delete(&mut db, emma.id, None).unwrap());
@@ -434,10 +389,7 @@ mod tests {
 
         let counted = attempts::count_attempt(&mut db, "c", 1_000, 60).unwrap();
         let again = attempts::count_attempt(&mut db, "c", 1_001, 60).unwrap();
-        assert_eq!(
-            (counted.count, again.count, again.window_end),
-            (1, 2, 1_060)
-        );
+        assert_eq!((counted.count, again.count, again.window_end), (1, 2, 1_060));
         assert_eq!(attempts::attempts(&mut db, "c").unwrap(), Some(again));
         attempts::prune_attempts(&mut db, 1_060, 100).unwrap();
         assert_eq!(attempts::attempts(&mut db, "c").unwrap(), None);
@@ -446,7 +398,6 @@ mod tests {
         assert_eq!(attempts::attempts(&mut db, "d").unwrap(), None);
         assert_eq!(migrations::migrate(&mut db).unwrap(), Vec::<i64>::new());
 
-        db.execute(&format!("DROP SCHEMA {schema} CASCADE"))
-            .unwrap();
+        db.execute(&format!("DROP SCHEMA {schema} CASCADE")).unwrap();
     }
 }
