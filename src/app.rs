@@ -254,10 +254,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
             (true, endpoint)
         }
     };
-    Ok(Route {
-        protected,
-        endpoint,
-    })
+    Ok(Route { protected, endpoint })
 }
 
 /// The path of a request target, without its query string, and the query
@@ -277,10 +274,7 @@ mod tests {
 
     #[test]
     fn query_strings_are_not_part_of_the_path() {
-        assert_eq!(
-            split_target("/books?limit=1&a=?"),
-            ("/books", Some("limit=1&a=?"))
-        );
+        assert_eq!(split_target("/books?limit=1&a=?"), ("/books", Some("limit=1&a=?")));
         assert_eq!(split_target("/book/1?"), ("/book/1", Some("")));
         assert_eq!(split_target("/books"), ("/books", None));
     }

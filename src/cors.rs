@@ -30,10 +30,9 @@ impl AllowedOrigins {
         match self {
             AllowedOrigins::Off => None,
             AllowedOrigins::Any => Some("*".to_string()),
-            AllowedOrigins::Only(origins) => origins
-                .iter()
-                .find(|listed| listed.as_bytes() == origin)
-                .cloned(),
+            AllowedOrigins::Only(origins) => {
+                origins.iter().find(|listed| listed.as_bytes() == origin).cloned()
+            }
         }
     }
 
@@ -45,9 +44,7 @@ impl AllowedOrigins {
             return Some(AllowedOrigins::Any);
         }
         let origins: Option<Vec<String>> = value.split(',').map(|o| origin(o.trim())).collect();
-        origins
-            .filter(|origins| !origins.is_empty())
-            .map(AllowedOrigins::Only)
+        origins.filter(|origins| !origins.is_empty()).map(AllowedOrigins::Only)
     }
 }
 
@@ -105,9 +102,7 @@ mod tests {
     #[test]
     fn origins_are_exact_scheme_host_and_port_or_a_star() {
         let only = |list: &[&str]| {
-            Some(AllowedOrigins::Only(
-                list.iter().map(|o| o.to_string()).collect(),
-            ))
+            Some(AllowedOrigins::Only(list.iter().map(|o| o.to_string()).collect()))
         };
         assert_eq!(AllowedOrigins::parse(" * "), Some(AllowedOrigins::Any));
         assert_eq!(
@@ -116,11 +111,7 @@ mod tests {
         );
         assert_eq!(
             AllowedOrigins::parse("http://localhost:5173, https://[::1]:8443,http://10.0.0.2"),
-            only(&[
-                "http://localhost:5173",
-                "https://[::1]:8443",
-                "http://10.0.0.2"
-            ])
+            only(&["http://localhost:5173", "https://[::1]:8443", "http://10.0.0.2"])
         );
         for bad in [
             "",

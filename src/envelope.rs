@@ -8,10 +8,8 @@ use crate::error::ApiError;
 
 /// The headers of every response: the body is always the JSON envelope, and
 /// neither tokens nor catalog data are for shared caches.
-pub const COMMON_HEADERS: [(&str, &str); 2] = [
-    ("content-type", "application/json"),
-    ("cache-control", "no-store"),
-];
+pub const COMMON_HEADERS: [(&str, &str); 2] =
+    [("content-type", "application/json"), ("cache-control", "no-store")];
 
 /// A response as the core decides it; an adapter writes `headers()` and
 /// `body` as they are.
@@ -44,17 +42,8 @@ const INTERNAL_ERROR_BODY: &[u8] =
 impl Response {
     /// A success response; `data` of `None` serialises as `null`.
     pub fn ok<T: Serialize>(status: u16, message: &str, data: Option<T>) -> Response {
-        match serde_json::to_vec(&Envelope {
-            status,
-            message,
-            data,
-        }) {
-            Ok(body) => Response {
-                status,
-                body,
-                extra_headers: Vec::new(),
-                continues_after: None,
-            },
+        match serde_json::to_vec(&Envelope { status, message, data }) {
+            Ok(body) => Response { status, body, extra_headers: Vec::new(), continues_after: None },
             // Unreachable for our plain data types; answer 500 rather than panic.
             Err(_) => Response::internal_error(),
         }
@@ -95,17 +84,11 @@ impl Response {
         let common = COMMON_HEADERS
             .into_iter()
             .filter(move |(name, _)| !(no_content && *name == "content-type"));
-        common.chain(
-            self.extra_headers
-                .iter()
-                .map(|(name, value)| (*name, value.as_str())),
-        )
+        common.chain(self.extra_headers.iter().map(|(name, value)| (*name, value.as_str())))
     }
 
     /// The value of header `name` (lower case), if the response has it.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers()
-            .find(|(candidate, _)| *candidate == name)
-            .map(|(_, value)| value)
+        self.headers().find(|(candidate, _)| *candidate == name).map(|(_, value)| value)
     }
 }

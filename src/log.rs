@@ -10,9 +10,7 @@ use std::fmt::Write;
 /// `value` as a logfmt value.
 fn value(text: &str) -> String {
     let plain = !text.is_empty()
-        && !text
-            .chars()
-            .any(|c| c == ' ' || c == '"' || c == '\\' || c == '=' || c.is_control());
+        && !text.chars().any(|c| c == ' ' || c == '"' || c == '\\' || c == '=' || c.is_control());
     if plain {
         return text.to_string();
     }
@@ -57,10 +55,7 @@ pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String
 /// The line before a 500 or 503: why. A host error may carry the host's own
 /// backtrace (Spin's, under `RUST_BACKTRACE=1`): only the cause is kept.
 pub fn failure(fields: &RequestFields, reason: &str) -> String {
-    let reason = reason
-        .split("\n\nStack backtrace:")
-        .next()
-        .unwrap_or(reason);
+    let reason = reason.split("\n\nStack backtrace:").next().unwrap_or(reason);
     format!(
         "level=error msg=\"request failed\" method={} route={} store={} reason={}",
         value(fields.method),
@@ -86,11 +81,7 @@ mod tests {
         assert_eq!(value("a b"), "\"a b\"");
         assert_eq!(value("say \"hi\"\\"), "\"say \\\"hi\\\"\\\\\"");
         assert_eq!(value("x=1\ny\u{7}"), "\"x=1\\ny\\u{7}\"");
-        let fields = RequestFields {
-            method: "PUT",
-            route: "/book/{id}",
-            store: "postgres",
-        };
+        let fields = RequestFields { method: "PUT", route: "/book/{id}", store: "postgres" };
         assert_eq!(
             request(&fields, 200, 123),
             "level=info msg=request method=PUT route=/book/{id} status=200 store=postgres \

@@ -75,12 +75,7 @@ impl RequestHead<'_> {
     /// Every value of header `name` (lower case), joined; `None` when the
     /// request has none.
     pub fn header(&self, name: &str) -> Option<Vec<u8>> {
-        join_values(
-            self.headers
-                .iter()
-                .filter(|(field, _)| field == name)
-                .map(|(_, value)| value),
-        )
+        join_values(self.headers.iter().filter(|(field, _)| field == name).map(|(_, value)| value))
     }
 }
 

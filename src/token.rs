@@ -88,12 +88,9 @@ pub fn verify(token: &[u8], key: &[u8], now: u64) -> Result<(), TokenError> {
         return Err(TokenError::Malformed);
     }
     let mut segments = token.split(|&b| b == b'.');
-    let (Some(header), Some(claims), Some(signature), None) = (
-        segments.next(),
-        segments.next(),
-        segments.next(),
-        segments.next(),
-    ) else {
+    let (Some(header), Some(claims), Some(signature), None) =
+        (segments.next(), segments.next(), segments.next(), segments.next())
+    else {
         return Err(TokenError::Malformed);
     };
 
@@ -109,9 +106,7 @@ pub fn verify(token: &[u8], key: &[u8], now: u64) -> Result<(), TokenError> {
     // The signed input is the header and claims segments with their dot.
     let signed_input = &token[..header.len() + 1 + claims.len()];
     let signature = decode(signature)?;
-    mac(key, signed_input)?
-        .verify_slice(&signature)
-        .map_err(|_| TokenError::BadSignature)?;
+    mac(key, signed_input)?.verify_slice(&signature).map_err(|_| TokenError::BadSignature)?;
 
     let claims = decode_object(claims)?;
     let expiry = claims.get("exp").ok_or(TokenError::MissingExpiry)?;
@@ -134,9 +129,7 @@ fn mac(key: &[u8], message: &[u8]) -> Result<HmacSha256, TokenError> {
 /// Strict base64url: no padding, no bytes outside the alphabet, no
 /// non-canonical trailing bits (the `base64` engine's defaults).
 fn decode(segment: &[u8]) -> Result<Vec<u8>, TokenError> {
-    URL_SAFE_NO_PAD
-        .decode(segment)
-        .map_err(|_| TokenError::Malformed)
+    URL_SAFE_NO_PAD.decode(segment).map_err(|_| TokenError::Malformed)
 }
 
 fn decode_object(segment: &[u8]) -> Result<Map<String, Value>, TokenError> {

@@ -20,12 +20,7 @@ use crate::http;
 #[command(name = "spin-lite", version)]
 pub struct Cli {
     /// The application manifest
-    #[arg(
-        short = 'f',
-        long = "from",
-        value_name = "MANIFEST",
-        default_value = "spin.toml"
-    )]
+    #[arg(short = 'f', long = "from", value_name = "MANIFEST", default_value = "spin.toml")]
     pub from: PathBuf,
 
     /// Address to listen on
@@ -93,10 +88,8 @@ fn pair(text: &str) -> Result<(String, String), String> {
 
 /// Seconds, whole or not, from 0.1 to one day.
 fn parse_seconds(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    let seconds: f64 =
+        text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
     if !(0.1..=86_400.0).contains(&seconds) {
         return Err(format!("{text} is not between 0.1 and 86400 seconds"));
     }
@@ -133,11 +126,7 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["spin-lite", "--pg-empty-query-error"]).unwrap();
         assert!(cli.pg_empty_query_error);
-        assert!(
-            !Cli::try_parse_from(["spin-lite"])
-                .unwrap()
-                .pg_empty_query_error
-        );
+        assert!(!Cli::try_parse_from(["spin-lite"]).unwrap().pg_empty_query_error);
         // The only test that touches this variable (tests share the process).
         for (value, on) in [("1", true), ("true", true), ("0", false), ("false", false)] {
             std::env::set_var("SPIN_LITE_PG_EMPTY_QUERY_ERROR", value);

@@ -46,10 +46,7 @@ fn main() -> ExitCode {
             }
             // One line: clap's first line already says what is wrong.
             let text = e.to_string();
-            eprintln!(
-                "{}",
-                text.lines().next().unwrap_or("error: invalid arguments")
-            );
+            eprintln!("{}", text.lines().next().unwrap_or("error: invalid arguments"));
             return ExitCode::from(2);
         }
     };
@@ -91,19 +88,12 @@ async fn run(cli: Cli) -> Result<()> {
     };
     let variables = Variables::resolve(
         &manifest,
-        &Sources {
-            cli: &cli_vars,
-            env: &env,
-            dotenv: &dotenv,
-        },
+        &Sources { cli: &cli_vars, env: &env, dotenv: &dotenv },
         providers,
     )
     .await?;
 
-    let state_dir = cli
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| manifest.dir.join(".spin"));
+    let state_dir = cli.state_dir.clone().unwrap_or_else(|| manifest.dir.join(".spin"));
     std::fs::create_dir_all(&state_dir)
         .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
     // Absolute, so the compilation cache and messages do not depend on cwd.
@@ -111,9 +101,8 @@ async fn run(cli: Cli) -> Result<()> {
         .with_context(|| format!("cannot resolve state dir {}", state_dir.display()))?;
     let sqlite_locations = sqlite::locations(cli.runtime_config_file.as_deref(), &state_dir)?;
 
-    let outbound = OutboundHosts::expand(&manifest.allowed_outbound_hosts, |entry| {
-        variables.expand(entry)
-    });
+    let outbound =
+        OutboundHosts::expand(&manifest.allowed_outbound_hosts, |entry| variables.expand(entry));
     let (allowed, warnings) = outbound.postgres();
     for warning in warnings {
         eprintln!("warning: {warning}");
@@ -174,16 +163,8 @@ async fn run(cli: Cli) -> Result<()> {
     println!(
         "  {}: http://{addr}{} {}",
         manifest.component_id,
-        if manifest.route.base.is_empty() {
-            ""
-        } else {
-            &manifest.route.base
-        },
-        if manifest.route.wildcard {
-            "(wildcard)"
-        } else {
-            ""
-        }
+        if manifest.route.base.is_empty() { "" } else { &manifest.route.base },
+        if manifest.route.wildcard { "(wildcard)" } else { "" }
     );
     println!("Ready in {} ms", started.elapsed().as_millis());
 

@@ -61,10 +61,7 @@ impl State {
     }
 
     fn sqlite(&mut self) -> SqliteView<'_> {
-        SqliteView {
-            dbs: &self.shared.sqlite,
-            table: &mut self.table,
-        }
+        SqliteView { dbs: &self.shared.sqlite, table: &mut self.table }
     }
 
     fn postgres(&mut self) -> PgView<'_> {
@@ -76,28 +73,19 @@ impl State {
     }
 
     fn variables(&mut self) -> VariablesView<'_> {
-        VariablesView {
-            variables: &self.shared.variables,
-        }
+        VariablesView { variables: &self.shared.variables }
     }
 }
 
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
 impl WasiHttpView for State {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.hooks,
-        }
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.hooks }
     }
 }
 

@@ -148,11 +148,7 @@ fn start_up_errors_are_one_line() {
     std::fs::write(&bad, "spin_manifest_version = 2\n[[trigger.http]]\n").unwrap();
     fails(&["--from", bad.to_str().unwrap()], 1, "invalid manifest");
     let manifest = write_manifest(dir.path(), &dir.path().join("none.wasm"), "", "");
-    fails(
-        &["--from", manifest.to_str().unwrap()],
-        1,
-        "cannot load component",
-    );
+    fails(&["--from", manifest.to_str().unwrap()], 1, "cannot load component");
     let required = "greeting = { required = true }";
     let manifest = probe_manifest(dir.path(), required, "");
     let message = "no provider resolved required variable(s): greeting";
@@ -229,27 +225,17 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
     // One serving thread and two slots: three runaway guests at once are
     // each stopped at their deadline, so the guests yield to one another
     // (and to the timers) on that one thread; the third waits for a slot.
-    let host = looping_host(
-        dir.path(),
-        &["--request-timeout", "1", "--max-instances", "2"],
-    );
+    let host = looping_host(dir.path(), &["--request-timeout", "1", "--max-instances", "2"]);
     let answers = concurrent_requests(host.port, 3);
     let mut took: Vec<f64> = answers.iter().map(|(_, d)| d.as_secs_f64()).collect();
     took.sort_by(f64::total_cmp);
     for (answer, _) in &answers {
         assert_plain(500, answer.clone());
     }
+    assert!(took[0] >= 0.9 && took[1] < 1.9, "the first two at about 1 s: {took:?}");
+    assert!(took[2] >= 1.8 && took[2] < 3.5, "the third a deadline later: {took:?}");
     assert!(
-        took[0] >= 0.9 && took[1] < 1.9,
-        "the first two at about 1 s: {took:?}"
-    );
-    assert!(
-        took[2] >= 1.8 && took[2] < 3.5,
-        "the third a deadline later: {took:?}"
-    );
-    assert!(
-        host.stderr()
-            .contains("still running after 1 s (--request-timeout)"),
+        host.stderr().contains("still running after 1 s (--request-timeout)"),
         "{}",
         host.stderr()
     );
@@ -267,10 +253,7 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
 #[test]
 fn a_request_that_waits_too_long_for_a_slot_answers_503() {
     let dir = tempfile::tempdir().unwrap();
-    let host = looping_host(
-        dir.path(),
-        &["--request-timeout", "8", "--max-instances", "1"],
-    );
+    let host = looping_host(dir.path(), &["--request-timeout", "8", "--max-instances", "1"]);
     let port = host.port;
     let holder = std::thread::spawn(move || get(port, "/items"));
     std::thread::sleep(Duration::from_millis(300));
@@ -278,10 +261,7 @@ fn a_request_that_waits_too_long_for_a_slot_answers_503() {
     let answer = get(port, "/items");
     let waited = started.elapsed().as_secs_f64();
     assert_plain(503, answer);
-    assert!(
-        (4.5..7.5).contains(&waited),
-        "after the 5 s slot wait: {waited}"
-    );
+    assert!((4.5..7.5).contains(&waited), "after the 5 s slot wait: {waited}");
     assert_eq!(holder.join().unwrap().0, 500);
     assert_eq!(host.terminate().code(), Some(0));
 }
@@ -347,11 +327,7 @@ fn postgres_refusals_are_spins_and_keep_the_password() {
     let manifest = pg_probe(dir.path(), &host_port);
     for address in [
         format!("postgres://u:{password}@127.0.0.2:1/d"),
-        format!(
-            "{}{}sslmode=require",
-            url,
-            if url.contains('?') { "&" } else { "?" }
-        ),
+        format!("{}{}sslmode=require", url, if url.contains('?') { "&" } else { "?" }),
     ] {
         let variable = format!("pg_address={address}");
         let host = Host::start(dir.path(), &manifest, &["--variable", &variable], &[]);

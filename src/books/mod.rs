@@ -49,10 +49,7 @@ pub fn create(
     let fingerprint = book.fingerprint();
     match sql::create_once(db, key.as_str(), &fingerprint, &book, created, now)? {
         Keyed::Created(response) => Ok(response),
-        Keyed::Used {
-            fingerprint: used,
-            first,
-        } if used == fingerprint => Ok(first),
+        Keyed::Used { fingerprint: used, first } if used == fingerprint => Ok(first),
         Keyed::Used { .. } => Err(ApiError::IdempotencyKeyReused),
     }
 }
@@ -109,11 +106,7 @@ pub fn rest_of_list(
     ctx: &mut impl Context,
     after: BookId,
 ) -> Result<(Vec<u8>, Option<BookId>), ApiError> {
-    let books = sql::list(
-        &mut *open_store(ctx, &mut None)?,
-        Some(after),
-        BOOKS_PER_PAGE,
-    )?;
+    let books = sql::list(&mut *open_store(ctx, &mut None)?, Some(after), BOOKS_PER_PAGE)?;
     let mut piece = Vec::with_capacity(books.len() * 100);
     for book in &books {
         piece.push(b',');

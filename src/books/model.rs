@@ -143,15 +143,9 @@ impl NewBook {
 
     pub fn from_json(body: &[u8]) -> Result<NewBook, ApiError> {
         match BookChanges::from_json(body)? {
-            BookChanges {
-                title: Some(title),
-                author: Some(author),
-                year: Some(year),
-            } => Ok(NewBook {
-                title,
-                author,
-                year,
-            }),
+            BookChanges { title: Some(title), author: Some(author), year: Some(year) } => {
+                Ok(NewBook { title, author, year })
+            }
             _ => Err(ApiError::InvalidBook),
         }
     }
@@ -221,21 +215,14 @@ mod tests {
     #[test]
     fn the_last_of_repeated_keys_counts() {
         assert_eq!(year_of(r#"{"year": "x", "year": 5}"#), Ok(Some(5)));
-        assert_eq!(
-            year_of(r#"{"year": 5, "year": null}"#),
-            Err(ApiError::InvalidBook)
-        );
+        assert_eq!(year_of(r#"{"year": 5, "year": null}"#), Err(ApiError::InvalidBook));
     }
 
     #[test]
     fn deep_nesting_in_an_ignored_field_costs_no_stack() {
         // Half a million levels: the largest nesting a 1 MiB body can hold.
         let depth = 500_000;
-        let body = format!(
-            r#"{{"extra":{}{},"year":7}}"#,
-            "[".repeat(depth),
-            "]".repeat(depth)
-        );
+        let body = format!(r#"{{"extra":{}{},"year":7}}"#, "[".repeat(depth), "]".repeat(depth));
         assert_eq!(year_of(&body), Ok(Some(7)));
         let unclosed = format!(r#"{{"extra":{}"#, "[".repeat(depth));
         assert_eq!(year_of(&unclosed), Err(ApiError::InvalidBook));
@@ -254,10 +241,7 @@ mod tests {
     #[test]
     fn ids_are_canonical_decimals_in_range() {
         assert_eq!(BookId::parse("1").map(BookId::get), Some(1));
-        assert_eq!(
-            BookId::parse("9223372036854775807").map(BookId::get),
-            Some(i64::MAX)
-        );
+        assert_eq!(BookId::parse("9223372036854775807").map(BookId::get), Some(i64::MAX));
         for bad in [
             "",
             "0",

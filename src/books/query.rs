@@ -110,10 +110,7 @@ impl BookQuery {
     /// can hold one (and PostgreSQL could not even bind it). Such a query is
     /// answered without asking the store.
     pub fn matches_nothing(&self) -> bool {
-        [&self.title, &self.author]
-            .into_iter()
-            .flatten()
-            .any(|filter| filter.given.contains('\0'))
+        [&self.title, &self.author].into_iter().flatten().any(|filter| filter.given.contains('\0'))
     }
 
     /// Cuts what a store returned (up to one more than the limit) to the page,
@@ -197,11 +194,7 @@ fn hex_digit(byte: u8) -> Option<u8> {
 /// Every byte but the unreserved characters (RFC 3986: letters, digits,
 /// `-`, `.`, `_`, `~`) is written `%XX`, so a value is plain ASCII and safe
 /// inside `<...>` of a header.
-const LINK_VALUE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
+const LINK_VALUE: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// `text` percent-encoded for a `Link` target.
 pub fn percent_encode(text: &str) -> String {

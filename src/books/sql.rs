@@ -22,11 +22,7 @@ pub fn list(
     after: Option<BookId>,
     limit: u32,
 ) -> anyhow::Result<Vec<Book>> {
-    let query = BookQuery {
-        after,
-        limit: Some(limit),
-        ..BookQuery::default()
-    };
+    let query = BookQuery { after, limit: Some(limit), ..BookQuery::default() };
     page(db, &query)
 }
 
@@ -75,10 +71,9 @@ pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Bo
                 sql.text.push_str(&placeholder);
                 (sql, format!("{index}.rowid"))
             }
-            None => (
-                Sql::new(format!("SELECT {BOOK_COLUMNS} FROM books WHERE true")),
-                "id".to_string(),
-            ),
+            None => {
+                (Sql::new(format!("SELECT {BOOK_COLUMNS} FROM books WHERE true")), "id".to_string())
+            }
         };
         if let Some(after) = query.after {
             sql.push_bound(&format!(" AND {key} > {{}}"), SqlParam::Int64(after.get()));
@@ -144,18 +139,12 @@ fn trigram_query(text: &str) -> String {
         .collect();
     trigrams.sort_unstable();
     trigrams.dedup();
-    trigrams
-        .iter()
-        .map(|trigram| format!("\"{trigram}\""))
-        .collect::<Vec<_>>()
-        .join(" AND ")
+    trigrams.iter().map(|trigram| format!("\"{trigram}\"")).collect::<Vec<_>>().join(" AND ")
 }
 
 pub fn get(db: &mut dyn Connection, id: BookId) -> anyhow::Result<Option<Book>> {
     let text = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = {{1}}");
-    first_book(rows(db, |kind| {
-        db::statement(kind, &text, vec![SqlParam::Int64(id.get())])
-    })?)
+    first_book(rows(db, |kind| db::statement(kind, &text, vec![SqlParam::Int64(id.get())]))?)
 }
 
 /// Stores a book under a new id, never one used before.
@@ -186,11 +175,7 @@ fn insert<'a>(book: &'a NewBook, id: Option<BookId>) -> Sql<'a> {
         columns.push("id");
         values.push(sql.bind(SqlParam::Int64(id.get())));
     }
-    sql.text = format!(
-        "INSERT INTO books ({}) VALUES ({})",
-        columns.join(", "),
-        values.join(", ")
-    );
+    sql.text = format!("INSERT INTO books ({}) VALUES ({})", columns.join(", "), values.join(", "));
     sql
 }
 
@@ -201,12 +186,9 @@ fn version_condition(sql: &mut Sql, versions: Option<&[i64]>) {
         None => {}
         Some([]) => sql.text.push_str(" AND false"),
         Some(versions) => {
-            let placeholders: Vec<String> = versions
-                .iter()
-                .map(|version| sql.bind(SqlParam::Int64(*version)))
-                .collect();
-            sql.text
-                .push_str(&format!(" AND version IN ({})", placeholders.join(", ")));
+            let placeholders: Vec<String> =
+                versions.iter().map(|version| sql.bind(SqlParam::Int64(*version))).collect();
+            sql.text.push_str(&format!(" AND version IN ({})", placeholders.join(", ")));
         }
     }
 }
@@ -236,10 +218,7 @@ pub fn update(
         }
         assignments.push("version = version + 1".to_string());
         let id = sql.bind(SqlParam::Int64(id.get()));
-        sql.text = format!(
-            "UPDATE books SET {} WHERE id = {id}",
-            assignments.join(", ")
-        );
+        sql.text = format!("UPDATE books SET {} WHERE id = {id}", assignments.join(", "));
         version_condition(&mut sql, versions);
         sql.text.push_str(&format!(" RETURNING {BOOK_COLUMNS}"));
         sql.build(kind)
@@ -272,10 +251,7 @@ pub enum Keyed {
     Created(Response),
     /// The key was used before, for a request with this fingerprint, which
     /// was answered `Response`.
-    Used {
-        fingerprint: String,
-        first: Response,
-    },
+    Used { fingerprint: String, first: Response },
 }
 
 /// Stores `book` once per `key`: if `key` is new, the book under a new id
@@ -316,10 +292,7 @@ pub fn create_once(
                     "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM \
                      idempotency_keys WHERE created_at <= {1} ORDER BY created_at LIMIT {2}) \
                      RETURNING key",
-                    vec![
-                        SqlParam::Int64(horizon),
-                        SqlParam::Int64(KEYS_PRUNED_PER_CREATE.into()),
-                    ],
+                    vec![SqlParam::Int64(horizon), SqlParam::Int64(KEYS_PRUNED_PER_CREATE.into())],
                 )
             });
             Ok(keyed)
@@ -481,13 +454,7 @@ fn book(row: Row) -> anyhow::Result<Book> {
         Ok(
             [Column::Integer(id), Column::Text(title), Column::Text(author), Column::Integer(year), Column::Integer(version)],
         ) => match (BookId::new(id), i32::try_from(year)) {
-            (Some(id), Ok(year)) if version >= 1 => Ok(Book {
-                id,
-                title,
-                author,
-                year,
-                version,
-            }),
+            (Some(id), Ok(year)) if version >= 1 => Ok(Book { id, title, author, year, version }),
             _ => bail!("stored id {id}, year {year} or version {version} out of range"),
         },
         other => bail!("unexpected book row: {other:?}"),

@@ -63,14 +63,9 @@ pub fn schema_is_behind(kind: StoreKind, error: &anyhow::Error) -> bool {
 
 /// The versions recorded in `schema_migrations`.
 fn applied_versions(connection: &mut dyn Connection) -> anyhow::Result<Vec<i64>> {
-    let statement = Statement {
-        sql: APPLIED_VERSIONS.to_string(),
-        params: Vec::new(),
-        always_a_row: false,
-    };
-    let rows = connection
-        .query(&statement)
-        .context("reading schema_migrations")?;
+    let statement =
+        Statement { sql: APPLIED_VERSIONS.to_string(), params: Vec::new(), always_a_row: false };
+    let rows = connection.query(&statement).context("reading schema_migrations")?;
     rows.iter()
         .map(|row| match row.as_slice() {
             [Column::Integer(version)] => Ok(*version),
@@ -208,20 +203,15 @@ mod tests {
 
     #[test]
     fn every_file_in_the_folders_is_embedded() {
-        for (dir, kind) in [
-            ("sqlite", StoreKind::Sqlite),
-            ("postgres", StoreKind::Postgres),
-        ] {
+        for (dir, kind) in [("sqlite", StoreKind::Sqlite), ("postgres", StoreKind::Postgres)] {
             let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/").to_string() + dir;
             let mut files: Vec<String> = std::fs::read_dir(&folder)
                 .unwrap()
                 .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
                 .collect();
             files.sort();
-            let embedded: Vec<String> = all(kind)
-                .iter()
-                .map(|m| format!("{}.sql", m.name))
-                .collect();
+            let embedded: Vec<String> =
+                all(kind).iter().map(|m| format!("{}.sql", m.name)).collect();
             assert_eq!(files, embedded, "{folder}");
         }
     }
@@ -313,12 +303,7 @@ mod tests {
         assert!(migrate(&mut current).unwrap().is_empty());
         assert_eq!(
             current.ran,
-            [
-                "PRAGMA journal_mode = WAL",
-                "BEGIN IMMEDIATE",
-                SCHEMA_MIGRATIONS,
-                "COMMIT"
-            ]
+            ["PRAGMA journal_mode = WAL", "BEGIN IMMEDIATE", SCHEMA_MIGRATIONS, "COMMIT"]
         );
     }
 
@@ -331,10 +316,7 @@ mod tests {
             fail_on: Some("login_attempts"),
         };
         let error = migrate(&mut script).unwrap_err();
-        assert!(
-            format!("{error:#}").contains("0003_login_attempts"),
-            "{error:#}"
-        );
+        assert!(format!("{error:#}").contains("0003_login_attempts"), "{error:#}");
         assert_eq!(script.ran.last().unwrap(), "ROLLBACK");
         assert!(!script.ran.iter().any(|s| s.contains("VALUES (3,")));
     }

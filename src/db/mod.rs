@@ -83,10 +83,7 @@ pub struct Sql<'a> {
 
 impl<'a> Sql<'a> {
     pub fn new(text: impl Into<String>) -> Sql<'a> {
-        Sql {
-            text: text.into(),
-            params: Vec::new(),
-        }
+        Sql { text: text.into(), params: Vec::new() }
     }
 
     /// Binds `value`, returning the placeholder to write where it goes.
@@ -111,11 +108,7 @@ impl<'a> Sql<'a> {
             };
             sql = sql.replace(&format!("{{{n}}}"), &placeholder);
         }
-        Statement {
-            sql,
-            params: self.params,
-            always_a_row: false,
-        }
+        Statement { sql, params: self.params, always_a_row: false }
     }
 }
 
@@ -167,9 +160,7 @@ pub fn rows<'a>(
 /// statement that could not take the lock changed nothing, so repeating it
 /// never writes twice. Reads and PostgreSQL go straight through.
 fn run(db: &mut dyn Connection, statement: &Statement) -> anyhow::Result<Vec<Row>> {
-    let writes = ["INSERT", "UPDATE", "DELETE"]
-        .iter()
-        .any(|verb| statement.sql.starts_with(verb));
+    let writes = ["INSERT", "UPDATE", "DELETE"].iter().any(|verb| statement.sql.starts_with(verb));
     if db.kind() != StoreKind::Sqlite || !writes {
         return db.query(statement);
     }
@@ -235,9 +226,7 @@ pub(crate) fn wait_for_the_lock<T>(
 struct Jitter(u64);
 
 fn clock_nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos() as u64)
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_nanos() as u64)
 }
 
 impl Jitter {
@@ -307,13 +296,7 @@ mod tests {
 
     impl Contended {
         fn new(kind: StoreKind, locked: usize) -> Contended {
-            Contended {
-                kind,
-                locked,
-                tries: Vec::new(),
-                prepared: 0,
-                paused: Vec::new(),
-            }
+            Contended { kind, locked, tries: Vec::new(), prepared: 0, paused: Vec::new() }
         }
     }
 
@@ -322,8 +305,7 @@ mod tests {
             self.kind
         }
         fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Row>> {
-            self.execute(&statement.sql)
-                .map(|()| vec![vec![Column::Integer(1)]])
+            self.execute(&statement.sql).map(|()| vec![vec![Column::Integer(1)]])
         }
         fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
             self.tries.push(sql.to_string());
@@ -343,11 +325,7 @@ mod tests {
     }
 
     fn insert(kind: StoreKind) -> Statement<'static> {
-        statement(
-            kind,
-            "INSERT INTO books (title) VALUES ({1})",
-            vec![SqlParam::Text("T")],
-        )
+        statement(kind, "INSERT INTO books (title) VALUES ({1})", vec![SqlParam::Text("T")])
     }
 
     #[test]
@@ -392,10 +370,7 @@ mod tests {
         let error = rows(&mut db, insert).unwrap_err();
         let waited: Duration = db.paused.iter().sum::<Duration>()
             + Duration::from_millis(BUSY_TIMEOUT_MS) * db.tries.len() as u32;
-        assert!(
-            waited >= Duration::from_millis(WRITE_LOCK_DEADLINE_MS),
-            "{waited:?}"
-        );
+        assert!(waited >= Duration::from_millis(WRITE_LOCK_DEADLINE_MS), "{waited:?}");
         // At most one try's busy timeout and one pause past the deadline.
         let most = Duration::from_millis(WRITE_LOCK_DEADLINE_MS + BUSY_TIMEOUT_MS + 2);
         assert!(waited < most, "{waited:?}");
@@ -415,9 +390,6 @@ mod tests {
         let mut sql = Sql::default();
         let placeholders: Vec<String> = texts.iter().map(|t| sql.bind(SqlParam::Text(t))).collect();
         sql.text = placeholders.join(",");
-        assert_eq!(
-            sql.build(StoreKind::Postgres).sql,
-            "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11"
-        );
+        assert_eq!(sql.build(StoreKind::Postgres).sql, "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11");
     }
 }

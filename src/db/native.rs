@@ -38,9 +38,7 @@ impl Connection for rusqlite::Connection {
         let mut prepared = self.prepare_cached(&statement.sql)?;
         let rows = prepared
             .query_map(rusqlite::params_from_iter(params), |row| {
-                (0..row.as_ref().column_count())
-                    .map(|i| Ok(column(row.get_ref(i)?)))
-                    .collect()
+                (0..row.as_ref().column_count()).map(|i| Ok(column(row.get_ref(i)?))).collect()
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)

@@ -58,9 +58,7 @@ impl LoginLimit {
     /// window (a request whose clock read a second earlier than the one that
     /// began the window, on another instance, would otherwise say window + 1).
     fn retry_after(self, window_end: u64, now: u64) -> u64 {
-        window_end
-            .saturating_sub(now)
-            .clamp(1, self.window_seconds.max(1))
+        window_end.saturating_sub(now).clamp(1, self.window_seconds.max(1))
     }
 }
 
@@ -80,52 +78,29 @@ mod tests {
 
     #[test]
     fn a_used_up_window_blocks_until_it_ends() {
-        let limit = LoginLimit {
-            max_failures: 3,
-            window_seconds: 60,
-        };
+        let limit = LoginLimit { max_failures: 3, window_seconds: 60 };
         let now = 1_000;
         let at = |count, window_end| Some(LoginAttempts { count, window_end });
         assert_eq!(limit.blocks(None, now), None);
         assert_eq!(limit.blocks(at(2, 1_060), now), None);
         assert_eq!(limit.blocks(at(3, 1_060), now), Some(60));
         assert_eq!(limit.blocks(at(9, 1_001), now), Some(1));
-        assert_eq!(
-            limit.blocks(at(9, 1_000), now),
-            None,
-            "the window has ended"
-        );
-        let off = LoginLimit {
-            max_failures: 0,
-            window_seconds: 60,
-        };
+        assert_eq!(limit.blocks(at(9, 1_000), now), None, "the window has ended");
+        let off = LoginLimit { max_failures: 0, window_seconds: 60 };
         assert_eq!(off.blocks(at(100, 1_060), now), None);
     }
 
     #[test]
     fn attempts_past_the_limit_are_refused_unchecked() {
-        let limit = LoginLimit {
-            max_failures: 2,
-            window_seconds: 60,
-        };
-        let counted = |count| LoginAttempts {
-            count,
-            window_end: 1_030,
-        };
+        let limit = LoginLimit { max_failures: 2, window_seconds: 60 };
+        let counted = |count| LoginAttempts { count, window_end: 1_030 };
         assert_eq!(limit.refuses(counted(1), 1_000), None);
         assert_eq!(limit.refuses(counted(2), 1_000), None);
         assert_eq!(limit.refuses(counted(3), 1_000), Some(30));
         assert_eq!(limit.refuses(counted(300), 1_029), Some(1));
         assert_eq!(limit.refuses(counted(3), 1_030), Some(1), "never 0");
         // Another instance began the window with a clock a second ahead.
-        let window = LoginLimit {
-            max_failures: 2,
-            window_seconds: 30,
-        };
-        assert_eq!(
-            window.refuses(counted(3), 999),
-            Some(30),
-            "never more than the window"
-        );
+        let window = LoginLimit { max_failures: 2, window_seconds: 30 };
+        assert_eq!(window.refuses(counted(3), 999), Some(30), "never more than the window");
     }
 }

@@ -38,10 +38,7 @@ pub fn issue_token(
     if !limit.enabled() {
         // No limit: no store call either.
         let (username, password) = login?;
-        if !credentials
-            .accept(&username, &password)
-            .map_err(ApiError::internal)?
-        {
+        if !credentials.accept(&username, &password).map_err(ApiError::internal)? {
             return Err(ApiError::InvalidCredentials);
         }
         return sign(ctx);
@@ -68,10 +65,7 @@ pub fn issue_token(
     if let Some(retry_after) = limit.refuses(attempt, now) {
         return Err(ApiError::TooManyLoginAttempts { retry_after });
     }
-    if credentials
-        .accept(&username, &password)
-        .map_err(ApiError::internal)?
-    {
+    if credentials.accept(&username, &password).map_err(ApiError::internal)? {
         sql::clear_attempts(&mut *db, &client)?;
         drop(db);
         return sign(ctx);
@@ -90,11 +84,7 @@ fn sign(ctx: &mut impl Context) -> Result<Response, ApiError> {
         return Err(ApiError::TokenNotIssued);
     };
     let token = token::issue(secret.as_bytes(), ctx.now()).map_err(|_| ApiError::TokenNotIssued)?;
-    Ok(Response::ok(
-        200,
-        "Token generated successfully",
-        Some(IssuedToken { token }),
-    ))
+    Ok(Response::ok(200, "Token generated successfully", Some(IssuedToken { token })))
 }
 
 /// A JSON object with string `username` and `password`; other fields ignored.

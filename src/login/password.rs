@@ -113,9 +113,7 @@ impl<'a> HashedPassword<'a> {
     /// Whether `password` is the one hashed, computed with the string's own
     /// parameters and salt; the outputs compare in constant time.
     pub fn verify(&self, password: &str) -> bool {
-        Argon2::default()
-            .verify_password(password.as_bytes(), &self.hash)
-            .is_ok()
+        Argon2::default().verify_password(password.as_bytes(), &self.hash).is_ok()
     }
 }
 

@@ -48,11 +48,7 @@ pub fn count_attempt(
             ],
         )
     })?;
-    attempts_of(
-        counted
-            .first()
-            .ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))?,
-    )
+    attempts_of(counted.first().ok_or_else(|| anyhow!("the login-attempt upsert returned no row"))?)
 }
 
 /// Forgets `client`'s count (a successful login). (`RETURNING` so that

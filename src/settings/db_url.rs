@@ -43,9 +43,7 @@ impl UnsupportedDbUrl {
             .filter(|scheme| {
                 !scheme.is_empty()
                     && scheme.len() <= 16
-                    && scheme
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                    && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
             })
             .map(str::to_string);
         UnsupportedDbUrl { scheme }
@@ -110,20 +108,13 @@ impl StoreKind {
 impl DbUrl {
     pub fn parse(db_url: Option<&str>) -> Result<DbUrl, UnsupportedDbUrl> {
         let db_url = db_url.unwrap_or("").trim();
-        let store = |kind, address: &str| {
-            Ok(DbUrl {
-                kind,
-                address: address.to_string(),
-            })
-        };
+        let store = |kind, address: &str| Ok(DbUrl { kind, address: address.to_string() });
         if db_url.is_empty() || db_url == "sqlite:" {
             return store(StoreKind::Sqlite, DEFAULT_SQLITE_LABEL);
         }
         if let Some(label) = db_url.strip_prefix("sqlite://") {
             let valid = !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if valid {
                 return store(StoreKind::Sqlite, label);
             }
@@ -140,9 +131,7 @@ impl DbUrl {
     pub fn host_port(&self) -> Option<String> {
         let rest = self.address.split_once("://")?.1;
         let authority = rest.split(['/', '?', '#']).next()?;
-        let host_port = authority
-            .rsplit_once('@')
-            .map_or(authority, |(_, host)| host);
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
         if host_port.is_empty() {
             return None;
         }
@@ -150,11 +139,7 @@ impl DbUrl {
             Some((host, port)) => !port.is_empty() && !host.ends_with(':') && !port.contains(']'),
             None => false,
         };
-        Some(if has_port {
-            host_port.to_string()
-        } else {
-            format!("{host_port}:5432")
-        })
+        Some(if has_port { host_port.to_string() } else { format!("{host_port}:5432") })
     }
 
     /// A refused PostgreSQL address (`... is not permitted`), with its fix:
@@ -199,9 +184,7 @@ pub fn redact_password(url: &str) -> String {
     let lower = redacted.to_ascii_lowercase();
     if let Some(at) = lower.find("password=") {
         let start = at + "password=".len();
-        let end = redacted[start..]
-            .find(['&', ' '])
-            .map_or(redacted.len(), |i| start + i);
+        let end = redacted[start..].find(['&', ' ']).map_or(redacted.len(), |i| start + i);
         redacted.replace_range(start..end, "***");
     }
     redacted
@@ -216,17 +199,11 @@ mod tests {
     }
 
     fn sqlite(label: &str) -> Result<DbUrl, UnsupportedDbUrl> {
-        Ok(DbUrl {
-            kind: StoreKind::Sqlite,
-            address: label.into(),
-        })
+        Ok(DbUrl { kind: StoreKind::Sqlite, address: label.into() })
     }
 
     fn postgres(url: &str) -> Result<DbUrl, UnsupportedDbUrl> {
-        Ok(DbUrl {
-            kind: StoreKind::Postgres,
-            address: url.into(),
-        })
+        Ok(DbUrl { kind: StoreKind::Postgres, address: url.into() })
     }
 
     #[test]
@@ -290,14 +267,8 @@ mod tests {
             ("postgres://10.0.0.5", "10.0.0.5:5432"),
         ] {
             let text = fix(url);
-            assert!(
-                text.contains(&format!("SPIN_VARIABLE_DB_HOST) to {host_port},")),
-                "{text}"
-            );
-            assert!(
-                !text.contains("secret") && !text.contains("p%40ss"),
-                "{text}"
-            );
+            assert!(text.contains(&format!("SPIN_VARIABLE_DB_HOST) to {host_port},")), "{text}");
+            assert!(!text.contains("secret") && !text.contains("p%40ss"), "{text}");
         }
         assert!(!fix("postgres:///books").contains(" to ,"));
     }
@@ -308,18 +279,12 @@ mod tests {
             redact_password("postgres://user:s3cret@db:5432/books"),
             "postgres://user:***@db:5432/books"
         );
-        assert_eq!(
-            redact_password("postgres://user@db/books"),
-            "postgres://user@db/books"
-        );
+        assert_eq!(redact_password("postgres://user@db/books"), "postgres://user@db/books");
         assert_eq!(
             redact_password("postgres://db/books?user=u&password=s3cret&sslmode=require"),
             "postgres://db/books?user=u&password=***&sslmode=require"
         );
-        assert_eq!(
-            redact_password("postgres://u:p@ss@db/x"),
-            "postgres://u:***@db/x"
-        );
+        assert_eq!(redact_password("postgres://u:p@ss@db/x"), "postgres://u:***@db/x");
         for password in ["hunter/2", "hunter#2", "hunter?2", "p@ss/hunter2"] {
             let redacted = redact_password(&format!("postgres://u:{password}@db:5432/x"));
             assert_eq!(redacted, "postgres://u:***@db:5432/x");
@@ -333,12 +298,8 @@ mod tests {
         let sqlite = target("sqlite://default").unwrap().kind;
         let postgres = target("postgres://h/d").unwrap().kind;
         assert_eq!((sqlite, postgres), (StoreKind::Sqlite, StoreKind::Postgres));
-        assert!(postgres
-            .missing_build_message()
-            .contains("book-catalog-postgres.wasm"));
-        assert!(sqlite
-            .missing_build_message()
-            .contains("book-catalog-sqlite.wasm"));
+        assert!(postgres.missing_build_message().contains("book-catalog-postgres.wasm"));
+        assert!(sqlite.missing_build_message().contains("book-catalog-sqlite.wasm"));
         // The native test build has the default features: both stores.
         assert!(sqlite.is_built() && postgres.is_built());
     }

@@ -61,9 +61,8 @@ fn fit_secret(
 /// warning). A hash that cannot be used makes every login a 500; the
 /// reason, never the hash, goes to the log.
 pub fn credentials(ctx: &mut impl SettingSource) -> Result<Credentials, ApiError> {
-    let username = ctx
-        .setting(Setting::AuthUsername)?
-        .unwrap_or_else(|| DEFAULT_USERNAME.to_string());
+    let username =
+        ctx.setting(Setting::AuthUsername)?.unwrap_or_else(|| DEFAULT_USERNAME.to_string());
     let password = match ctx.setting(Setting::AuthPasswordHash)? {
         Some(phc) => match HashedPassword::parse(&phc) {
             Ok(_) => ExpectedPassword::Hash(phc),
@@ -114,10 +113,7 @@ pub fn login_limit(ctx: &mut impl SettingSource) -> Result<LoginLimit, ApiError>
         )?
         .unwrap_or(default)
     };
-    Ok(LoginLimit {
-        max_failures,
-        window_seconds,
-    })
+    Ok(LoginLimit { max_failures, window_seconds })
 }
 
 /// `client_ip_header`, then `trusted_proxy_hops` (or its older form,
@@ -135,41 +131,25 @@ pub fn client_identity(ctx: &mut impl SettingSource) -> Result<ClientIdentity, A
     .flatten();
     let untrusted = "X-Forwarded-For is not trusted";
     let rule = format!("not a whole number from 0 to {MAX_TRUSTED_PROXY_HOPS}");
-    let proxy_hops = match read(
-        ctx,
-        Setting::TrustedProxyHops,
-        parse_proxy_hops,
-        &rule,
-        0,
-        untrusted,
-    )? {
-        Some(hops) => hops,
-        // `trust_forwarded_for`, the setting `trusted_proxy_hops` replaced:
-        // `true` means one trusted proxy.
-        None => {
-            let rule = "neither true nor false";
-            match read(
-                ctx,
-                Setting::TrustForwardedFor,
-                parse_flag,
-                rule,
-                false,
-                untrusted,
-            )? {
-                Some(true) => {
-                    ctx.warn(
-                        "trust_forwarded_for / TRUST_FORWARDED_FOR=true is read as \
+    let proxy_hops =
+        match read(ctx, Setting::TrustedProxyHops, parse_proxy_hops, &rule, 0, untrusted)? {
+            Some(hops) => hops,
+            // `trust_forwarded_for`, the setting `trusted_proxy_hops` replaced:
+            // `true` means one trusted proxy.
+            None => {
+                let rule = "neither true nor false";
+                match read(ctx, Setting::TrustForwardedFor, parse_flag, rule, false, untrusted)? {
+                    Some(true) => {
+                        ctx.warn(
+                            "trust_forwarded_for / TRUST_FORWARDED_FOR=true is read as \
                          trusted_proxy_hops=1 (the address the one proxy in front appended to \
                          X-Forwarded-For); set trusted_proxy_hops / TRUSTED_PROXY_HOPS instead",
-                    );
-                    1
+                        );
+                        1
+                    }
+                    _ => 0,
                 }
-                _ => 0,
             }
-        }
-    };
-    Ok(ClientIdentity {
-        ip_header,
-        proxy_hops,
-    })
+        };
+    Ok(ClientIdentity { ip_header, proxy_hops })
 }

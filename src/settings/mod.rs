@@ -201,14 +201,8 @@ pub fn parse_flag(value: &str) -> Option<bool> {
 /// writes.
 pub fn require_if_match(ctx: &mut impl SettingSource) -> Result<bool, ApiError> {
     let rule = "neither true nor false";
-    let required = read(
-        ctx,
-        Setting::RequireIfMatch,
-        parse_flag,
-        rule,
-        false,
-        "If-Match stays optional",
-    )?;
+    let required =
+        read(ctx, Setting::RequireIfMatch, parse_flag, rule, false, "If-Match stays optional")?;
     Ok(required.unwrap_or(false))
 }
 
@@ -218,14 +212,8 @@ pub fn require_if_match(ctx: &mut impl SettingSource) -> Result<bool, ApiError> 
 pub fn cors_origins(ctx: &mut impl SettingSource) -> Result<AllowedOrigins, ApiError> {
     let rule = "not * or a comma-separated list of origins (scheme://host[:port])";
     let off = AllowedOrigins::Off;
-    let origins = read(
-        ctx,
-        Setting::CorsAllowedOrigins,
-        AllowedOrigins::parse,
-        rule,
-        off,
-        "CORS stays off",
-    )?;
+    let origins =
+        read(ctx, Setting::CorsAllowedOrigins, AllowedOrigins::parse, rule, off, "CORS stays off")?;
     Ok(origins.unwrap_or(AllowedOrigins::Off))
 }
 
@@ -260,22 +248,13 @@ mod tests {
     #[test]
     fn variable_wins_over_environment() {
         let unread = || panic!("the environment is not read when the variable is set");
-        assert_eq!(
-            resolve(DB, Ok(some("from-var")), unread),
-            Ok(some("from-var"))
-        );
+        assert_eq!(resolve(DB, Ok(some("from-var")), unread), Ok(some("from-var")));
     }
 
     #[test]
     fn empty_or_undeclared_variable_falls_back_to_environment() {
-        assert_eq!(
-            resolve(DB, Ok(some("")), || some("from-env")),
-            Ok(some("from-env"))
-        );
-        assert_eq!(
-            resolve(DB, Ok(None), || some("from-env")),
-            Ok(some("from-env"))
-        );
+        assert_eq!(resolve(DB, Ok(some("")), || some("from-env")), Ok(some("from-env")));
+        assert_eq!(resolve(DB, Ok(None), || some("from-env")), Ok(some("from-env")));
     }
 
     #[test]
@@ -287,12 +266,8 @@ mod tests {
     #[test]
     fn a_failed_provider_is_never_replaced() {
         let unread = || panic!("the environment does not stand in for a failed provider");
-        let error = resolve(
-            Setting::SecretToken,
-            Err("vault: connection refused".into()),
-            unread,
-        )
-        .unwrap_err();
+        let error = resolve(Setting::SecretToken, Err("vault: connection refused".into()), unread)
+            .unwrap_err();
         assert_eq!(error.setting, Setting::SecretToken);
         let text = error.to_string();
         assert!(text.contains("secret_token / SECRET_TOKEN"), "{text}");
@@ -307,14 +282,8 @@ mod tests {
         for bad in ["", "-1", "33", "one", "1.0"] {
             assert_eq!(parse_proxy_hops(bad), None, "{bad:?}");
         }
-        assert_eq!(
-            parse_header_name("True-Client-IP"),
-            Some("true-client-ip".into())
-        );
-        assert_eq!(
-            parse_header_name(" cf-connecting-ip "),
-            Some("cf-connecting-ip".into())
-        );
+        assert_eq!(parse_header_name("True-Client-IP"), Some("true-client-ip".into()));
+        assert_eq!(parse_header_name(" cf-connecting-ip "), Some("cf-connecting-ip".into()));
         for bad in ["", "two words", "x:y", "caf\u{e9}", &"a".repeat(65)] {
             assert_eq!(parse_header_name(bad), None, "{bad:?}");
         }
@@ -325,25 +294,12 @@ mod tests {
         assert_eq!(parse_max_failures("10"), Some(10));
         assert_eq!(parse_max_failures(" 0 "), Some(0));
         assert_eq!(parse_max_failures("4294967295"), Some(u32::MAX));
-        for bad in [
-            "",
-            " ",
-            "-1",
-            "+3",
-            "1.5",
-            "ten",
-            "4294967296",
-            "1e3",
-            "0x10",
-        ] {
+        for bad in ["", " ", "-1", "+3", "1.5", "ten", "4294967296", "1e3", "0x10"] {
             assert_eq!(parse_max_failures(bad), None, "{bad:?}");
         }
         assert_eq!(parse_window_seconds("900"), Some(900));
         assert_eq!(parse_window_seconds("1"), Some(1));
-        assert_eq!(
-            parse_window_seconds("31536000"),
-            Some(MAX_LOGIN_WINDOW_SECONDS)
-        );
+        assert_eq!(parse_window_seconds("31536000"), Some(MAX_LOGIN_WINDOW_SECONDS));
         for bad in ["", "0", "-5", "31536001", "15m", "99999999999999999999999"] {
             assert_eq!(parse_window_seconds(bad), None, "{bad:?}");
         }

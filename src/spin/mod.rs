@@ -56,11 +56,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let app::Served { response, fields } = app::handle(&mut ctx, &head, body);
     let status = response.status;
     send(&mut ctx, response_out, response);
-    log(&crate::log::request(
-        &fields,
-        status,
-        started.elapsed().as_micros(),
-    ));
+    log(&crate::log::request(&fields, status, started.elapsed().as_micros()));
 }
 
 /// All values of a header, joined (`join_values`).
@@ -99,9 +95,7 @@ fn send(ctx: &mut SpinContext, response_out: ResponseOutparam, response: Respons
         return;
     };
     let at_once = response.continues_after.is_none()
-        && stream
-            .check_write()
-            .is_ok_and(|room| room >= bytes.len() as u64);
+        && stream.check_write().is_ok_and(|room| room >= bytes.len() as u64);
     let pending = if at_once {
         Some((response_out, outgoing))
     } else {
@@ -136,9 +130,7 @@ fn send(ctx: &mut SpinContext, response_out: ResponseOutparam, response: Respons
         response_out.set(outgoing);
     }
     match written {
-        Err(error) => log(&format!(
-            "error: could not send the response body: {error:?}"
-        )),
+        Err(error) => log(&format!("error: could not send the response body: {error:?}")),
         Ok(()) if !finished => log("error: could not finish the response body"),
         Ok(()) => {}
     }
@@ -255,9 +247,7 @@ impl SettingSource for SpinContext {
 impl Context for SpinContext {
     fn now(&self) -> u64 {
         *self.now.get_or_init(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.as_secs())
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
         })
     }
 

@@ -31,10 +31,7 @@ pub(crate) fn at_least_one_row(statement: &str) -> String {
 /// that stands for "no rows". A row whose first column is NULL is that row:
 /// every statement's first column is a NOT NULL key.
 fn rows_of(result: RowSet) -> impl Iterator<Item = Vec<DbValue>> {
-    result
-        .rows
-        .into_iter()
-        .filter(|row| !matches!(row.first(), Some(DbValue::DbNull) | None))
+    result.rows.into_iter().filter(|row| !matches!(row.first(), Some(DbValue::DbNull) | None))
 }
 
 /// Connects on its first query (Spin pools the connections host-side).
@@ -45,10 +42,7 @@ pub struct PostgresConnection {
 
 impl PostgresConnection {
     pub fn new(database: &DbUrl) -> PostgresConnection {
-        PostgresConnection {
-            database: database.clone(),
-            connection: None,
-        }
+        PostgresConnection { database: database.clone(), connection: None }
     }
 }
 
@@ -56,18 +50,16 @@ impl PostgresConnection {
     fn connection(&mut self) -> anyhow::Result<&Connection> {
         match &mut self.connection {
             Some(connection) => Ok(connection),
-            slot => Ok(
-                slot.insert(Connection::open(&self.database.address).map_err(|error| {
-                    let reason = describe(&error);
-                    // Spin's refusal names the address only: say what fixes it.
-                    if reason.contains("is not permitted") {
-                        let fix = self.database.not_permitted_fix();
-                        anyhow!("connecting to PostgreSQL: {reason}; {fix}")
-                    } else {
-                        anyhow!("connecting to PostgreSQL: {reason}")
-                    }
-                })?),
-            ),
+            slot => Ok(slot.insert(Connection::open(&self.database.address).map_err(|error| {
+                let reason = describe(&error);
+                // Spin's refusal names the address only: say what fixes it.
+                if reason.contains("is not permitted") {
+                    let fix = self.database.not_permitted_fix();
+                    anyhow!("connecting to PostgreSQL: {reason}; {fix}")
+                } else {
+                    anyhow!("connecting to PostgreSQL: {reason}")
+                }
+            })?)),
         }
     }
 }
@@ -91,9 +83,7 @@ impl db::Connection for PostgresConnection {
             .connection()?
             .query(&sql, &params)
             .map_err(|error| anyhow!("PostgreSQL: {}", describe(&error)))?;
-        Ok(rows_of(rows)
-            .map(|row| row.into_iter().map(column).collect())
-            .collect())
+        Ok(rows_of(rows).map(|row| row.into_iter().map(column).collect()).collect())
     }
 
     /// Through `execute`, which the zero-row hang never affects.

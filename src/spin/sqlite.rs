@@ -18,11 +18,7 @@ pub struct SqliteConnection {
 
 impl SqliteConnection {
     pub fn new(label: &str) -> SqliteConnection {
-        SqliteConnection {
-            label: label.to_string(),
-            connection: None,
-            write_ready: false,
-        }
+        SqliteConnection { label: label.to_string(), connection: None, write_ready: false }
     }
 
     fn connection(&mut self) -> anyhow::Result<&Connection> {
@@ -47,9 +43,7 @@ impl db::Connection for SqliteConnection {
     fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
         let params = bind(&statement.params);
         let result = self.connection()?.execute(&statement.sql, &params);
-        result
-            .map(rows)
-            .map_err(|error| anyhow!("SQLite database {:?}: {error:?}", self.label))
+        result.map(rows).map_err(|error| anyhow!("SQLite database {:?}: {error:?}", self.label))
     }
 
     /// Spin sets no busy timeout, and rusqlite's 5 s default hands the wait
@@ -84,11 +78,7 @@ fn bind(params: &[SqlParam]) -> Vec<Value> {
 
 /// The rows of a result, as the shared readers of `sql` take them.
 fn rows(result: QueryResult) -> Vec<Vec<Column>> {
-    result
-        .rows
-        .into_iter()
-        .map(|row| row.values.into_iter().map(column).collect())
-        .collect()
+    result.rows.into_iter().map(|row| row.values.into_iter().map(column).collect()).collect()
 }
 
 fn column(value: Value) -> Column {

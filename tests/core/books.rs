@@ -50,11 +50,7 @@ fn the_list_is_every_book_by_ascending_id_and_ids_are_never_reused() {
     assert_eq!(ctx.authed("POST", "/book", &e), created(5, "E", "X", 5));
     // An update does not move a book.
     ctx.authed("PUT", "/book/1", r#"{"title":"Z"}"#);
-    let all = json!([
-        book(1, "Z", "X", 3),
-        book(3, "B", "X", 2),
-        book(5, "E", "X", 5)
-    ]);
+    let all = json!([book(1, "Z", "X", 3), book(3, "B", "X", 2), book(5, "E", "X", 5)]);
     assert_eq!(ctx.all_books(), all);
     // Nor does emptying the catalog.
     for id in [1, 3, 5] {
@@ -140,19 +136,10 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
     let mut ctx = TestContext::new();
     ctx.create_book("Dune", "Frank Herbert", 1965);
     // 1,000 characters, not bytes, after JSON escapes are decoded.
-    let too_long = [
-        "é".repeat(1001),
-        "📚".repeat(1001),
-        "a".repeat(1001),
-        "a".repeat(100_000),
-    ];
-    let too_long = too_long
-        .into_iter()
-        .chain([format!("{}é", "a".repeat(1000))]);
+    let too_long = ["é".repeat(1001), "📚".repeat(1001), "a".repeat(1001), "a".repeat(100_000)];
+    let too_long = too_long.into_iter().chain([format!("{}é", "a".repeat(1000))]);
     let texts = REFUSED_TEXTS.split('|').map(|text| text.trim().to_string());
-    let texts: Vec<String> = texts
-        .chain(too_long.map(|text| json!(text).to_string()))
-        .collect();
+    let texts: Vec<String> = texts.chain(too_long.map(|text| json!(text).to_string())).collect();
     let mut refused: Vec<(&str, &str)> = Vec::new();
     for text in &texts {
         refused.extend([("title", text.as_str()), ("author", text.as_str())]);
@@ -167,10 +154,7 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
         assert_eq!(outcome, invalid_input(), "update: {field} {shown}");
     }
     // One bad field spoils an otherwise good update: nothing is applied.
-    for body in [
-        r#"{"title":"Messiah","year":"1969"}"#,
-        r#"{"title":"Messiah","author":""}"#,
-    ] {
+    for body in [r#"{"title":"Messiah","year":"1969"}"#, r#"{"title":"Messiah","author":""}"#] {
         let outcome = ctx.authed("PUT", "/book/1", body);
         assert_eq!(outcome, invalid_input(), "{body}");
     }
@@ -189,20 +173,13 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
     let body = json!({"title": ascii, "author": mixed, "year": 2}).to_string();
     let outcome = ctx.authed("POST", "/book", &body);
     assert_eq!(outcome, created(3, &ascii, &mixed, 2));
-    let escaped = format!(
-        r#"{{"title":"{}","author":"x","year":3}}"#,
-        "\\u00e9".repeat(1000)
-    );
+    let escaped = format!(r#"{{"title":"{}","author":"x","year":3}}"#, "\\u00e9".repeat(1000));
     let outcome = ctx.authed("POST", "/book", &escaped);
     assert_eq!(outcome, created(4, &accents, "x", 3));
     for year in ["2147483647", "-2147483648", "0", "-500", "1965 "] {
         let expected: i64 = year.trim().parse().unwrap();
         let (status, envelope, _) = ctx.authed("POST", "/book", &create_body("year", year));
-        assert_eq!(
-            (status, &envelope["data"]["year"]),
-            (201, &json!(expected)),
-            "{year}"
-        );
+        assert_eq!((status, &envelope["data"]["year"]), (201, &json!(expected)), "{year}");
     }
     let body = json!({"title": accents, "year": i32::MIN}).to_string();
     let expected = updated(1, &accents, "Frank Herbert", i32::MIN.into());
@@ -326,22 +303,10 @@ fn each_single_book_request_is_one_store_call() {
     let mut ctx = TestContext::new();
     // What a login costs is login.rs's.
     let cases: [(&str, &str, &str, &[&str], u16); 12] = [
-        (
-            "POST",
-            "/book",
-            r#"{"title":"T","author":"A","year":1}"#,
-            &["create"],
-            201,
-        ),
+        ("POST", "/book", r#"{"title":"T","author":"A","year":1}"#, &["create"], 201),
         ("GET", "/book/1", "", &["get"], 200),
         ("GET", "/books", "", &["page"], 200),
-        (
-            "PUT",
-            "/book/1",
-            r#"{"title":"U","year":2}"#,
-            &["update"],
-            200,
-        ),
+        ("PUT", "/book/1", r#"{"title":"U","year":2}"#, &["update"], 200),
         ("PUT", "/book/1", "{}", &["update"], 200),
         ("PUT", "/book/1", r#"{"title":""}"#, &["get"], 400),
         ("PUT", "/book/9", r#"{"title":"U"}"#, &["update"], 404),
@@ -370,12 +335,7 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
         ("GET", "/books", Some("limit=2"), ""),
         ("GET", "/book/1", None, ""),
         ("GET", "/book/2", None, ""),
-        (
-            "POST",
-            "/book",
-            None,
-            r#"{"title":"T","author":"A","year":1}"#,
-        ),
+        ("POST", "/book", None, r#"{"title":"T","author":"A","year":1}"#),
         ("PUT", "/book/1", None, r#"{"year":1966}"#),
         ("PUT", "/book/1", None, "{}"),
         ("PUT", "/book/1", None, "not json"),
@@ -398,10 +358,7 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
             assert_eq!(ctx.check_response(&response), internal_error(), "{what}");
             let route = pattern(path);
             let request = format!("method={method} route={route} store=sqlite");
-            let logged = ctx
-                .logs
-                .iter()
-                .any(|l| l.contains("detail-ZQX") && l.contains(&request));
+            let logged = ctx.logs.iter().any(|l| l.contains("detail-ZQX") && l.contains(&request));
             assert!(logged, "{what}: {:?}", ctx.logs);
         }
         (ctx.fail_store, ctx.fail_open) = (None, None);
@@ -420,10 +377,7 @@ fn db_url_names_the_store_to_open() {
         (Some("sqlite://default"), sqlite("default")),
         (Some("sqlite://books_2"), sqlite("books_2")),
         (Some(pg), postgres(pg)),
-        (
-            Some("postgresql://db/books"),
-            postgres("postgresql://db/books"),
-        ),
+        (Some("postgresql://db/books"), postgres("postgresql://db/books")),
     ];
     for (db_url, target) in cases {
         let mut ctx = TestContext::new();
@@ -442,10 +396,7 @@ fn db_url_names_the_store_to_open() {
 /// (its scheme only, whatever it holds) is src/settings/db_url.rs's.
 #[test]
 fn an_unsupported_db_url_is_500_naming_the_setting_without_its_password() {
-    for db_url in [
-        "mysql://u:hunter2@x/db",
-        "mysql://u:p@ss/hunter2@x/db?password=hunter2",
-    ] {
+    for db_url in ["mysql://u:hunter2@x/db", "mysql://u:p@ss/hunter2@x/db?password=hunter2"] {
         let mut ctx = TestContext::new();
         ctx.set(Setting::DbUrl, db_url);
         // Checked on drop: no line holds it.
@@ -468,15 +419,11 @@ fn an_unsupported_db_url_is_500_naming_the_setting_without_its_password() {
 /// The field rules stated independently (docs/api.md, "Book rules").
 fn valid_text(value: &Value) -> bool {
     let valid = |text: &str| !text.trim().is_empty() && !text.contains('\0');
-    value
-        .as_str()
-        .is_some_and(|text| valid(text) && text.chars().count() <= 1000)
+    value.as_str().is_some_and(|text| valid(text) && text.chars().count() <= 1000)
 }
 
 fn valid_year(value: &Value) -> bool {
-    value
-        .as_i64()
-        .is_some_and(|year| i32::try_from(year).is_ok())
+    value.as_i64().is_some_and(|year| i32::try_from(year).is_ok())
 }
 
 fn field_value() -> impl Strategy<Value = Value> {
@@ -485,9 +432,7 @@ fn field_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         any::<i32>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         ".{0,12}".prop_map(Value::from),
         "[ \t\n]{0,3}".prop_map(Value::from),
         Just(Value::from("x".repeat(1000))),
@@ -504,9 +449,7 @@ pub fn book_object() -> impl Strategy<Value = Map<String, Value>> {
     let values = proptest::collection::vec(proptest::option::of(field_value()), 5);
     values.prop_map(move |values| {
         let fields = names.iter().zip(values);
-        fields
-            .filter_map(|(name, value)| Some((name.to_string(), value?)))
-            .collect()
+        fields.filter_map(|(name, value)| Some((name.to_string(), value?))).collect()
     })
 }
 

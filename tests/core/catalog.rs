@@ -284,13 +284,9 @@ fn filters_of_every_length_match_alike_through_the_index_or_not() {
     assert_eq!((ids(&page), link), (vec![2], None));
     // The longest allowed filter, of many different trigrams, quotes among
     // them: one statement, no error.
-    let long: String = (0..1000)
-        .map(|i| ['a', '"', 'é', 'Z', '\'', ' ', '%', 'b'][i * i % 7])
-        .collect();
-    assert_eq!(
-        found(&mut ctx, &format!("title={}", percent_encode(&long))),
-        Vec::<i64>::new()
-    );
+    let long: String =
+        (0..1000).map(|i| ['a', '"', 'é', 'Z', '\'', ' ', '%', 'b'][i * i % 7]).collect();
+    assert_eq!(found(&mut ctx, &format!("title={}", percent_encode(&long))), Vec::<i64>::new());
 }
 
 /// The ids the trigram index of `column` holds for the 3 characters
@@ -310,10 +306,7 @@ fn indexed(ctx: &TestContext, column: &str, trigram: &str) -> Vec<i64> {
 /// entry would cost time, never a wrong answer).
 #[test]
 fn the_index_follows_every_write() {
-    let mut ctx = with_books(&[
-        ("Dune", "Frank Herbert", 1965),
-        ("Emma", "Jane Austen", 1815),
-    ]);
+    let mut ctx = with_books(&[("Dune", "Frank Herbert", 1965), ("Emma", "Jane Austen", 1815)]);
     assert_eq!(found(&mut ctx, "title=dun"), [1]);
     assert_eq!(indexed(&ctx, "title", "dun"), [1]);
     ctx.authed("PUT", "/book/1", r#"{"title":"Solaris"}"#);
@@ -341,13 +334,8 @@ fn the_index_follows_every_write() {
     assert_eq!(indexed(&ctx, "title", "sol"), Vec::<i64>::new());
     assert_eq!(indexed(&ctx, "author", "lem"), Vec::<i64>::new());
     // A keyed create is indexed like any other.
-    ctx.request_headers
-        .push(("Idempotency-Key".into(), "k-1".into()));
-    let created = ctx.authed(
-        "POST",
-        "/book",
-        &book_body("Kindred", "Octavia E. Butler", 1979),
-    );
+    ctx.request_headers.push(("Idempotency-Key".into(), "k-1".into()));
+    let created = ctx.authed("POST", "/book", &book_body("Kindred", "Octavia E. Butler", 1979));
     assert_eq!(created.0, 201);
     assert_eq!(found(&mut ctx, "title=kin"), [3]);
     assert_eq!(found(&mut ctx, "title=emm&author=aust"), [2]);
@@ -391,16 +379,10 @@ fn pages_follow_ids_with_a_link_on_every_page_but_the_last() {
             book(2, "dune messiah", "FRANK HERBERT", 1969)
         ]))
     );
-    assert_eq!(
-        link.as_deref(),
-        Some(r#"</books?limit=2&after=2>; rel="next""#)
-    );
+    assert_eq!(link.as_deref(), Some(r#"</books?limit=2&after=2>; rel="next""#));
     let (second, link) = ctx.get_books(Some("limit=2&after=2"));
     assert_eq!(ids(&second), [3, 4]);
-    assert_eq!(
-        link.as_deref(),
-        Some(r#"</books?limit=2&after=4>; rel="next""#)
-    );
+    assert_eq!(link.as_deref(), Some(r#"</books?limit=2&after=4>; rel="next""#));
     // Exactly the last two: no next page, no Link.
     let (last, link) = ctx.get_books(Some("after=4&limit=2"));
     assert_eq!(ids(&last), [5, 6]);
@@ -443,18 +425,10 @@ fn the_link_keeps_every_filter_percent_encoded() {
 #[test]
 fn each_query_is_one_statement() {
     let mut ctx = with_books(&SAMPLE);
-    for query in [
-        "limit=2",
-        "title=dune",
-        "after=1&limit=1000&year=2001&author=a",
-    ] {
+    for query in ["limit=2", "title=dune", "after=1&limit=1000&year=2001&author=a"] {
         ctx.reset_calls();
         assert_eq!(ctx.get_books(Some(query)).0 .0, 200);
-        assert_eq!(
-            (ctx.opens, &ctx.statements[..]),
-            (1, &["page"][..]),
-            "{query}"
-        );
+        assert_eq!((ctx.opens, &ctx.statements[..]), (1, &["page"][..]), "{query}");
     }
 }
 
@@ -479,9 +453,7 @@ fn text(max: usize) -> impl Strategy<Value = String> {
         1..=max,
     )
     .prop_map(|chars| chars.into_iter().collect())
-    .prop_filter("a book's text is not blank", |text: &String| {
-        !text.trim().is_empty()
-    })
+    .prop_filter("a book's text is not blank", |text: &String| !text.trim().is_empty())
 }
 
 /// A text filter: text of its own, or (so that filters of 3 or more
@@ -496,12 +468,7 @@ enum Needle {
 fn needle() -> impl Strategy<Value = Needle> {
     prop_oneof![
         text(4).prop_map(Needle::Text),
-        (
-            any::<prop::sample::Index>(),
-            any::<prop::sample::Index>(),
-            1..=5usize,
-            any::<bool>()
-        )
+        (any::<prop::sample::Index>(), any::<prop::sample::Index>(), 1..=5usize, any::<bool>())
             .prop_map(|(book, start, len, flip)| Needle::Piece(book, start, len, flip)),
     ]
 }
@@ -530,21 +497,10 @@ impl Needle {
 /// lowered one by one, every other character kept, literal substring.
 fn oracle_contains(field: &str, needle: &str) -> bool {
     let fold = |s: &str| -> Vec<char> {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_uppercase() {
-                    (c as u8 + 32) as char
-                } else {
-                    c
-                }
-            })
-            .collect()
+        s.chars().map(|c| if c.is_ascii_uppercase() { (c as u8 + 32) as char } else { c }).collect()
     };
     let (field, needle) = (fold(field), fold(needle));
-    needle.is_empty()
-        || field
-            .windows(needle.len())
-            .any(|window| window == needle.as_slice())
+    needle.is_empty() || field.windows(needle.len()).any(|window| window == needle.as_slice())
 }
 
 proptest! {

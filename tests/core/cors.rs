@@ -22,20 +22,11 @@ fn from(
 ) -> Response {
     ctx.request_headers = vec![("Origin".into(), origin.into())];
     if preflight {
+        ctx.request_headers.push(("Access-Control-Request-Method".into(), "PUT".into()));
         ctx.request_headers
-            .push(("Access-Control-Request-Method".into(), "PUT".into()));
-        ctx.request_headers.push((
-            "Access-Control-Request-Headers".into(),
-            "authorization,if-match".into(),
-        ));
+            .push(("Access-Control-Request-Headers".into(), "authorization,if-match".into()));
     }
-    let response = ctx.respond(
-        method,
-        path,
-        None,
-        token.map(str::as_bytes),
-        body.as_bytes(),
-    );
+    let response = ctx.respond(method, path, None, token.map(str::as_bytes), body.as_bytes());
     ctx.check_response(&response);
     response
 }
@@ -55,25 +46,15 @@ fn unset_nothing_changes_and_a_preflight_is_refused_as_any_request_without_a_tok
     let health = from(&mut ctx, APP, "OPTIONS", "/health", true, None, "");
     assert_eq!((health.status, health.header("allow")), (405, Some("GET")));
     let token = ctx.token();
-    let created = from(
-        &mut ctx,
-        APP,
-        "POST",
-        "/book",
-        false,
-        Some(&token),
-        &book_body("Dune", "F", 1965),
-    );
+    let created =
+        from(&mut ctx, APP, "POST", "/book", false, Some(&token), &book_body("Dune", "F", 1965));
     assert_eq!((created.status, cors_headers(&created)), (201, vec![]));
 }
 
 #[test]
 fn a_listed_origins_preflight_is_answered_before_authentication_with_the_paths_methods() {
     let mut ctx = TestContext::new();
-    ctx.set(
-        Setting::CorsAllowedOrigins,
-        "https://other.example, https://APP.example.com",
-    );
+    ctx.set(Setting::CorsAllowedOrigins, "https://other.example, https://APP.example.com");
     for (path, methods) in [
         ("/book/1", "GET, PUT, DELETE"),
         ("/book", "POST"),
@@ -104,25 +85,11 @@ fn a_listed_origins_preflight_is_answered_before_authentication_with_the_paths_m
     }
     // A path the service does not serve is 404, readable by the page.
     let unknown = from(&mut ctx, APP, "OPTIONS", "/nowhere", true, None, "");
-    assert_eq!(
-        (
-            unknown.status,
-            unknown.header("access-control-allow-origin")
-        ),
-        (404, Some(APP))
-    );
+    assert_eq!((unknown.status, unknown.header("access-control-allow-origin")), (404, Some(APP)));
     // An OPTIONS that is no preflight, and a preflight from an unlisted origin, as before.
     let plain = from(&mut ctx, APP, "OPTIONS", "/book/1", false, None, "");
     assert_eq!(plain.status, 401);
-    let stranger = from(
-        &mut ctx,
-        "https://evil.example",
-        "OPTIONS",
-        "/book/1",
-        true,
-        None,
-        "",
-    );
+    let stranger = from(&mut ctx, "https://evil.example", "OPTIONS", "/book/1", true, None, "");
     assert_eq!((stranger.status, cors_headers(&stranger)), (401, vec![]));
 }
 
@@ -133,76 +100,33 @@ fn every_answer_to_a_listed_origin_is_readable_by_its_page_and_none_to_another()
     let token = ctx.token();
     let too_big = "x".repeat(book_catalog::MAX_BODY_BYTES + 1);
     let answers = [
-        from(
-            &mut ctx,
-            APP,
-            "POST",
-            "/book",
-            false,
-            Some(&token),
-            &book_body("Dune", "F", 1965),
-        ),
+        from(&mut ctx, APP, "POST", "/book", false, Some(&token), &book_body("Dune", "F", 1965)),
         from(&mut ctx, APP, "GET", "/book/1", false, None, ""),
         from(&mut ctx, APP, "GET", "/book/9", false, Some(&token), ""),
-        from(
-            &mut ctx,
-            APP,
-            "POST",
-            "/book",
-            false,
-            Some(&token),
-            &too_big,
-        ),
+        from(&mut ctx, APP, "POST", "/book", false, Some(&token), &too_big),
         from(&mut ctx, APP, "GET", "/books", false, Some(&token), ""),
     ];
     let statuses: Vec<u16> = answers.iter().map(|a| a.status).collect();
     assert_eq!(statuses, [201, 401, 404, 413, 200]);
     for answer in &answers {
         assert_eq!(answer.header("access-control-allow-origin"), Some(APP));
-        assert_eq!(
-            answer.header("access-control-expose-headers"),
-            Some("ETag, Link, Retry-After")
-        );
+        assert_eq!(answer.header("access-control-expose-headers"), Some("ETag, Link, Retry-After"));
     }
-    let other = from(
-        &mut ctx,
-        "https://evil.example",
-        "GET",
-        "/book/1",
-        false,
-        Some(&token),
-        "",
-    );
+    let other = from(&mut ctx, "https://evil.example", "GET", "/book/1", false, Some(&token), "");
     assert_eq!((other.status, cors_headers(&other)), (200, vec![]));
     // `*`: any origin, by name of none.
     ctx.set(Setting::CorsAllowedOrigins, "*");
-    let any = from(
-        &mut ctx,
-        "https://anyone.example",
-        "GET",
-        "/health",
-        false,
-        None,
-        "",
-    );
+    let any = from(&mut ctx, "https://anyone.example", "GET", "/health", false, None, "");
     assert_eq!(any.header("access-control-allow-origin"), Some("*"));
 }
 
 #[test]
 fn a_malformed_value_is_warned_about_and_leaves_cors_off() {
-    for bad in [
-        "https://app.example.com/",
-        "app.example.com",
-        "*, https://app.example.com",
-    ] {
+    for bad in ["https://app.example.com/", "app.example.com", "*, https://app.example.com"] {
         let mut ctx = TestContext::new();
         ctx.set(Setting::CorsAllowedOrigins, bad);
         let preflight = from(&mut ctx, APP, "OPTIONS", "/book/1", true, None, "");
-        assert_eq!(
-            (preflight.status, cors_headers(&preflight)),
-            (401, vec![]),
-            "{bad}"
-        );
+        assert_eq!((preflight.status, cors_headers(&preflight)), (401, vec![]), "{bad}");
         assert!(ctx.logged("level=warn", "cors_allowed_origins / CORS_ALLOWED_ORIGINS is not * or a comma-separated list of origins (scheme://host[:port]): CORS stays off"), "{bad}");
     }
 }

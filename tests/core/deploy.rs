@@ -30,11 +30,8 @@ const TOKEN: &str = "made-up-signing-secret-of-48-bytes-0123456789abc";
 const HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA";
 const DB_URL: &str = "postgres://book:p%40ss@db.example.com:6432/books?sslmode=require";
 /// What the deploy READMEs ask for, by name (after SPIN_VARIABLE_).
-const REQUIRED: [(&str, &str); 3] = [
-    ("SECRET_TOKEN", TOKEN),
-    ("AUTH_PASSWORD_HASH", HASH),
-    ("DB_URL", DB_URL),
-];
+const REQUIRED: [(&str, &str); 3] =
+    [("SECRET_TOKEN", TOKEN), ("AUTH_PASSWORD_HASH", HASH), ("DB_URL", DB_URL)];
 /// A stand-in (an exported bash function) that writes its command line to
 /// $COMMANDS (no value the tests give has a space, so words stay words).
 const STAND_IN: &str = r#"() { printf '%s\n' "${FUNCNAME[0]} $*" >> "$COMMANDS"; }"#;

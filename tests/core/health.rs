@@ -13,11 +13,7 @@ fn healthy_without_authentication_whatever_the_header_or_the_secret() {
     ctx.create_book("Dune", "Frank Herbert", 1965);
     ctx.reset_calls();
     assert_eq!(ctx.call("GET", "/health", None, ""), healthy());
-    assert_eq!(
-        (ctx.opens, &ctx.statements[..]),
-        (1, &["ping"][..]),
-        "the store is asked"
-    );
+    assert_eq!((ctx.opens, &ctx.statements[..]), (1, &["ping"][..]), "the store is asked");
     assert_eq!(ctx.opened, [sqlite("default")]);
     let expired = token_with_exp(&(NOW - 10).to_string());
     let valid = ctx.token();
@@ -40,14 +36,9 @@ fn an_unusable_store_is_503_with_the_reason_in_the_log_only_until_it_answers() {
     ctx.fail_store = Some("connection refused (os error 111)".into());
     let outcome = ctx.call("GET", "/health", None, "");
     assert_eq!(outcome, unavailable());
-    let [line] = &ctx.logs[..] else {
-        panic!("{:?}", ctx.logs)
-    };
+    let [line] = &ctx.logs[..] else { panic!("{:?}", ctx.logs) };
     assert!(line.starts_with("level=error msg=\"request failed\" method=GET route=/health"));
-    assert!(
-        line.contains("connection refused") && line.contains("SQLite database"),
-        "{line}"
-    );
+    assert!(line.contains("connection refused") && line.contains("SQLite database"), "{line}");
     ctx.fail_store = None;
     assert_eq!(ctx.call("GET", "/health", None, ""), healthy(), "recovered");
     ctx.fail_open = Some("access denied to database \"other\"".into());

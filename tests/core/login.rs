@@ -34,10 +34,7 @@ fn cheap_hash(password: &str) -> String {
     let salt = SaltString::from_b64("dGVzdHNhbHR0ZXN0c2FsdA").unwrap();
     let params = argon2::Params::new(64, 1, 1, None).unwrap();
     let argon2 = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
-    argon2
-        .hash_password(password.as_bytes(), &salt)
-        .unwrap()
-        .to_string()
+    argon2.hash_password(password.as_bytes(), &salt).unwrap().to_string()
 }
 
 // ---- Payloads ---------------------------------------------------------------
@@ -113,10 +110,7 @@ fn unreadable_logins_check_no_password_and_are_not_counted() {
         }
     }
     assert_eq!(count_of(&mut ctx, "192.0.2.10"), None);
-    assert_eq!(
-        [WRONG; 3].map(|body| status(&mut ctx, body)),
-        [401, 401, 429]
-    );
+    assert_eq!([WRONG; 3].map(|body| status(&mut ctx, body)), [401, 401, 429]);
     // Once blocked, a malformed login is refused the same way.
     assert_eq!(ctx.post_token("{}").0, too_many_attempts());
 }
@@ -151,11 +145,7 @@ fn wrong_credentials_are_refused() {
         ctx.client_addr = Some(format!("198.51.100.{index}:5000"));
         let body = json!({"username": username, "password": password}).to_string();
         let outcome = ctx.call("POST", "/token", None, &body);
-        assert_eq!(
-            outcome,
-            invalid_credentials(),
-            "{username:?} / {password:?}"
-        );
+        assert_eq!(outcome, invalid_credentials(), "{username:?} / {password:?}");
     }
     // No log line may hold what was submitted (checked when `ctx` drops).
     let submitted = ["wrong-password-1", "wrong-password-2", "someone-else-99"];
@@ -189,10 +179,9 @@ fn configured_credentials_replace_the_defaults() {
     ];
     for (username, password, right, refused) in cases {
         let mut ctx = TestContext::new();
-        for (setting, value) in [
-            (Setting::AuthUsername, username),
-            (Setting::AuthPassword, password),
-        ] {
+        for (setting, value) in
+            [(Setting::AuthUsername, username), (Setting::AuthPassword, password)]
+        {
             if !value.is_empty() {
                 ctx.set(setting, value);
             }
@@ -211,23 +200,12 @@ fn configured_credentials_replace_the_defaults() {
 fn the_default_password_is_warned_about_without_being_logged() {
     let mut ctx = TestContext::new();
     ctx.login();
-    let warnings: Vec<&String> = ctx
-        .logs
-        .iter()
-        .filter(|l| l.contains("default password"))
-        .collect();
-    let [warning] = warnings[..] else {
-        panic!("one warning: {:?}", ctx.logs)
-    };
+    let warnings: Vec<&String> =
+        ctx.logs.iter().filter(|l| l.contains("default password")).collect();
+    let [warning] = warnings[..] else { panic!("one warning: {:?}", ctx.logs) };
     assert!(warning.contains("AUTH_PASSWORD"), "{warning}");
     // The value never appears as a value (the word itself is in the message).
-    for leak in [
-        "\"password\"",
-        "'password'",
-        "=password",
-        ": password\"",
-        "password/",
-    ] {
+    for leak in ["\"password\"", "'password'", "=password", ": password\"", "password/"] {
         assert!(!warning.contains(leak), "{warning}");
     }
     // A refused attempt warns too, and logs nothing of what was sent.
@@ -245,15 +223,11 @@ fn documented_settings(file: &str) -> Vec<(String, String, String)> {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
     let cells = |line: &str| -> Vec<String> {
         let line = line.trim().trim_start_matches('|').trim_end_matches('|');
-        line.split('|')
-            .map(|cell| cell.trim().to_string())
-            .collect()
+        line.split('|').map(|cell| cell.trim().to_string()).collect()
     };
     let mut lines = text.lines();
-    let header = lines
-        .by_ref()
-        .map(cells)
-        .find(|header| header.iter().any(|c| c == "Spin variable"));
+    let header =
+        lines.by_ref().map(cells).find(|header| header.iter().any(|c| c == "Spin variable"));
     let header = header.unwrap_or_else(|| panic!("{file}: no \"Spin variable\" column"));
     let column = |name: &str| {
         let position = header.iter().position(|cell| cell == name);
@@ -278,34 +252,25 @@ fn the_documented_settings_are_the_settings_with_their_login_defaults() {
         let upper = setting.variable_name().to_ascii_uppercase();
         assert_eq!(setting.env_name(), upper, "{setting:?}");
     }
-    let mut settings: Vec<(&str, &str)> = Setting::ALL
-        .iter()
-        .map(|s| (s.variable_name(), s.env_name()))
-        .collect();
+    let mut settings: Vec<(&str, &str)> =
+        Setting::ALL.iter().map(|s| (s.variable_name(), s.env_name())).collect();
     settings.sort_unstable();
     for file in ["README.md", "docs/configuration.md"] {
         let table = documented_settings(file);
-        let mut documented: Vec<(&str, &str)> = table
-            .iter()
-            .map(|(variable, env, _)| (variable.as_str(), env.as_str()))
-            .collect();
+        let mut documented: Vec<(&str, &str)> =
+            table.iter().map(|(variable, env, _)| (variable.as_str(), env.as_str())).collect();
         documented.sort_unstable();
         assert_eq!(documented, settings, "{file}: the settings table");
         // The documented defaults: the first `code` of the Default cell.
         let default_of = |name: &str| -> String {
             let (_, _, cell) = table.iter().find(|(v, _, _)| v == name).unwrap();
             let code = cell.split('`').nth(1);
-            code.unwrap_or_else(|| panic!("{file}: no default for {name}: {cell}"))
-                .to_string()
+            code.unwrap_or_else(|| panic!("{file}: no default for {name}: {cell}")).to_string()
         };
         assert_eq!(default_of("auth_username"), DEFAULT_USERNAME, "{file}");
         assert_eq!(default_of("auth_password"), DEFAULT_PASSWORD, "{file}");
         let max_failures = default_of("login_max_failures");
-        assert_eq!(
-            max_failures,
-            DEFAULT_LOGIN_MAX_FAILURES.to_string(),
-            "{file}"
-        );
+        assert_eq!(max_failures, DEFAULT_LOGIN_MAX_FAILURES.to_string(), "{file}");
         let window = default_of("login_window_seconds");
         assert_eq!(window, DEFAULT_LOGIN_WINDOW_SECONDS.to_string(), "{file}");
         // And they are what a login meets with nothing configured (the
@@ -352,12 +317,7 @@ fn an_unusable_hash_makes_every_login_500_with_a_log_line_without_the_hash() {
     ] {
         let mut ctx = TestContext::new();
         ctx.set(Setting::AuthPasswordHash, &bad);
-        for body in [
-            LOGIN,
-            WRONG,
-            r#"{"username":"admin","password":"pw"}"#,
-            "{}",
-        ] {
+        for body in [LOGIN, WRONG, r#"{"username":"admin","password":"pw"}"#, "{}"] {
             ctx.logs.clear();
             assert_eq!(ctx.post_token(body).0, internal_error(), "{bad}: {body}");
             let logged = ctx.logged("level=error ", "AUTH_PASSWORD_HASH");
@@ -377,11 +337,7 @@ fn by_default_ten_failures_block_every_login_for_900_seconds() {
     }
     // The eleventh and every login after it, right credentials anywhere too.
     for attempt in 11..=200 {
-        let body = if [11, 12, 50, 200].contains(&attempt) {
-            LOGIN
-        } else {
-            WRONG
-        };
+        let body = if [11, 12, 50, 200].contains(&attempt) { LOGIN } else { WRONG };
         let outcome = ctx.post_token(body);
         assert_eq!(outcome, (too_many_attempts(), Some(900)), "{attempt}");
     }
@@ -414,10 +370,7 @@ fn a_success_clears_the_count() {
     for _ in 0..3 {
         // Two failures are below the limit; the success starts afresh (else
         // the third failure of the second round would block the address).
-        assert_eq!(
-            [WRONG, WRONG, LOGIN].map(|body| status(&mut ctx, body)),
-            [401, 401, 200]
-        );
+        assert_eq!([WRONG, WRONG, LOGIN].map(|body| status(&mut ctx, body)), [401, 401, 200]);
     }
     assert_eq!(ctx.rows("login_attempts"), 0);
 }
@@ -468,11 +421,7 @@ fn invalid_settings_warn_and_use_the_defaults() {
         }
         let outcome = ctx.post_token(WRONG);
         assert_eq!(outcome, (too_many_attempts(), Some(900)), "{max} {window}");
-        let mut names = vec![
-            "LOGIN_MAX_FAILURES",
-            "LOGIN_WINDOW_SECONDS",
-            "TRUSTED_PROXY_HOPS",
-        ];
+        let mut names = vec!["LOGIN_MAX_FAILURES", "LOGIN_WINDOW_SECONDS", "TRUSTED_PROXY_HOPS"];
         names.extend((!header.is_empty()).then_some("CLIENT_IP_HEADER"));
         for name in names {
             assert!(ctx.logged("level=warn ", name), "{name}: {:?}", ctx.logs);
@@ -571,11 +520,7 @@ fn the_client_counted_is_the_one_the_settings_name() {
             ctx.set(setting, value);
         }
         if let Some((name, value)) = header.split_once('=') {
-            let name = if name == "XFF" {
-                "x-forwarded-for"
-            } else {
-                name
-            };
+            let name = if name == "XFF" { "x-forwarded-for" } else { name };
             ctx.request_headers = vec![(name.into(), value.into())];
         }
         assert_eq!(status(&mut ctx, WRONG), 401, "{row}");
@@ -635,10 +580,7 @@ fn a_setting_or_store_that_fails_is_never_replaced_by_a_default() {
     // A store that fails: no login passes uncounted.
     let mut ctx = TestContext::new();
     ctx.fail_store = Some("disk I/O error (detail-LOGSTORE)".into());
-    assert_eq!(
-        [LOGIN, WRONG].map(|body| status(&mut ctx, body)),
-        [500, 500]
-    );
+    assert_eq!([LOGIN, WRONG].map(|body| status(&mut ctx, body)), [500, 500]);
     let failed = "level=error msg=\"request failed\" method=POST route=/token";
     assert!(ctx.logged(failed, "detail-LOGSTORE"), "{:?}", ctx.logs);
 }
@@ -671,27 +613,16 @@ fn nothing_secret_reaches_the_log() {
     }
     ctx.never_logged.extend(submitted.map(String::from));
     let (issued, _) = ctx.post_token(right);
-    let issued = issued.1["data"]["token"]
-        .as_str()
-        .expect("a token")
-        .to_string();
+    let issued = issued.1["data"]["token"].as_str().expect("a token").to_string();
     assert_eq!(status(&mut ctx, guess), 401);
     // A token of the previous secret on a protected route.
-    let old = forge(
-        HS256_HEADER,
-        &format!(r#"{{"exp":{}}}"#, NOW + 900),
-        PREVIOUS.as_bytes(),
-    );
+    let old = forge(HS256_HEADER, &format!(r#"{{"exp":{}}}"#, NOW + 900), PREVIOUS.as_bytes());
     assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
     ctx.fail_store = Some("disk I/O error (detail-LOGSTORE)".into());
-    assert_eq!(
-        [right, guess].map(|body| status(&mut ctx, body)),
-        [500, 500]
-    );
-    for (start, logged) in [
-        ("level=warn ", "LOGIN_MAX_FAILURES"),
-        ("level=error ", "detail-LOGSTORE"),
-    ] {
+    assert_eq!([right, guess].map(|body| status(&mut ctx, body)), [500, 500]);
+    for (start, logged) in
+        [("level=warn ", "LOGIN_MAX_FAILURES"), ("level=error ", "detail-LOGSTORE")]
+    {
         assert!(ctx.logged(start, logged), "{logged}: {:?}", ctx.logs);
     }
     assert_eq!(ctx.leaks(), Vec::<String>::new());

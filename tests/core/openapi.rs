@@ -49,9 +49,7 @@ fn field_schemas<'a>(doc: &'a Value, schema: &'a Value, field: &str) -> Vec<&'a 
     let schema = resolve(doc, schema);
     let own = Some(&schema["properties"][field]).filter(|own| !own.is_null());
     let parts = schema["allOf"].as_sequence().into_iter().flatten();
-    own.into_iter()
-        .chain(parts.flat_map(|part| field_schemas(doc, part, field)))
-        .collect()
+    own.into_iter().chain(parts.flat_map(|part| field_schemas(doc, part, field))).collect()
 }
 
 /// Every response the document defines, by name: each operation's and each
@@ -66,10 +64,7 @@ fn defined_responses(doc: &Value) -> Vec<(String, &Value)> {
             }
         }
     }
-    for (name, response) in doc["components"]["responses"]
-        .as_mapping()
-        .expect("responses")
-    {
+    for (name, response) in doc["components"]["responses"].as_mapping().expect("responses") {
         responses.push((format!("{name:?}"), response));
     }
     responses.retain(|(_, response)| !response["$ref"].is_string());
@@ -84,10 +79,7 @@ fn defined_responses(doc: &Value) -> Vec<(String, &Value)> {
 fn each_path_is_routed_with_its_methods_allow_and_security() {
     let doc = document();
     let by_default = doc["security"].as_sequence();
-    assert!(
-        by_default.is_some_and(|s| !s.is_empty()),
-        "protected by default"
-    );
+    assert!(by_default.is_some_and(|s| !s.is_empty()), "protected by default");
     let paths = doc["paths"].as_mapping().expect("paths");
     assert_eq!(paths.len(), 5, "the API has five paths (with /health)");
     for (template, item) in paths {
@@ -96,22 +88,14 @@ fn each_path_is_routed_with_its_methods_allow_and_security() {
         let routed = |method: &str| route(method, &path).expect("a documented path is routed");
         let mut documented = documented_methods(item);
         documented.sort_by_key(|method| METHODS.iter().position(|m| m == method));
-        let served = METHODS
-            .into_iter()
-            .filter(|method| routed(method).endpoint.is_ok());
+        let served = METHODS.into_iter().filter(|method| routed(method).endpoint.is_ok());
         assert_eq!(documented, served.collect::<Vec<_>>(), "{template}");
         let allow = Box::leak(documented.join(", ").into_boxed_str());
         let refused = routed("PATCH").endpoint;
-        assert_eq!(
-            refused,
-            Err(ApiError::MethodNotAllowed(allow)),
-            "{template}"
-        );
+        assert_eq!(refused, Err(ApiError::MethodNotAllowed(allow)), "{template}");
         for method in documented {
             let operation = &item[method.to_ascii_lowercase().as_str()];
-            let public = operation["security"]
-                .as_sequence()
-                .is_some_and(|s| s.is_empty());
+            let public = operation["security"].as_sequence().is_some_and(|s| s.is_empty());
             assert_eq!(public, !routed(&method).protected, "{method} {template}");
         }
     }
@@ -165,31 +149,22 @@ fn every_error_message_is_documented_at_its_status() {
             | ApiError::StoreBusy(_) => {}
         }
     }
-    let responses = doc["components"]["responses"]
-        .as_mapping()
-        .expect("responses");
+    let responses = doc["components"]["responses"].as_mapping().expect("responses");
     for error in errors {
         let documented = responses.values().any(|response| {
             let schema = &response["content"]["application/json"]["schema"];
             let status_matches = field_schemas(&doc, schema, "status")
                 .iter()
                 .any(|status| status["const"].as_u64() == Some(error.status().into()));
-            let message_matches = field_schemas(&doc, schema, "message")
-                .iter()
-                .any(|message| {
-                    message["const"].as_str() == Some(error.message())
-                        || message["enum"].as_sequence().is_some_and(|all| {
-                            all.iter().any(|m| m.as_str() == Some(error.message()))
-                        })
-                });
+            let message_matches = field_schemas(&doc, schema, "message").iter().any(|message| {
+                message["const"].as_str() == Some(error.message())
+                    || message["enum"]
+                        .as_sequence()
+                        .is_some_and(|all| all.iter().any(|m| m.as_str() == Some(error.message())))
+            });
             status_matches && message_matches
         });
-        assert!(
-            documented,
-            "{} {:?} is not documented:\n{text}",
-            error.status(),
-            error.message()
-        );
+        assert!(documented, "{} {:?} is not documented:\n{text}", error.status(), error.message());
     }
 }
 
@@ -236,10 +211,7 @@ fn the_idempotency_key_rule_is_the_components() {
     assert!(IdempotencyKey::parse(&[b'~'; 255]).is_ok());
     assert!(IdempotencyKey::parse(&[b'~'; 256]).is_err());
     let post = &doc["paths"]["/book"]["post"]["parameters"][0]["$ref"];
-    assert_eq!(
-        post.as_str(),
-        Some("#/components/parameters/IdempotencyKey")
-    );
+    assert_eq!(post.as_str(), Some("#/components/parameters/IdempotencyKey"));
 }
 
 /// Generators read a schema as written: keywords beside a `$ref` are

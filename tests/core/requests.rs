@@ -20,10 +20,7 @@ fn responses_are_json_envelopes_byte_for_byte() {
     let body = br#"{"status":401,"message":"Authorization token required","data":null}"#;
     assert_eq!(response.body, body);
     let headers: Vec<(&str, &str)> = response.headers().collect();
-    let common = [
-        ("content-type", "application/json"),
-        ("cache-control", "no-store"),
-    ];
+    let common = [("content-type", "application/json"), ("cache-control", "no-store")];
     assert_eq!(headers, common);
     let response = ctx.respond("GET", "/token", None, None, &b""[..]);
     let body = br#"{"status":405,"message":"Method not allowed","data":null}"#;
@@ -72,11 +69,7 @@ fn other_methods_are_405_with_the_paths_allow() {
     for row in table.trim().lines() {
         let [path, allow, methods] = cells(row);
         let public = path == "/token" || path == "/health";
-        let tokens = if public {
-            &any_token[..]
-        } else {
-            &any_token[2..]
-        };
+        let tokens = if public { &any_token[..] } else { &any_token[2..] };
         for method in methods.split(' ') {
             for auth in tokens {
                 let probe = BodyProbe::default();
@@ -112,13 +105,7 @@ fn authentication_comes_before_everything_on_protected_paths() {
         ("PUT", "/book/1", None, &too_big, too_large()),
         ("PUT", "/book/abc", None, &too_big, book_not_found()),
         ("GET", "/books", Some("limit=0"), "", invalid_query()),
-        (
-            "GET",
-            "/books",
-            Some("limit=1&limit=1"),
-            "",
-            invalid_query(),
-        ),
+        ("GET", "/books", Some("limit=1&limit=1"), "", invalid_query()),
         ("POST", "/books", Some("limit=0"), "", not_allowed("GET")),
         ("DELETE", "/books", None, "", not_allowed("GET")),
         ("GET", "/book", None, "", not_allowed("POST")),
@@ -146,15 +133,8 @@ fn authentication_comes_before_everything_on_protected_paths() {
         assert_eq!(ctx.check_response(&response), answer, "{what}");
     }
     // The body's size comes before the Idempotency-Key.
-    ctx.request_headers
-        .push(("Idempotency-Key".into(), "two words".into()));
-    let response = ctx.respond(
-        "POST",
-        "/book",
-        None,
-        Some(valid.as_bytes()),
-        too_big.as_bytes(),
-    );
+    ctx.request_headers.push(("Idempotency-Key".into(), "two words".into()));
+    let response = ctx.respond("POST", "/book", None, Some(valid.as_bytes()), too_big.as_bytes());
     assert_eq!(ctx.check_response(&response), too_large());
 }
 
@@ -168,12 +148,8 @@ fn padded(json: &str, len: usize) -> Vec<u8> {
 
 /// The "N MiB" of a sentence saying a body is "over N MiB", in bytes.
 fn documented_limit(text: &str, what: &str) -> usize {
-    let (_, after) = text
-        .split_once("over ")
-        .unwrap_or_else(|| panic!("{what}: {text:?}"));
-    let mib = after
-        .split_once(" MiB")
-        .and_then(|(number, _)| number.trim().parse::<usize>().ok());
+    let (_, after) = text.split_once("over ").unwrap_or_else(|| panic!("{what}: {text:?}"));
+    let mib = after.split_once(" MiB").and_then(|(number, _)| number.trim().parse::<usize>().ok());
     mib.unwrap_or_else(|| panic!("{what} gives no \"over N MiB\": {text:?}")) * 1024 * 1024
 }
 
@@ -191,13 +167,8 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     assert_eq!(documented_limit(row, "docs/api.md"), MAX_BODY_BYTES);
     let openapi: serde_yaml::Value = serde_yaml::from_str(&read("openapi.yaml")).unwrap();
     let too_large_response = &openapi["components"]["responses"]["BodyTooLarge"];
-    let description = too_large_response["description"]
-        .as_str()
-        .expect("BodyTooLarge");
-    assert_eq!(
-        documented_limit(description, "openapi.yaml"),
-        MAX_BODY_BYTES
-    );
+    let description = too_large_response["description"].as_str().expect("BodyTooLarge");
+    assert_eq!(documented_limit(description, "openapi.yaml"), MAX_BODY_BYTES);
 
     let mut ctx = TestContext::new();
     ctx.create_book("Dune", "Frank Herbert", 1965);
@@ -205,20 +176,8 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     let exact = book_body("Exact", "Size", 2);
     // (method, path, with the token, a body, the answer at exactly the limit)
     let cases = [
-        (
-            "POST",
-            "/book",
-            true,
-            exact.as_str(),
-            created(2, "Exact", "Size", 2),
-        ),
-        (
-            "PUT",
-            "/book/1",
-            true,
-            r#"{"year":1966}"#,
-            updated(1, "Dune", "Frank Herbert", 1966),
-        ),
+        ("POST", "/book", true, exact.as_str(), created(2, "Exact", "Size", 2)),
+        ("PUT", "/book/1", true, r#"{"year":1966}"#, updated(1, "Dune", "Frank Herbert", 1966)),
         ("POST", "/token", false, LOGIN, issued(&valid_token())),
     ];
     for (method, path, with_token, body, at_limit) in cases {
@@ -228,10 +187,7 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
         let outcome = ctx.call_with(method, path, auth, &over[..]);
         assert_eq!(outcome, too_large(), "{method} {path}");
         let calls = &ctx.statements;
-        assert!(
-            calls.iter().all(|c| *c == "read attempts"),
-            "{method} {path}: {calls:?}"
-        );
+        assert!(calls.iter().all(|c| *c == "read attempts"), "{method} {path}: {calls:?}");
         let probe = BodyProbe::default();
         let exact = padded(body, MAX_BODY_BYTES);
         let outcome = ctx.call_with(method, path, auth, probe.body(&exact));
@@ -255,16 +211,8 @@ fn get_and_delete_never_read_a_body() {
     let token = ctx.token();
     let huge = vec![b'x'; MAX_BODY_BYTES * 2];
     let outcomes = [
-        (
-            "GET",
-            "/books",
-            listed(json!([book(1, "Dune", "Frank Herbert", 1965)])),
-        ),
-        (
-            "GET",
-            "/book/1",
-            retrieved(1, "Dune", "Frank Herbert", 1965),
-        ),
+        ("GET", "/books", listed(json!([book(1, "Dune", "Frank Herbert", 1965)]))),
+        ("GET", "/book/1", retrieved(1, "Dune", "Frank Herbert", 1965)),
         ("GET", "/book/2", book_not_found()),
         ("GET", "/health", healthy()),
         ("DELETE", "/book/1", deleted()),

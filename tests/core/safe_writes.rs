@@ -19,9 +19,7 @@ fn send(
     body: &str,
 ) -> (Outcome, Option<String>) {
     let own = ctx.request_headers.clone();
-    let fields = headers
-        .iter()
-        .map(|(name, value)| (name.to_string(), value.to_string()));
+    let fields = headers.iter().map(|(name, value)| (name.to_string(), value.to_string()));
     ctx.request_headers.extend(fields);
     let token = ctx.token();
     let response = ctx.respond(method, path, None, Some(token.as_bytes()), body.as_bytes());
@@ -42,10 +40,7 @@ fn each_book_response_carries_an_etag_that_every_put_moves_on() {
     assert_eq!(created, (created_dune(1965), tag("\"1.1\"")));
     assert_eq!(send(&mut ctx, "GET", "/book/1", &[], "").1, tag("\"1.1\""));
     let changed = send(&mut ctx, "PUT", "/book/1", &[], r#"{"year":1966}"#);
-    assert_eq!(
-        changed,
-        (updated(1, "Dune", "Frank Herbert", 1966), tag("\"1.2\""))
-    );
+    assert_eq!(changed, (updated(1, "Dune", "Frank Herbert", 1966), tag("\"1.2\"")));
     // A PUT of no field is a new version too.
     let outcome = send(&mut ctx, "PUT", "/book/1", &[], "{}").1;
     assert_eq!(outcome, tag("\"1.3\""));
@@ -69,36 +64,17 @@ fn if_match_lets_a_write_through_only_at_a_version_it_names() {
     };
     // Book 1 is at version 1: its current tag, in a list, or `*`, match.
     let changed = put(&mut ctx, "\"1.1\"", 1);
-    assert_eq!(
-        changed,
-        (updated(1, "Dune", "Frank Herbert", 1), tag("\"1.2\""))
-    );
+    assert_eq!(changed, (updated(1, "Dune", "Frank Herbert", 1), tag("\"1.2\"")));
     assert_eq!(put(&mut ctx, "\"9.9\", \"1.2\"", 2).1, tag("\"1.3\""));
     assert_eq!(put(&mut ctx, " * ", 3).1, tag("\"1.4\""));
     // Stale, weak, another book's, or unreadable: 412, nothing changes.
-    for stale in [
-        "\"1.1\"",
-        "W/\"1.4\"",
-        "\"2.4\"",
-        "1.4",
-        "\"1.04\"",
-        "",
-        "garbage",
-    ] {
-        assert_eq!(
-            put(&mut ctx, stale, 99),
-            (precondition_failed(), None),
-            "{stale:?}"
-        );
+    for stale in ["\"1.1\"", "W/\"1.4\"", "\"2.4\"", "1.4", "\"1.04\"", "", "garbage"] {
+        assert_eq!(put(&mut ctx, stale, 99), (precondition_failed(), None), "{stale:?}");
     }
     let read = send(&mut ctx, "GET", "/book/1", &[], "");
-    assert_eq!(
-        read,
-        (retrieved(1, "Dune", "Frank Herbert", 3), tag("\"1.4\""))
-    );
+    assert_eq!(read, (retrieved(1, "Dune", "Frank Herbert", 3), tag("\"1.4\"")));
     // Two If-Match fields are one list.
-    ctx.request_headers
-        .push(("If-Match".into(), "\"1.1\"".into()));
+    ctx.request_headers.push(("If-Match".into(), "\"1.1\"".into()));
     assert_eq!(put(&mut ctx, "\"1.4\"", 4).0 .0, 200);
     ctx.request_headers.clear();
 
@@ -118,15 +94,7 @@ fn the_order_is_not_found_then_the_precondition_then_the_body() {
     let stale = [("If-Match", "\"1.7\"")];
     // A missing book is 404 whatever its body, with If-Match or not.
     let full = book_body("T", "A", 1);
-    for body in [
-        "not json",
-        "",
-        "[]",
-        r#"{"title":""}"#,
-        r#"{"year":null}"#,
-        "{}",
-        &full,
-    ] {
+    for body in ["not json", "", "[]", r#"{"title":""}"#, r#"{"year":null}"#, "{}", &full] {
         for path in ["/book/5", "/book/abc"] {
             for headers in [&[][..], &stale[..]] {
                 let outcome = send(&mut ctx, "PUT", path, headers, body).0;
@@ -151,11 +119,7 @@ fn require_if_match_refuses_writes_without_one_after_the_not_found_check() {
     let mut ctx = TestContext::new();
     ctx.create_book("Dune", "Frank Herbert", 1965);
     ctx.set(Setting::RequireIfMatch, " TRUE ");
-    for (method, body) in [
-        ("PUT", r#"{"year":1}"#),
-        ("PUT", r#"{"year":""}"#),
-        ("DELETE", ""),
-    ] {
+    for (method, body) in [("PUT", r#"{"year":1}"#), ("PUT", r#"{"year":""}"#), ("DELETE", "")] {
         let outcome = send(&mut ctx, method, "/book/1", &[], body).0;
         assert_eq!(outcome, precondition_required(), "{method} {body}");
     }
@@ -167,11 +131,7 @@ fn require_if_match_refuses_writes_without_one_after_the_not_found_check() {
     // Not a flag: a warning, and If-Match stays optional.
     ctx.set(Setting::RequireIfMatch, "maybe");
     assert_eq!(send(&mut ctx, "DELETE", "/book/1", &[], "").0, deleted());
-    assert!(
-        ctx.logged("level=warn ", "REQUIRE_IF_MATCH"),
-        "{:?}",
-        ctx.logs
-    );
+    assert!(ctx.logged("level=warn ", "REQUIRE_IF_MATCH"), "{:?}", ctx.logs);
 }
 
 #[test]
@@ -187,13 +147,7 @@ fn a_key_stores_its_book_once_and_answers_it_again_as_first_created() {
     assert_eq!(send(&mut ctx, "POST", "/book", &key, same), first);
     assert_eq!(ctx.statements, ["find key"]);
     // Still the first answer after the book changed, and after it is gone.
-    send(
-        &mut ctx,
-        "PUT",
-        "/book/1",
-        &[],
-        r#"{"title":"Dune Messiah"}"#,
-    );
+    send(&mut ctx, "PUT", "/book/1", &[], r#"{"title":"Dune Messiah"}"#);
     assert_eq!(send(&mut ctx, "POST", "/book", &key, same), first);
     send(&mut ctx, "DELETE", "/book/1", &[], "");
     assert_eq!(send(&mut ctx, "POST", "/book", &key, same), first);
@@ -215,28 +169,13 @@ fn a_bad_key_is_refused_before_the_body_is_judged() {
         assert_eq!(outcome, invalid_key(), "{bad:?}");
     }
     // Two fields are joined with ", ": no longer one key.
-    ctx.request_headers
-        .push(("Idempotency-Key".into(), "a".into()));
+    ctx.request_headers.push(("Idempotency-Key".into(), "a".into()));
     let dune = book_body("Dune", "Frank Herbert", 1965);
-    let outcome = send(
-        &mut ctx,
-        "POST",
-        "/book",
-        &[("Idempotency-Key", "a")],
-        &dune,
-    )
-    .0;
+    let outcome = send(&mut ctx, "POST", "/book", &[("Idempotency-Key", "a")], &dune).0;
     assert_eq!(outcome, invalid_key());
     ctx.request_headers.clear();
     let longest = "k".repeat(255);
-    let outcome = send(
-        &mut ctx,
-        "POST",
-        "/book",
-        &[("Idempotency-Key", &longest)],
-        "{}",
-    )
-    .0;
+    let outcome = send(&mut ctx, "POST", "/book", &[("Idempotency-Key", &longest)], "{}").0;
     assert_eq!(outcome, invalid_input());
     assert_eq!(ctx.rows("books"), 0);
 }
@@ -275,8 +214,5 @@ fn keys_are_remembered_for_a_day_then_forgotten() {
     // A day on, the next keyed create prunes it: the key is new again.
     ctx.now += 1;
     post(&mut ctx, "other");
-    assert_eq!(
-        post(&mut ctx, "old"),
-        created(3, "Dune", "Frank Herbert", 1965)
-    );
+    assert_eq!(post(&mut ctx, "old"), created(3, "Dune", "Frank Herbert", 1965));
 }

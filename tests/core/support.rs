@@ -38,11 +38,7 @@ pub const LOGIN: &str = r#"{"username":"admin","password":"password"}"#;
 
 /// The protected routes, one request each: (method, path, a valid body).
 pub const PROTECTED: [(&str, &str, &str); 5] = [
-    (
-        "POST",
-        "/book",
-        r#"{"title":"Dune","author":"Frank Herbert","year":1965}"#,
-    ),
+    ("POST", "/book", r#"{"title":"Dune","author":"Frank Herbert","year":1965}"#),
     ("GET", "/books", ""),
     ("GET", "/book/1", ""),
     ("PUT", "/book/1", r#"{"year":1966}"#),
@@ -52,9 +48,7 @@ pub const PROTECTED: [(&str, &str, &str); 5] = [
 /// The `|`-separated cells of a table row, trimmed.
 pub fn cells<const N: usize>(row: &str) -> [&str; N] {
     let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-    cells
-        .try_into()
-        .unwrap_or_else(|_| panic!("{N} cells: {row}"))
+    cells.try_into().unwrap_or_else(|_| panic!("{N} cells: {row}"))
 }
 
 /// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
@@ -76,14 +70,8 @@ fn statement_name(sql: &str) -> &'static str {
         ("DELETE FROM books", "delete"),
         ("SELECT attempts", "read attempts"),
         ("INSERT INTO login_attempts", "count attempt"),
-        (
-            "DELETE FROM login_attempts WHERE client =",
-            "clear attempts",
-        ),
-        (
-            "DELETE FROM login_attempts WHERE client IN",
-            "prune attempts",
-        ),
+        ("DELETE FROM login_attempts WHERE client =", "clear attempts"),
+        ("DELETE FROM login_attempts WHERE client IN", "prune attempts"),
         ("SELECT 1", "ping"),
         ("SELECT version FROM schema_migrations", "read versions"),
     ];
@@ -97,18 +85,12 @@ fn statement_name(sql: &str) -> &'static str {
 
 /// The SQLite database `label`, as `DB_URL` names it.
 pub fn sqlite(label: &str) -> DbUrl {
-    DbUrl {
-        kind: StoreKind::Sqlite,
-        address: label.to_string(),
-    }
+    DbUrl { kind: StoreKind::Sqlite, address: label.to_string() }
 }
 
 /// The PostgreSQL database at `url`, as `DB_URL` names it.
 pub fn postgres(url: &str) -> DbUrl {
-    DbUrl {
-        kind: StoreKind::Postgres,
-        address: url.to_string(),
-    }
+    DbUrl { kind: StoreKind::Postgres, address: url.to_string() }
 }
 
 /// The test database as the handlers get it: each statement recorded by
@@ -343,21 +325,13 @@ impl TestContext {
         let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
         keys.sort_unstable();
         assert_eq!(keys, ["data", "message", "status"], "envelope fields");
-        assert_eq!(
-            envelope["status"],
-            json!(response.status),
-            "envelope status is HTTP's"
-        );
+        assert_eq!(envelope["status"], json!(response.status), "envelope status is HTTP's");
         assert!(envelope["message"].is_string(), "message is a string");
         if response.status >= 400 {
             assert_eq!(envelope["data"], Value::Null, "data is null on errors");
         }
         assert_eq!(response.header("content-type"), Some("application/json"));
-        assert_eq!(
-            response.header("cache-control"),
-            Some("no-store"),
-            "never for shared caches"
-        );
+        assert_eq!(response.header("cache-control"), Some("no-store"), "never for shared caches");
         let data = &envelope["data"];
         match response.header("etag") {
             Some(tag) => assert!(
@@ -367,22 +341,11 @@ impl TestContext {
             None => assert!(data.get("id").is_none(), "a book comes with its ETag"),
         }
         let allow = response.header("allow").map(str::to_string);
-        assert_eq!(
-            allow.is_some(),
-            response.status == 405,
-            "Allow exactly with 405"
-        );
+        assert_eq!(allow.is_some(), response.status == 405, "Allow exactly with 405");
         let link = response.header("link");
-        assert!(
-            link.is_none() || response.status == 200,
-            "Link only with a page"
-        );
+        assert!(link.is_none() || response.status == 200, "Link only with a page");
         let retry_after = response.header("retry-after");
-        assert_eq!(
-            retry_after.is_some(),
-            response.status == 429,
-            "Retry-After exactly with 429"
-        );
+        assert_eq!(retry_after.is_some(), response.status == 429, "Retry-After exactly with 429");
         if let Some(token) = data["token"].as_str() {
             self.never_logged.push(token.to_string());
         }
@@ -396,10 +359,7 @@ impl TestContext {
         let body = json!({"username": username, "password": password}).to_string();
         let (status, envelope, _) = self.call("POST", "/token", None, &body);
         assert_eq!(status, 200, "login: {envelope}");
-        envelope["data"]["token"]
-            .as_str()
-            .expect("data.token")
-            .to_string()
+        envelope["data"]["token"].as_str().expect("data.token").to_string()
     }
 
     /// Creates a book; returns it as created.
@@ -437,16 +397,12 @@ impl TestContext {
     /// How many rows `table` holds.
     pub fn rows(&self, table: &str) -> i64 {
         let count = format!("SELECT count(*) FROM {table}");
-        self.db
-            .query_row(&count, [], |row| row.get(0))
-            .expect("counting rows")
+        self.db.query_row(&count, [], |row| row.get(0)).expect("counting rows")
     }
 
     /// Whether a log line starts with `start` and holds `part`.
     pub fn logged(&self, start: &str, part: &str) -> bool {
-        self.logs
-            .iter()
-            .any(|line| line.starts_with(start) && line.contains(part))
+        self.logs.iter().any(|line| line.starts_with(start) && line.contains(part))
     }
 
     /// Every log line that holds a secret, a password or a token, with what
@@ -456,17 +412,10 @@ impl TestContext {
     pub fn leaks(&self) -> Vec<String> {
         let mut forbidden: Vec<&str> = self.never_logged.iter().map(String::as_str).collect();
         forbidden.push(SECRET);
-        for setting in [
-            Setting::SecretToken,
-            Setting::SecretTokenPrevious,
-            Setting::AuthPassword,
-        ] {
+        for setting in [Setting::SecretToken, Setting::SecretTokenPrevious, Setting::AuthPassword] {
             forbidden.extend(self.value(setting).filter(|value| !value.is_empty()));
         }
-        if let Some(hash) = self
-            .value(Setting::AuthPasswordHash)
-            .filter(|h| h.len() >= 16)
-        {
+        if let Some(hash) = self.value(Setting::AuthPasswordHash).filter(|h| h.len() >= 16) {
             forbidden.push(hash);
             // Any recognisable part of it: the salt and the hash segments.
             forbidden.extend(hash.rsplit('$').take(2).filter(|part| part.len() >= 8));
@@ -515,10 +464,7 @@ impl Context for TestContext {
         if let Some(detail) = &self.fail_open {
             return Err(anyhow::anyhow!("{detail}"));
         }
-        if self
-            .fail_opens_after
-            .is_some_and(|opens| self.opens > opens)
-        {
+        if self.fail_opens_after.is_some_and(|opens| self.opens > opens) {
             return Err(anyhow::anyhow!("the database went away"));
         }
         Ok(Box::new(RecordingConnection {
@@ -569,19 +515,11 @@ impl Body for BrokenBody {
 // ---- Envelopes ----------------------------------------------------------
 
 pub fn ok(status: u16, message: &str, data: Value) -> Outcome {
-    (
-        status,
-        json!({"status": status, "message": message, "data": data}),
-        None,
-    )
+    (status, json!({"status": status, "message": message, "data": data}), None)
 }
 
 pub fn not_allowed(allow: &str) -> Outcome {
-    (
-        405,
-        ok(405, "Method not allowed", Value::Null).1,
-        Some(allow.to_string()),
-    )
+    (405, ok(405, "Method not allowed", Value::Null).1, Some(allow.to_string()))
 }
 
 /// One function per answer without data: `name() -> Outcome`.
@@ -614,36 +552,20 @@ answers! {
 }
 
 pub fn created(id: i64, title: &str, author: &str, year: i64) -> Outcome {
-    ok(
-        201,
-        "Book created successfully",
-        book(id, title, author, year),
-    )
+    ok(201, "Book created successfully", book(id, title, author, year))
 }
 pub fn retrieved(id: i64, title: &str, author: &str, year: i64) -> Outcome {
-    ok(
-        200,
-        "Book retrieved successfully",
-        book(id, title, author, year),
-    )
+    ok(200, "Book retrieved successfully", book(id, title, author, year))
 }
 pub fn updated(id: i64, title: &str, author: &str, year: i64) -> Outcome {
-    ok(
-        200,
-        "Book updated successfully",
-        book(id, title, author, year),
-    )
+    ok(200, "Book updated successfully", book(id, title, author, year))
 }
 pub fn listed(books: Value) -> Outcome {
     ok(200, "Books retrieved successfully", books)
 }
 /// `POST /token`'s answer to a login that passed.
 pub fn issued(token: &str) -> Outcome {
-    ok(
-        200,
-        "Token generated successfully",
-        json!({ "token": token }),
-    )
+    ok(200, "Token generated successfully", json!({ "token": token }))
 }
 
 pub fn book(id: i64, title: &str, author: &str, year: i64) -> Value {
@@ -683,11 +605,7 @@ pub fn sign_segments(header: &str, claims: &str, key: &[u8]) -> String {
 
 /// A token of `SECRET` expiring at `exp` (any JSON text).
 pub fn token_with_exp(exp: &str) -> String {
-    forge(
-        HS256_HEADER,
-        &format!(r#"{{"exp":{exp}}}"#),
-        SECRET.as_bytes(),
-    )
+    forge(HS256_HEADER, &format!(r#"{{"exp":{exp}}}"#), SECRET.as_bytes())
 }
 
 /// A token of `SECRET` valid for 15 minutes from `NOW`.

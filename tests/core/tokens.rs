@@ -26,16 +26,9 @@ fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {
     let mut ctx = TestContext::new();
     let outcome = ctx.call("POST", "/token", None, LOGIN);
     assert_eq!(outcome, issued(&valid_token()));
-    assert_eq!(
-        ctx.token(),
-        valid_token(),
-        "the harness' tokens are issued ones"
-    );
+    assert_eq!(ctx.token(), valid_token(), "the harness' tokens are issued ones");
     assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
-    assert_eq!(
-        token::verify(valid_token().as_bytes(), b"", NOW),
-        Err(TokenError::EmptyKey)
-    );
+    assert_eq!(token::verify(valid_token().as_bytes(), b"", NOW), Err(TokenError::EmptyKey));
 }
 
 /// The reason decides whether the previous secret is tried (only after a
@@ -46,18 +39,12 @@ fn token_verify_names_the_reason() {
     let check = |token: &str| token::verify(token.as_bytes(), key, NOW);
     let claims = r#"{"exp":1700000900}"#;
     assert_eq!(check(&valid_token()), Ok(()));
-    assert_eq!(
-        check(&token_with_exp(&NOW.to_string())),
-        Err(TokenError::Expired)
-    );
+    assert_eq!(check(&token_with_exp(&NOW.to_string())), Err(TokenError::Expired));
     let other_key = forge(HS256_HEADER, claims, b"other-key");
     assert_eq!(check(&other_key), Err(TokenError::BadSignature));
     let hs512 = forge(r#"{"alg":"HS512","typ":"JWT"}"#, claims, key);
     assert_eq!(check(&hs512), Err(TokenError::UnsupportedAlgorithm));
-    assert_eq!(
-        check(&forge(HS256_HEADER, "{}", key)),
-        Err(TokenError::MissingExpiry)
-    );
+    assert_eq!(check(&forge(HS256_HEADER, "{}", key)), Err(TokenError::MissingExpiry));
     assert_eq!(check("a.b"), Err(TokenError::Malformed));
 }
 
@@ -65,22 +52,10 @@ fn token_verify_names_the_reason() {
 fn token_is_accepted_until_exp_exclusive() {
     let mut ctx = TestContext::new();
     let token = ctx.login();
-    for now in [
-        NOW,
-        NOW + 1,
-        NOW + 899,
-        NOW + 900,
-        NOW + 901,
-        NOW + 3600,
-        u64::MAX,
-    ] {
+    for now in [NOW, NOW + 1, NOW + 899, NOW + 900, NOW + 901, NOW + 3600, u64::MAX] {
         ctx.now = now;
         // `exp` exactly now is expired: no leeway.
-        let expected = if now < NOW + 900 {
-            listed(json!([]))
-        } else {
-            invalid_token()
-        };
+        let expected = if now < NOW + 900 { listed(json!([])) } else { invalid_token() };
         let outcome = ctx.call("GET", "/books", Some(&token), "");
         assert_eq!(outcome, expected, "at {now}");
     }
@@ -114,8 +89,7 @@ fn claims_900() -> String {
 /// and `NOW - 1`.
 fn at_times(text: &str) -> String {
     let text = text.replace("FUTURE", &(NOW + 900).to_string());
-    text.replace("NOW", &NOW.to_string())
-        .replace("PAST", &(NOW - 1).to_string())
+    text.replace("NOW", &NOW.to_string()).replace("PAST", &(NOW - 1).to_string())
 }
 
 #[test]
@@ -127,11 +101,7 @@ fn expired_and_tampered_tokens_are_refused() {
     let another = token_with_exp(&(NOW + 901).to_string());
     let other = another.rsplit('.').next().unwrap();
     let day_old = token::issue(SECRET.as_bytes(), NOW - 86_400).unwrap();
-    let wrong_key = forge(
-        HS256_HEADER,
-        &claims_900(),
-        b"another-secret-of-a-decent-length",
-    );
+    let wrong_key = forge(HS256_HEADER, &claims_900(), b"another-secret-of-a-decent-length");
     let longer_key = forge(HS256_HEADER, &claims_900(), format!("{SECRET}x").as_bytes());
     let over_claims = sign(c, SECRET.as_bytes());
     assert_all_refused(&[
@@ -144,19 +114,14 @@ fn expired_and_tampered_tokens_are_refused() {
         case("signature of another token", format!("{h}.{c}.{other}")),
         case("truncated signature", valid[..valid.len() - 4].to_string()),
         case("empty signature", format!("{h}.{c}.")),
-        case(
-            "signature over the claims only",
-            format!("{h}.{c}.{over_claims}"),
-        ),
+        case("signature over the claims only", format!("{h}.{c}.{over_claims}")),
     ]);
 }
 
 /// The segments of `text` split at `separator`, exactly `N` of them.
 fn cells_by<const N: usize>(text: &str, separator: char) -> [&str; N] {
     let parts: Vec<&str> = text.split(separator).collect();
-    parts
-        .try_into()
-        .unwrap_or_else(|_| panic!("{N} parts: {text}"))
+    parts.try_into().unwrap_or_else(|_| panic!("{N} parts: {text}"))
 }
 
 /// Headers refused, each signed with the secret (the `none` ones, the first
@@ -190,12 +155,9 @@ const REFUSED_HEADERS: &str = r#"
 #[test]
 fn only_an_hs256_header_object_is_accepted() {
     let headers: Vec<&str> = REFUSED_HEADERS.trim().lines().map(str::trim).collect();
-    let signed = headers
-        .iter()
-        .map(|h| case(h, forge(h, &claims_900(), SECRET.as_bytes())));
-    let unsigned = headers[..4]
-        .iter()
-        .map(|h| case(h, format!("{}.{}.", b64(h), b64(claims_900()))));
+    let signed = headers.iter().map(|h| case(h, forge(h, &claims_900(), SECRET.as_bytes())));
+    let unsigned =
+        headers[..4].iter().map(|h| case(h, format!("{}.{}.", b64(h), b64(claims_900()))));
     assert_all_refused(&signed.chain(unsigned).collect::<Vec<_>>());
 }
 
@@ -226,14 +188,10 @@ const REFUSED_CLAIMS: &str = r#"
 
 #[test]
 fn claims_without_a_future_numeric_exp_are_refused() {
-    let claims = REFUSED_CLAIMS
-        .trim()
-        .lines()
-        .map(|claims| at_times(claims.trim()));
+    let claims = REFUSED_CLAIMS.trim().lines().map(|claims| at_times(claims.trim()));
     let claims = claims.chain([String::new()]);
-    let cases: Vec<_> = claims
-        .map(|c| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes())))
-        .collect();
+    let cases: Vec<_> =
+        claims.map(|c| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes()))).collect();
     assert_all_refused(&cases);
 }
 
@@ -244,18 +202,13 @@ fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
     let mut ctx = TestContext::new();
     let exps = "NOW.5 FUTURE.25 1e300 1.7976931348623157e308 18446744073709551615 \
                 99999999999999999999999 1700000001"; // the last: NOW + 1
-    let mut tokens: Vec<String> = exps
-        .split(' ')
-        .map(|exp| token_with_exp(&at_times(exp)))
-        .collect();
+    let mut tokens: Vec<String> =
+        exps.split(' ').map(|exp| token_with_exp(&at_times(exp))).collect();
     for (header, claims) in [
         (r#"{"alg":"HS256"}"#, claims_900()),
         (r#"{"typ":"JWT","alg":"HS256"}"#, claims_900()),
         (r#"{"alg":"HS256","typ":"JWT","kid":"k1"}"#, claims_900()),
-        (
-            HS256_HEADER,
-            at_times(r#"{"sub":"admin","exp":FUTURE,"iat":NOW}"#),
-        ),
+        (HS256_HEADER, at_times(r#"{"sub":"admin","exp":FUTURE,"iat":NOW}"#)),
     ] {
         tokens.push(forge(header, &claims, SECRET.as_bytes()));
     }
@@ -330,9 +283,7 @@ fn padding_on_any_segment_is_malformed() {
     let mut ctx = TestContext::new();
     let outcome = ctx.call("GET", "/books", Some(&unpadded), "");
     assert_eq!(outcome, listed(json!([])), "control");
-    let signature = URL_SAFE_NO_PAD
-        .decode(unpadded.rsplit('.').next().unwrap())
-        .unwrap();
+    let signature = URL_SAFE_NO_PAD.decode(unpadded.rsplit('.').next().unwrap()).unwrap();
     let padded_signature = format!("{h}.{c}.{}", URL_SAFE.encode(signature));
     assert!(padded_signature.ends_with('='));
     assert_all_refused(&[
@@ -375,14 +326,7 @@ fn standard_base64_alphabet_is_malformed() {
 fn a_missing_or_blank_header_is_token_required() {
     let mut ctx = TestContext::new();
     for (method, path, body) in PROTECTED {
-        for header in [
-            None,
-            Some(""),
-            Some(" "),
-            Some("   "),
-            Some("\t"),
-            Some(" \t \t "),
-        ] {
+        for header in [None, Some(""), Some(" "), Some("   "), Some("\t"), Some(" \t \t ")] {
             let outcome = ctx.call(method, path, header, body);
             assert_eq!(outcome, token_required(), "{method} {path} {header:?}");
         }
@@ -400,11 +344,7 @@ fn a_one_mebibyte_header_is_refused_fast() {
     for header in [&huge, &huge_dotted, &huge_valid_prefix] {
         assert_eq!(ctx.call("GET", "/books", Some(header), ""), invalid_token());
     }
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
     assert_eq!(ctx.opens, 0);
 }
 
@@ -412,10 +352,7 @@ fn a_one_mebibyte_header_is_refused_fast() {
 fn with_secrets(secret: Option<&str>, previous: Option<&str>) -> TestContext {
     let mut ctx = TestContext::new();
     ctx.unset(Setting::SecretToken);
-    let secrets = [
-        (Setting::SecretToken, secret),
-        (Setting::SecretTokenPrevious, previous),
-    ];
+    let secrets = [(Setting::SecretToken, secret), (Setting::SecretTokenPrevious, previous)];
     for (setting, value) in secrets {
         if let Some(value) = value {
             ctx.set(setting, value);
@@ -460,21 +397,11 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let empty = with_secrets(Some(""), None);
     assert_unusable(empty, &[&empty_key], false, "SECRET_TOKEN");
     let too_short = with_secrets(Some(short), None);
-    assert_unusable(
-        too_short,
-        &[&short_key],
-        false,
-        "shorter than 32 bytes (RFC 7518",
-    );
+    assert_unusable(too_short, &[&short_key], false, "shorter than 32 bytes (RFC 7518");
     let previous_alone = with_secrets(None, Some(PREVIOUS));
     assert_unusable(previous_alone, &[&previous], false, "SECRET_TOKEN");
     let previous_too_short = with_secrets(Some(SECRET), Some(short));
-    assert_unusable(
-        previous_too_short,
-        &[&short_key],
-        true,
-        "SECRET_TOKEN_PREVIOUS",
-    );
+    assert_unusable(previous_too_short, &[&short_key], true, "SECRET_TOKEN_PREVIOUS");
     // 32 bytes are enough.
     with_secrets(Some(&format!("{short}f")), None).login();
 }
@@ -504,10 +431,7 @@ fn new_tokens_are_signed_with_the_current_secret_only() {
     let mut ctx = TestContext::new();
     ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
     let issued = ctx.login();
-    assert_eq!(
-        token::verify(issued.as_bytes(), SECRET.as_bytes(), NOW),
-        Ok(())
-    );
+    assert_eq!(token::verify(issued.as_bytes(), SECRET.as_bytes(), NOW), Ok(()));
     assert!(token::verify(issued.as_bytes(), PREVIOUS.as_bytes(), NOW).is_err());
     // A token of neither secret is still refused.
     let other = token::issue(b"some-third-secret-of-enough-length-000", NOW).unwrap();

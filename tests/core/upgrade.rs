@@ -52,10 +52,8 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     let attempts = ctx.login_attempts("192.0.2.10").unwrap();
     assert_eq!((attempts.count, attempts.window_end), (5, NOW + 600));
 
-    let all = json!([
-        book(1, "Dune", "Frank Herbert", 1965),
-        book(2, "Solaris", "Stanisław Lem", 1961)
-    ]);
+    let all =
+        json!([book(1, "Dune", "Frank Herbert", 1965), book(2, "Solaris", "Stanisław Lem", 1961)]);
     assert_eq!(ctx.all_books(), all);
     let kindred = book_body("Kindred", "Octavia E. Butler", 1979);
     let outcome = ctx.authed("POST", "/book", &kindred);
@@ -106,8 +104,7 @@ fn keys_stored_before_answers_were_kept_replay_the_same_answer() {
     let body =
         serde_json::to_string(&json!({"title": title, "author": "Frank Herbert", "year": 1965}))
             .unwrap();
-    ctx.request_headers
-        .push(("Idempotency-Key".into(), "k-1".into()));
+    ctx.request_headers.push(("Idempotency-Key".into(), "k-1".into()));
     let replay = ctx.respond("POST", "/book", None, Some(t.as_bytes()), body.as_bytes());
     // As the release before wrote it: serde_json's compact envelope.
     let first = format!(

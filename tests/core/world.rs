@@ -39,18 +39,13 @@ fn interfaces(resolve: &Resolve, world: WorldId) -> (BTreeSet<String>, BTreeSet<
             .collect::<BTreeSet<_>>()
     };
     let world = &resolve.worlds[world];
-    (
-        names(world.imports.keys().collect()),
-        names(world.exports.keys().collect()),
-    )
+    (names(world.imports.keys().collect()), names(world.exports.keys().collect()))
 }
 
 /// The world `name` of `wit/`.
 fn world(name: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut resolve = Resolve::default();
-    let (package, _) = resolve
-        .push_dir(workspace().join("wit"))
-        .expect("wit/ parses");
+    let (package, _) = resolve.push_dir(workspace().join("wit")).expect("wit/ parses");
     let world = resolve
         .select_world(&[package], Some(name))
         .unwrap_or_else(|error| panic!("world {name}: {error}"));
@@ -86,11 +81,7 @@ fn same_interface(a: &str, b: &str) -> bool {
 }
 
 fn within(names: &BTreeSet<String>, world: &BTreeSet<String>) -> Vec<String> {
-    names
-        .iter()
-        .filter(|name| !world.iter().any(|w| same_interface(name, w)))
-        .cloned()
-        .collect()
+    names.iter().filter(|name| !world.iter().any(|w| same_interface(name, w))).cloned().collect()
 }
 
 #[test]
@@ -118,25 +109,13 @@ fn worlds_per_variant() {
     let (postgres, _) = world("book-catalog-postgres");
     let (sqlite, _) = world("book-catalog-sqlite");
     let names = |world: &BTreeSet<String>, part: &str| world.iter().any(|n| n.contains(part));
-    let postgres_only = [
-        "fermyon:spin/postgres@2.0.0",
-        "fermyon:spin/rdbms-types@2.0.0",
-    ];
-    assert!(
-        postgres_only.iter().all(|name| postgres.contains(*name)),
-        "{postgres:?}"
-    );
+    let postgres_only = ["fermyon:spin/postgres@2.0.0", "fermyon:spin/rdbms-types@2.0.0"];
+    assert!(postgres_only.iter().all(|name| postgres.contains(*name)), "{postgres:?}");
     assert!(!names(&postgres, "sqlite"), "{postgres:?}");
     assert!(sqlite.contains("fermyon:spin/sqlite@2.0.0"), "{sqlite:?}");
-    assert!(
-        !names(&sqlite, "postgres") && !names(&sqlite, "rdbms"),
-        "{sqlite:?}"
-    );
+    assert!(!names(&sqlite, "postgres") && !names(&sqlite, "rdbms"), "{sqlite:?}");
     for w in [&default, &postgres, &sqlite] {
-        assert!(
-            !w.iter().any(|n| n.starts_with("spin:")),
-            "Spin 3+ only: {w:?}"
-        );
+        assert!(!w.iter().any(|n| n.starts_with("spin:")), "Spin 3+ only: {w:?}");
         assert!(w.contains("fermyon:spin/variables@2.0.0"), "{w:?}");
     }
     assert_eq!(default, postgres.union(&sqlite).cloned().collect());
@@ -160,9 +139,7 @@ fn assert_imports_exactly(path: &Path, name: &str) {
         path.display()
     );
     assert!(
-        exports
-            .iter()
-            .any(|e| minor(e).0 == "wasi:http/incoming-handler")
+        exports.iter().any(|e| minor(e).0 == "wasi:http/incoming-handler")
             && within(&exports, &world_exports).is_empty(),
         "{} exports {exports:?}; its world exports {world_exports:?}",
         path.display()

@@ -67,21 +67,14 @@ async fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
 
 async fn answer(request: IncomingRequest) -> Answer {
     let path = request.path_with_query().unwrap_or_default();
-    let id = path
-        .strip_prefix("/book/")
-        .and_then(|id| id.parse::<i64>().ok());
+    let id = path.strip_prefix("/book/").and_then(|id| id.parse::<i64>().ok());
     let method = request.method();
     if !(matches!(method, Method::Get) && id.is_some()
         || matches!(method, Method::Post) && path == "/book")
     {
         return error(404, "Not found");
     }
-    let token = request
-        .headers()
-        .get("authorization")
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let token = request.headers().get("authorization").into_iter().next().unwrap_or_default();
     if !authorized(&token) {
         return error(401, "Invalid token");
     }
@@ -90,14 +83,12 @@ async fn answer(request: IncomingRequest) -> Answer {
     };
     match id {
         Some(id) => get(&db, id),
-        None => match request
-            .into_body()
-            .await
-            .map(|body| serde_json::from_slice::<NewBook>(&body))
-        {
-            Ok(Ok(book)) if valid(&book.title) && valid(&book.author) => create(&db, &book),
-            _ => error(400, "Invalid input"),
-        },
+        None => {
+            match request.into_body().await.map(|body| serde_json::from_slice::<NewBook>(&body)) {
+                Ok(Ok(book)) if valid(&book.title) && valid(&book.author) => create(&db, &book),
+                _ => error(400, "Invalid input"),
+            }
+        }
     }
 }
 
@@ -110,12 +101,7 @@ fn get(db: &Connection, id: i64) -> Answer {
         Some(
             [Value::Integer(id), Value::Text(title), Value::Text(author), Value::Integer(year), Value::Integer(version)],
         ) => {
-            let book = Book {
-                id: *id,
-                title,
-                author,
-                year: *year,
-            };
+            let book = Book { id: *id, title, author, year: *year };
             ok(200, "Book retrieved successfully", &book, *version)
         }
         _ => error(404, "Book not found"),
@@ -129,10 +115,7 @@ fn create(db: &Connection, book: &NewBook) -> Answer {
         Value::Text(book.author.clone()),
         Value::Integer(book.year.into()),
     ];
-    match db
-        .execute(sql, &params)
-        .map(|result| result.rows.into_iter().next())
-    {
+    match db.execute(sql, &params).map(|result| result.rows.into_iter().next()) {
         Ok(Some(row)) => match row.values.as_slice() {
             [Value::Integer(id)] => {
                 let created = Book {
@@ -157,12 +140,9 @@ fn authorized(token: &[u8]) -> bool {
         return false;
     };
     let mut segments = token.split(|&b| b == b'.');
-    let (Some(header), Some(claims), Some(signature), None) = (
-        segments.next(),
-        segments.next(),
-        segments.next(),
-        segments.next(),
-    ) else {
+    let (Some(header), Some(claims), Some(signature), None) =
+        (segments.next(), segments.next(), segments.next(), segments.next())
+    else {
         return false;
     };
     let header: Option<Header> = decode(header);
@@ -196,21 +176,11 @@ fn valid(text: &str) -> bool {
 }
 
 fn ok(status: u16, message: &str, book: &Book, version: i64) -> Answer {
-    let body = serde_json::to_vec(&Envelope {
-        status,
-        message,
-        data: book,
-    })
-    .unwrap_or_default();
+    let body = serde_json::to_vec(&Envelope { status, message, data: book }).unwrap_or_default();
     (status, body, Some(format!("\"{}.{version}\"", book.id)))
 }
 
 fn error(status: u16, message: &str) -> Answer {
-    let body = serde_json::to_vec(&Envelope {
-        status,
-        message,
-        data: (),
-    })
-    .unwrap_or_default();
+    let body = serde_json::to_vec(&Envelope { status, message, data: () }).unwrap_or_default();
     (status, body, None)
 }

@@ -19,10 +19,7 @@ pub struct Pooled<T: Send + 'static> {
 impl<T: Send + 'static> Pool<T> {
     pub fn new(items: Vec<T>) -> Arc<Pool<T>> {
         let available = Arc::new(Semaphore::new(items.len()));
-        Arc::new(Pool {
-            items: Mutex::new(items),
-            available,
-        })
+        Arc::new(Pool { items: Mutex::new(items), available })
     }
 
     pub async fn get(self: &Arc<Self>) -> Pooled<T> {
@@ -33,11 +30,7 @@ impl<T: Send + 'static> Pool<T> {
             .await
             .expect("the pool's semaphore is never closed");
         let item = self.items.lock().unwrap().pop();
-        Pooled {
-            item,
-            pool: self.clone(),
-            _permit: permit,
-        }
+        Pooled { item, pool: self.clone(), _permit: permit }
     }
 }
 
@@ -53,16 +46,12 @@ impl<T: Send + 'static> Drop for Pooled<T> {
 impl<T: Send + 'static> std::ops::Deref for Pooled<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        self.item
-            .as_ref()
-            .expect("a pooled item is present until dropped")
+        self.item.as_ref().expect("a pooled item is present until dropped")
     }
 }
 
 impl<T: Send + 'static> std::ops::DerefMut for Pooled<T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.item
-            .as_mut()
-            .expect("a pooled item is present until dropped")
+        self.item.as_mut().expect("a pooled item is present until dropped")
     }
 }

@@ -23,10 +23,7 @@ pub async fn connect_postgres(url: &str) -> anyhow::Result<PgConnection> {
             eprintln!("error: PostgreSQL connection: {error}");
         }
     });
-    Ok(PgConnection {
-        client,
-        statements: HashMap::new(),
-    })
+    Ok(PgConnection { client, statements: HashMap::new() })
 }
 
 /// A pooled connection, used from a blocking thread: each query is driven
@@ -53,9 +50,7 @@ fn pg_columns(row: &tokio_postgres::Row) -> anyhow::Result<Vec<Column>> {
     (0..row.len())
         .map(|i| {
             let column = match *row.columns()[i].type_() {
-                Type::INT4 => row
-                    .try_get::<_, Option<i32>>(i)?
-                    .map(|v| Column::Integer(v.into())),
+                Type::INT4 => row.try_get::<_, Option<i32>>(i)?.map(|v| Column::Integer(v.into())),
                 Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Column::Integer),
                 Type::TEXT | Type::VARCHAR => {
                     row.try_get::<_, Option<String>>(i)?.map(Column::Text)

@@ -11,11 +11,7 @@ use http_body_util::{BodyExt, Full};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 
 pub fn empty(status: StatusCode) -> Response<HyperOutgoingBody> {
-    let mut r = Response::new(
-        Full::new(Bytes::new())
-            .map_err(|e| match e {})
-            .boxed_unsync(),
-    );
+    let mut r = Response::new(Full::new(Bytes::new()).map_err(|e| match e {}).boxed_unsync());
     *r.status_mut() = status;
     r
 }

@@ -64,17 +64,8 @@ impl RequestBody {
     /// is not read ahead at all: the component can refuse it from its
     /// `Content-Length`.
     pub async fn read_ahead(mut body: Incoming, mut deadline: BodyDeadline) -> RequestBody {
-        if body
-            .size_hint()
-            .exact()
-            .is_some_and(|length| length > PREREAD_BYTES as u64)
-        {
-            return RequestBody {
-                read: None,
-                failed: None,
-                rest: Some(body),
-                deadline,
-            };
+        if body.size_hint().exact().is_some_and(|length| length > PREREAD_BYTES as u64) {
+            return RequestBody { read: None, failed: None, rest: Some(body), deadline };
         }
         let mut read = BytesMut::new();
         let mut failed = None;

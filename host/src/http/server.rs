@@ -47,9 +47,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// busy handler must not keep another from a thread. A running instance
 /// runs at most one statement, so `--max-instances` bounds the threads.
 pub fn serving_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
 }
 
 /// Serving threads: one per core this process may run on, or
@@ -147,9 +145,8 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             };
             let server = self.clone();
             let stopped = stopped.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("serve-{index}"))
-                .spawn(move || {
+            let spawned =
+                std::thread::Builder::new().name(format!("serve-{index}")).spawn(move || {
                     let runtime = match serving_runtime() {
                         Ok(runtime) => runtime,
                         Err(e) => {
@@ -199,10 +196,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         let local = listener.local_addr().ok();
         let graceful = GracefulShutdown::new();
         let mut builder = http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
-            .keep_alive(true);
+        builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
         tokio::pin!(shutdown);
         loop {
             let (stream, peer) = tokio::select! {
@@ -231,10 +225,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             });
         }
         drop(listener);
-        if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
             eprintln!(
                 "shutdown: gave up on in-flight requests after {} s",
                 SHUTDOWN_GRACE.as_secs()
@@ -257,13 +248,8 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         let (parts, body) = req.into_parts();
         // Before a slot is taken: a client that stalls holds none.
         let body = RequestBody::read_ahead(body, body_deadline).await;
-        let req = spin_request(
-            &self.route,
-            Request::from_parts(parts, body),
-            path_info,
-            peer,
-            local,
-        );
+        let req =
+            spin_request(&self.route, Request::from_parts(parts, body), path_info, peer, local);
 
         let permit =
             match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned()).await {
@@ -310,9 +296,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             let result = {
                 let Instance { store, proxy, .. } = &mut instance;
                 let call =
-                    proxy
-                        .wasi_http_incoming_handler()
-                        .call_handle(&mut *store, request, outparam);
+                    proxy.wasi_http_incoming_handler().call_handle(&mut *store, request, outparam);
                 tokio::time::timeout(timeout, call).await
             };
             match result {
@@ -349,11 +333,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         let proxy = self.pre.instantiate_async(&mut store).await?;
-        Ok(Instance {
-            store,
-            proxy,
-            served: 0,
-        })
+        Ok(Instance { store, proxy, served: 0 })
     }
 
     fn take_idle(&self) -> Option<Instance<T>> {

@@ -54,11 +54,7 @@ mod tests {
 
     #[test]
     fn the_platform_headers_come_last_and_host_is_filled_in() {
-        let route = Route {
-            raw: "/api/...".into(),
-            base: "/api".into(),
-            wildcard: true,
-        };
+        let route = Route { raw: "/api/...".into(), base: "/api".into(), wildcard: true };
         let req = Request::builder()
             .uri("/api/items?x=1")
             .header("spin-client-addr", "6.6.6.6:1")
@@ -69,17 +65,11 @@ mod tests {
         let req = spin_request(&route, req, "/items", peer, local);
         let h = req.headers();
         let values = |name: &str| -> Vec<&str> {
-            h.get_all(name)
-                .iter()
-                .map(|v| v.to_str().unwrap())
-                .collect()
+            h.get_all(name).iter().map(|v| v.to_str().unwrap()).collect()
         };
         assert_eq!(values("host"), ["127.0.0.1:8080"]);
         assert_eq!(values("spin-client-addr"), ["6.6.6.6:1", "10.0.0.1:4000"]);
-        assert_eq!(
-            values("spin-full-url"),
-            ["http://127.0.0.1:8080/api/items?x=1"]
-        );
+        assert_eq!(values("spin-full-url"), ["http://127.0.0.1:8080/api/items?x=1"]);
         assert_eq!(values("spin-path-info"), ["/items"]);
         assert_eq!(values("spin-component-route"), ["/api"]);
         assert_eq!(values("spin-matched-route"), ["/api/..."]);

@@ -57,11 +57,7 @@ impl Route {
             Some(base) => (base, true),
             None => (raw, false),
         };
-        Ok(Route {
-            raw: raw.to_string(),
-            base: base.trim_end_matches('/').to_string(),
-            wildcard,
-        })
+        Ok(Route { raw: raw.to_string(), base: base.trim_end_matches('/').to_string(), wildcard })
     }
 
     /// Whether the route serves `path`; if so, the part after the route's
@@ -128,13 +124,7 @@ impl Manifest {
             .with_context(|| format!("cannot read manifest {}", path.display()))?;
         let dir = path
             .parent()
-            .map(|p| {
-                if p.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    p
-                }
-            })
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
             .unwrap_or(Path::new("."))
             .to_path_buf();
         Self::parse(&text, dir).with_context(|| format!("invalid manifest {}", path.display()))
@@ -168,19 +158,12 @@ impl Manifest {
             }
             variables.insert(
                 name,
-                AppVariable {
-                    default: v.default,
-                    required: v.required,
-                    secret: v.secret,
-                },
+                AppVariable { default: v.default, required: v.required, secret: v.secret },
             );
         }
 
         let [trigger] = raw.trigger.http.as_slice() else {
-            bail!(
-                "expected exactly one [[trigger.http]], found {}",
-                raw.trigger.http.len()
-            );
+            bail!("expected exactly one [[trigger.http]], found {}", raw.trigger.http.len());
         };
         let route = match &trigger.route {
             toml::Value::String(s) => Route::parse(s)?,
@@ -253,10 +236,7 @@ api_key = "{{ api_key }}"
         assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
         assert!(m.variables["api_key"].secret && m.variables["api_key"].required);
         assert_eq!(m.variables["api_key"].default, None);
-        assert_eq!(
-            m.variables["db_host"].default.as_deref(),
-            Some("127.0.0.1:5432")
-        );
+        assert_eq!(m.variables["db_host"].default.as_deref(), Some("127.0.0.1:5432"));
         let refs: Vec<_> = m.component_variables["api_key"].references().collect();
         assert_eq!(refs, vec!["api_key"]);
     }
@@ -291,10 +271,7 @@ source = "c.wasm"
             "not toml [".to_string(),
         ];
         for text in bad {
-            assert!(
-                Manifest::parse(&text, PathBuf::from(".")).is_err(),
-                "{text}"
-            );
+            assert!(Manifest::parse(&text, PathBuf::from(".")).is_err(), "{text}");
         }
     }
 

@@ -12,9 +12,8 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     let Some(first) = name.bytes().next() else {
         return Err("must not be empty".into());
     };
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'))
+    if let Some(c) =
+        name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'))
     {
         return Err(format!(
             "invalid character {c:?}: variable names may contain only lower-case letters, numbers and underscores"
@@ -97,14 +96,8 @@ mod tests {
         assert!(Template::parse("{{ x").is_err());
         assert!(Template::parse("{{ X }}").is_err());
         let values = HashMap::from([("x".to_string(), "1".to_string())]);
-        assert_eq!(
-            Template::parse("a{{ x }}b").unwrap().expand(&values),
-            Ok("a1b".into())
-        );
-        assert_eq!(
-            Template::parse("{{ y }}").unwrap().expand(&values),
-            Err("y".into())
-        );
+        assert_eq!(Template::parse("a{{ x }}b").unwrap().expand(&values), Ok("a1b".into()));
+        assert_eq!(Template::parse("{{ y }}").unwrap().expand(&values), Err("y".into()));
     }
 
     #[test]

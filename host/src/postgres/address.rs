@@ -94,10 +94,7 @@ mod tests {
     use super::*;
 
     fn allowed(entries: &[&str]) -> Vec<AllowedHost> {
-        entries
-            .iter()
-            .filter_map(|e| AllowedHost::parse(e).unwrap())
-            .collect()
+        entries.iter().filter_map(|e| AllowedHost::parse(e).unwrap()).collect()
     }
 
     fn check(address: &str, entries: &[&str]) -> Result<(), String> {
@@ -108,10 +105,7 @@ mod tests {
     fn host_and_port_must_match() {
         let ours = ["postgres://127.0.0.1:5432"];
         assert!(check("postgres://u:p@127.0.0.1:5432/db", &ours).is_ok());
-        assert!(
-            check("postgres://u:p@127.0.0.1/db", &ours).is_ok(),
-            "no port means 5432"
-        );
+        assert!(check("postgres://u:p@127.0.0.1/db", &ours).is_ok(), "no port means 5432");
         assert!(check("host=127.0.0.1 user=u password=p dbname=db", &ours).is_ok());
         assert_eq!(
             check("postgres://u:p@127.0.0.1:5433/db", &ours).unwrap_err(),
@@ -130,16 +124,8 @@ mod tests {
 
     #[test]
     fn wildcards_and_other_schemes() {
-        assert!(check(
-            "postgres://db.example.com:5432",
-            &["postgres://*.example.com:5432"]
-        )
-        .is_ok());
-        assert!(check(
-            "postgres://example.com:5432",
-            &["postgres://*.example.com:5432"]
-        )
-        .is_err());
+        assert!(check("postgres://db.example.com:5432", &["postgres://*.example.com:5432"]).is_ok());
+        assert!(check("postgres://example.com:5432", &["postgres://*.example.com:5432"]).is_err());
         assert!(check("postgres://h:6000", &["postgres://h:*"]).is_ok());
         assert!(check("postgres://h:6000", &["postgres://h:5000..7000"]).is_ok());
         assert!(check("postgres://h:6000", &["*://*:*"]).is_ok());
@@ -179,10 +165,7 @@ mod tests {
         for mode in ["allow", "verify-ca", "verify-full", "bogus"] {
             let error =
                 parse_and_check(&format!("postgres://h/db?sslmode={mode}"), &allowed).unwrap_err();
-            assert!(
-                error.contains("invalid value for option `sslmode`"),
-                "{error}"
-            );
+            assert!(error.contains("invalid value for option `sslmode`"), "{error}");
         }
     }
 }

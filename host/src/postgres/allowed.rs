@@ -124,9 +124,7 @@ impl OutboundHosts {
         entries: &[String],
         expand: impl Fn(&str) -> Result<String, String>,
     ) -> OutboundHosts {
-        OutboundHosts {
-            entries: entries.iter().map(|e| (e.clone(), expand(e))).collect(),
-        }
+        OutboundHosts { entries: entries.iter().map(|e| (e.clone(), expand(e))).collect() }
     }
 
     /// What the entries admit, for the pool, and a warning (without the
@@ -176,15 +174,7 @@ mod tests {
         assert_eq!(allowed.len(), 1);
         assert!(allowed[0].allows("127.0.0.1", 5433));
         assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert!(
-            warnings[0].contains("undefined variable \"nope\""),
-            "{}",
-            warnings[0]
-        );
-        assert!(
-            warnings[1].contains("is not scheme://host[:port]"),
-            "{}",
-            warnings[1]
-        );
+        assert!(warnings[0].contains("undefined variable \"nope\""), "{}", warnings[0]);
+        assert!(warnings[1].contains("is not scheme://host[:port]"), "{}", warnings[1]);
     }
 }

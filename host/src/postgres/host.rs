@@ -52,10 +52,8 @@ async fn run(
         Ok(boxed) => boxed,
         Err(e) => return Ok(Err(e)),
     };
-    let refs: Vec<&(dyn ToSql + Sync)> = boxed
-        .iter()
-        .map(|b| b.as_ref() as &(dyn ToSql + Sync))
-        .collect();
+    let refs: Vec<&(dyn ToSql + Sync)> =
+        boxed.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
     Ok(client.run(statement, &refs, kind).await.map_err(spin_error))
 }
 
@@ -98,13 +96,11 @@ impl HostConnection for PgView<'_> {
         statement: String,
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<u64, Error>> {
-        Ok(
-            match run(self, &this, &statement, &params, Kind::Execute).await? {
-                Ok(Outcome::Count(n)) => Ok(n),
-                Ok(Outcome::Rows(_)) => Err(Error::Other("unexpected result".into())),
-                Err(e) => Err(e),
-            },
-        )
+        Ok(match run(self, &this, &statement, &params, Kind::Execute).await? {
+            Ok(Outcome::Count(n)) => Ok(n),
+            Ok(Outcome::Rows(_)) => Err(Error::Other("unexpected result".into())),
+            Err(e) => Err(e),
+        })
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
@@ -149,16 +145,10 @@ mod tests {
         assert_eq!(log.lines().count(), 1, "{log}");
         assert!(log.contains("Spin 4.0.0 to 4.0.2"), "{log}");
         assert!(log.contains("#3671"), "{log}");
-        assert!(
-            log.ends_with(": SELECT id FROM items WHERE id = $1"),
-            "{log}"
-        );
+        assert!(log.ends_with(": SELECT id FROM items WHERE id = $1"), "{log}");
         match error {
             Error::QueryFailed(text) => {
-                assert!(
-                    text.contains("zero rows") && text.contains("#3671"),
-                    "{text}"
-                )
+                assert!(text.contains("zero rows") && text.contains("#3671"), "{text}")
             }
             other => panic!("{other:?}"),
         }

@@ -84,10 +84,8 @@ impl PgPools {
         let config =
             parse_and_check(address, &self.allowed).map_err(PoolError::ConnectionFailed)?;
         let pool = {
-            let mut pools = self
-                .pools
-                .lock()
-                .map_err(|_| PoolError::Other("pool lock poisoned".into()))?;
+            let mut pools =
+                self.pools.lock().map_err(|_| PoolError::Other("pool lock poisoned".into()))?;
             pools
                 .entry(address.to_string())
                 .or_insert_with(|| {
@@ -109,11 +107,7 @@ impl PgPools {
             Some(client) => client,
             None => PgClient::new(connect(&pool.config, self.tls.clone()).await?),
         };
-        Ok(Connection {
-            pool,
-            client: Some(client),
-            _permit: permit,
-        })
+        Ok(Connection { pool, client: Some(client), _permit: permit })
     }
 }
 
@@ -205,12 +199,7 @@ pub enum Outcome {
 
 impl PgClient {
     fn new(client: tokio_postgres::Client) -> PgClient {
-        PgClient {
-            client,
-            statements: HashMap::new(),
-            broken: false,
-            in_transaction: false,
-        }
+        PgClient { client, statements: HashMap::new(), broken: false, in_transaction: false }
     }
 
     async fn statement(&mut self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
@@ -267,9 +256,7 @@ impl PgClient {
 
 /// Best-effort transaction tracking from the statement's first words.
 fn in_transaction_after(before: bool, sql: &str) -> bool {
-    let mut words = sql
-        .split_whitespace()
-        .map(|w| w.trim_end_matches(';').to_ascii_uppercase());
+    let mut words = sql.split_whitespace().map(|w| w.trim_end_matches(';').to_ascii_uppercase());
     match words.next().as_deref() {
         Some("BEGIN" | "START") => true,
         Some("COMMIT" | "END" | "ABORT") => false,

@@ -114,10 +114,7 @@ pub fn row_set(rows: &[Row]) -> Result<(Vec<Column>, Vec<Vec<DbValue>>), Error> 
         .map(|row| {
             row.columns()
                 .iter()
-                .map(|c| Column {
-                    name: c.name().to_string(),
-                    data_type: data_type(c.type_()),
-                })
+                .map(|c| Column { name: c.name().to_string(), data_type: data_type(c.type_()) })
                 .collect()
         })
         .unwrap_or_default();

@@ -36,10 +36,7 @@ impl SqliteDbs {
             .filter(|(label, _)| granted.contains(label))
             .map(|(label, path)| (label, Arc::from(path)))
             .collect();
-        SqliteDbs {
-            granted: granted.to_vec(),
-            files,
-        }
+        SqliteDbs { granted: granted.to_vec(), files }
     }
 
     /// The file `label` names, if the component may open it, in Spin's
@@ -49,10 +46,7 @@ impl SqliteDbs {
         if !self.granted.iter().any(|g| g == label) {
             return Err(Refused::AccessDenied);
         }
-        self.files
-            .get(label)
-            .cloned()
-            .ok_or(Refused::NoSuchDatabase)
+        self.files.get(label).cloned().ok_or(Refused::NoSuchDatabase)
     }
 }
 

@@ -82,10 +82,7 @@ mod tests {
     /// `default` granted, in `dir/state/sqlite_db.db`.
     fn databases(dir: &std::path::Path) -> SqliteDbs {
         let file = dir.join("state/sqlite_db.db");
-        SqliteDbs::new(
-            &["default".to_string()],
-            BTreeMap::from([("default".to_string(), file)]),
-        )
+        SqliteDbs::new(&["default".to_string()], BTreeMap::from([("default".to_string(), file)]))
     }
 
     async fn open(view: &mut SqliteView<'_>) -> Resource<Connection> {
@@ -106,9 +103,7 @@ mod tests {
     async fn ok(view: &mut SqliteView<'_>, conn: &Resource<Connection>, sql: &str) -> Vec<Value> {
         let result = exec(view, conn, sql, vec![]).await;
         let rows = result.unwrap_or_else(|e| panic!("{sql}: {e:?}")).rows;
-        rows.into_iter()
-            .map(|mut row| row.values.remove(0))
-            .collect()
+        rows.into_iter().map(|mut row| row.values.remove(0)).collect()
     }
 
     /// Each `open` is a new connection with rusqlite's defaults and no
@@ -119,28 +114,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dbs = databases(dir.path());
         let mut table = ResourceTable::new();
-        let mut view = SqliteView {
-            dbs: &dbs,
-            table: &mut table,
-        };
+        let mut view = SqliteView { dbs: &dbs, table: &mut table };
         let conn = open(&mut view).await;
         let mode = ok(&mut view, &conn, "PRAGMA journal_mode").await;
-        assert!(
-            matches!(&mode[..], [Value::Text(m)] if m == "delete"),
-            "{mode:?}"
-        );
+        assert!(matches!(&mode[..], [Value::Text(m)] if m == "delete"), "{mode:?}");
         let timeout = ok(&mut view, &conn, "PRAGMA busy_timeout").await;
-        assert!(
-            matches!(timeout[..], [Value::Integer(5_000)]),
-            "{timeout:?}"
-        );
+        assert!(matches!(timeout[..], [Value::Integer(5_000)]), "{timeout:?}");
         assert!(dir.path().join("state/sqlite_db.db").exists());
 
         let err = exec(&mut view, &conn, "SELECT * FROM items", vec![]).await;
-        assert!(
-            matches!(&err, Err(Error::Io(m)) if m == "no such table: items"),
-            "{err:?}"
-        );
+        assert!(matches!(&err, Err(Error::Io(m)) if m == "no such table: items"), "{err:?}");
         let create = "CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n)";
         ok(&mut view, &conn, create).await;
         let row = || {
@@ -166,10 +149,7 @@ mod tests {
         assert!(matches!(timeout[..], [Value::Integer(2)]), "{timeout:?}");
         let again = open(&mut view).await;
         let timeout = ok(&mut view, &again, "PRAGMA busy_timeout").await;
-        assert!(
-            matches!(timeout[..], [Value::Integer(5_000)]),
-            "{timeout:?}"
-        );
+        assert!(matches!(timeout[..], [Value::Integer(5_000)]), "{timeout:?}");
     }
 
     #[tokio::test]
@@ -178,16 +158,10 @@ mod tests {
         std::fs::write(dir.path().join("state"), "").unwrap();
         let dbs = databases(dir.path());
         let mut table = ResourceTable::new();
-        let mut view = SqliteView {
-            dbs: &dbs,
-            table: &mut table,
-        };
+        let mut view = SqliteView { dbs: &dbs, table: &mut table };
         let conn = open(&mut view).await;
         let err = exec(&mut view, &conn, "SELECT 1", vec![]).await;
-        assert!(
-            matches!(&err, Err(Error::Io(m)) if m.starts_with("cannot create")),
-            "{err:?}"
-        );
+        assert!(matches!(&err, Err(Error::Io(m)) if m.starts_with("cannot create")), "{err:?}");
     }
 
     /// On one serving thread (this test's single-threaded runtime): a write
@@ -203,14 +177,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dbs = databases(dir.path());
         let (mut first_table, mut second_table) = (ResourceTable::new(), ResourceTable::new());
-        let mut first = SqliteView {
-            dbs: &dbs,
-            table: &mut first_table,
-        };
-        let mut second = SqliteView {
-            dbs: &dbs,
-            table: &mut second_table,
-        };
+        let mut first = SqliteView { dbs: &dbs, table: &mut first_table };
+        let mut second = SqliteView { dbs: &dbs, table: &mut second_table };
         let (a, b) = (open(&mut first).await, open(&mut second).await);
         ok(&mut first, &a, "CREATE TABLE t (i INTEGER)").await;
         ok(&mut first, &a, "BEGIN IMMEDIATE").await;
@@ -228,10 +196,7 @@ mod tests {
         ok(&mut first, &a, "INSERT INTO t VALUES (3)").await;
         ok(&mut second, &b, "PRAGMA busy_timeout = 1").await;
         let locked = exec(&mut second, &b, "INSERT INTO t VALUES (4)", vec![]).await;
-        assert!(
-            matches!(&locked, Err(Error::Io(m)) if m == "database is locked"),
-            "{locked:?}"
-        );
+        assert!(matches!(&locked, Err(Error::Io(m)) if m == "database is locked"), "{locked:?}");
         HostConnection::drop(&mut first, a).await.unwrap();
         ok(&mut second, &b, "PRAGMA busy_timeout = 5000").await;
         ok(&mut second, &b, "INSERT INTO t VALUES (5)").await;

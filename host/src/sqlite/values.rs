@@ -49,9 +49,8 @@ pub fn run(
     let mut stmt = conn.prepare_cached(statement).map_err(to_error)?;
     let columns: Vec<String> = stmt.column_names().map(String::from).collect();
     let n = columns.len();
-    let mut rows = stmt
-        .query(rusqlite::params_from_iter(params.into_iter().map(to_sql)))
-        .map_err(to_error)?;
+    let mut rows =
+        stmt.query(rusqlite::params_from_iter(params.into_iter().map(to_sql))).map_err(to_error)?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(to_error)? {
         let mut values = Vec::with_capacity(n);

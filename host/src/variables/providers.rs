@@ -84,17 +84,13 @@ pub fn load(
     for provider in config.variables_provider {
         providers.push(match provider {
             ProviderConfig::Vault(vault) => Provider::Vault(Vault::new(vault)?),
-            ProviderConfig::Env {
-                prefix,
-                dotenv_path,
-            } => {
+            ProviderConfig::Env { prefix, dotenv_path } => {
                 let prefix = prefix.unwrap_or_else(|| "SPIN_VARIABLE".to_string());
                 if prefix.is_empty() {
                     bail!("an env variables provider's prefix must not be empty");
                 }
-                let dotenv = dotenv_path
-                    .map(|file| read_dotenv(&dir.join(file)))
-                    .unwrap_or_default();
+                let dotenv =
+                    dotenv_path.map(|file| read_dotenv(&dir.join(file))).unwrap_or_default();
                 let values = names
                     .iter()
                     .filter_map(|name| {
@@ -119,10 +115,8 @@ mod tests {
         std::fs::write(dir.path().join("app.env"), "APP_API_KEY=from-dotenv\n").unwrap();
         let path = dir.path().join("runtime-config.toml");
         std::fs::write(&path, text).unwrap();
-        let env: HashMap<String, String> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let env: HashMap<String, String> =
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         load(&path, &["store", "api_key"], &|k| env.get(k).cloned())
     }
 
@@ -153,14 +147,9 @@ type = "spin"
         )
         .unwrap();
         assert!(matches!(providers[0], Provider::Vault(_)));
-        let Provider::Env(values) = &providers[1] else {
-            panic!("{providers:?}")
-        };
+        let Provider::Env(values) = &providers[1] else { panic!("{providers:?}") };
         assert_eq!(values.get("store").map(String::as_str), Some("the-store"));
-        assert_eq!(
-            values.get("api_key").map(String::as_str),
-            Some("from-dotenv")
-        );
+        assert_eq!(values.get("api_key").map(String::as_str), Some("from-dotenv"));
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("[key_value_store]"), "{warnings:?}");
         assert!(!format!("{providers:?}").contains("root-token-xyz"));

@@ -66,10 +66,7 @@ impl Variables {
             }
         }
         if !missing.is_empty() {
-            bail!(
-                "no provider resolved required variable(s): {}",
-                missing.join(", ")
-            );
+            bail!("no provider resolved required variable(s): {}", missing.join(", "));
         }
         Ok(variables)
     }
@@ -160,9 +157,7 @@ fixed = "literal"
     }
 
     fn pairs(list: &[(&str, &str)]) -> HashMap<String, String> {
-        list.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     async fn resolve_with(
@@ -175,11 +170,7 @@ fixed = "literal"
         let lookup = move |k: &str| env.get(k).cloned();
         Variables::resolve(
             &manifest(),
-            &Sources {
-                cli: &pairs(cli),
-                env: &lookup,
-                dotenv: &pairs(dotenv),
-            },
+            &Sources { cli: &pairs(cli), env: &lookup, dotenv: &pairs(dotenv) },
             providers,
         )
         .await
@@ -201,22 +192,16 @@ fixed = "literal"
     async fn providers_rank_between_the_flags_and_the_environment() {
         let provider = || Provider::Env(pairs(&[("api_key", "provided"), ("needed", "p")]));
         let env = ("SPIN_VARIABLE_API_KEY", "env");
-        let v = resolve_with(&[], &[env], &[], vec![provider()])
-            .await
-            .unwrap();
+        let v = resolve_with(&[], &[env], &[], vec![provider()]).await.unwrap();
         assert_eq!(v.get("api_key").await.unwrap(), "provided");
         let cli = ("api_key", "cli");
-        let v = resolve_with(&[cli], &[env], &[], vec![provider()])
-            .await
-            .unwrap();
+        let v = resolve_with(&[cli], &[env], &[], vec![provider()]).await.unwrap();
         assert_eq!(v.get("api_key").await.unwrap(), "cli");
         assert_eq!(v.get("url").await.unwrap(), "postgres://127.0.0.1:5432/x");
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
 
         // A plain API_KEY never reaches a Spin variable.
-        let v = resolve(&[], &[NEED, ("API_KEY", "plain")], &[])
-            .await
-            .unwrap();
+        let v = resolve(&[], &[NEED, ("API_KEY", "plain")], &[]).await.unwrap();
         assert_eq!(v.get("api_key").await.unwrap(), "");
     }
 
@@ -231,9 +216,8 @@ fixed = "literal"
         })
         .unwrap();
         // (A required variable is looked up at start: here --variable has it.)
-        let v = resolve_with(&[("needed", "n")], &[], &[], vec![Provider::Vault(vault)])
-            .await
-            .unwrap();
+        let v =
+            resolve_with(&[("needed", "n")], &[], &[], vec![Provider::Vault(vault)]).await.unwrap();
         assert!(matches!(v.get("api_key").await, Err(Error::Provider(_))));
         // A variable that needs no application variable is not affected.
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
@@ -247,10 +231,7 @@ fixed = "literal"
         assert!(matches!(v.get("db_host").await, Err(Error::Undefined(_))));
         // Which names are invalid is template.rs's test.
         assert!(matches!(v.get("a-b").await, Err(Error::InvalidName(_))));
-        assert_eq!(
-            v.expand("postgres://{{ db_host }}").unwrap(),
-            "postgres://127.0.0.1:5432"
-        );
+        assert_eq!(v.expand("postgres://{{ db_host }}").unwrap(), "postgres://127.0.0.1:5432");
         assert_eq!(v.expand("postgres://{{ nope }}").unwrap_err(), "nope");
     }
 }

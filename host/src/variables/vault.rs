@@ -89,11 +89,9 @@ impl Vault {
     pub async fn get(&self, name: &str) -> Result<Option<String>, String> {
         match tokio::time::timeout(TIMEOUT, self.read(name)).await {
             Ok(result) => result.map_err(|e| format!("Vault at {}: {e:#}", self.base)),
-            Err(_) => Err(format!(
-                "Vault at {} did not answer within {} s",
-                self.base,
-                TIMEOUT.as_secs()
-            )),
+            Err(_) => {
+                Err(format!("Vault at {} did not answer within {} s", self.base, TIMEOUT.as_secs()))
+            }
         }
     }
 
@@ -107,10 +105,7 @@ impl Vault {
         let https = self.base.scheme_str() == Some("https");
         let port = self.base.port_u16().unwrap_or(if https { 443 } else { 80 });
         let request = Request::get(path)
-            .header(
-                http::header::HOST,
-                self.base.authority().map_or(host, |a| a.as_str()),
-            )
+            .header(http::header::HOST, self.base.authority().map_or(host, |a| a.as_str()))
             .header("x-vault-token", &self.token)
             .header("x-vault-request", "true")
             .body(Empty::<Bytes>::new())?;

@@ -193,12 +193,9 @@ world probe {
 pub fn probe() -> Vec<u8> {
     let wit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit");
     let mut resolve = wit_parser::Resolve::default();
-    resolve
-        .push_dir(&wit)
-        .expect("the repository's wit/ parses");
-    let package = resolve
-        .push_str(Path::new("probe.wit"), PROBE_WORLD)
-        .expect("the probe's world parses");
+    resolve.push_dir(&wit).expect("the repository's wit/ parses");
+    let package =
+        resolve.push_str(Path::new("probe.wit"), PROBE_WORLD).expect("the probe's world parses");
     let world = resolve.select_world(&[package], Some("probe")).unwrap();
     let mut module = wat::parse_str(probe_wat()).expect("the probe's WAT is valid");
     wit_component::embed_component_metadata(

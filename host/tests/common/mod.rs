@@ -56,11 +56,7 @@ pub fn command(dir: &Path) -> Command {
 
 impl Host {
     pub fn start(dir: &Path, manifest: &Path, args: &[&str], env: &[(&str, &str)]) -> Host {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut cmd = command(dir);
         cmd.arg("--from")
             .arg(manifest)
@@ -74,12 +70,7 @@ impl Host {
         let mut child = cmd.spawn().unwrap();
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
-        let mut host = Host {
-            child,
-            port,
-            stdout,
-            stderr,
-        };
+        let mut host = Host { child, port, stdout, stderr };
         let deadline = Instant::now() + Duration::from_secs(120);
         // Listening where --listen said.
         let serving = format!("Serving http://127.0.0.1:{port}");
@@ -87,11 +78,7 @@ impl Host {
             if let Ok(Some(status)) = host.child.try_wait() {
                 panic!("spin-lite exited with {status}: {}", host.stderr());
             }
-            assert!(
-                Instant::now() < deadline,
-                "spin-lite did not start: {}",
-                host.stderr()
-            );
+            assert!(Instant::now() < deadline, "spin-lite did not start: {}", host.stderr());
             std::thread::sleep(Duration::from_millis(20));
         }
         host
@@ -110,21 +97,15 @@ impl Host {
     pub fn wait_for_log(&self, text: &str) {
         let deadline = Instant::now() + Duration::from_secs(5);
         while !self.stderr().contains(text) {
-            assert!(
-                Instant::now() < deadline,
-                "no {text:?} in:\n{}",
-                self.stderr()
-            );
+            assert!(Instant::now() < deadline, "no {text:?} in:\n{}", self.stderr());
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
     /// SIGTERM, then the exit status.
     pub fn terminate(mut self) -> ExitStatus {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
+        let ok =
+            Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(ok.success());
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -148,22 +129,15 @@ impl Drop for Host {
 /// and the (de-chunked) body.
 pub fn get(port: u16, path: &str) -> (u16, String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
         .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();
     let raw = String::from_utf8_lossy(&raw).into_owned();
     let (head, rest) = raw.split_once("\r\n\r\n").expect("response head");
     let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
     if !chunked {
         return (status, head.to_string(), rest.to_string());
     }
@@ -188,21 +162,15 @@ pub fn test_pg_url() -> (String, String) {
     );
     let authority = url.rsplit('@').next().unwrap();
     let host_port = authority.split(['/', '?']).next().unwrap();
-    let host_port = if host_port.contains(':') {
-        host_port.to_string()
-    } else {
-        format!("{host_port}:5432")
-    };
+    let host_port =
+        if host_port.contains(':') { host_port.to_string() } else { format!("{host_port}:5432") };
     (url, host_port)
 }
 
 /// Runs SQL as the test database's user (tokio-postgres, without TLS as
 /// `make test`'s throwaway cluster is).
 pub fn pg_admin(url: &str, sql: &str) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
             .await
@@ -245,9 +213,7 @@ impl ScratchDatabase {
             None => (self.admin_url.as_str(), String::new()),
         };
         let authority = base.find("://").expect("a postgres:// URL") + 3;
-        let path = base[authority..]
-            .find('/')
-            .map_or(base.len(), |i| authority + i);
+        let path = base[authority..].find('/').map_or(base.len(), |i| authority + i);
         format!("{}/{}{query}", &base[..path], self.name)
     }
 }
