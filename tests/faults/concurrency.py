@@ -21,6 +21,10 @@ def schema_race(ctx):
     # databases in the running cluster are cheaper.
     new_clusters = (3 if ctx.full else 1) if ctx.store == "postgres" else 0
     tries = 10 if ctx.full else 4
+    # SQLite takes one writer at a time, the others wait out a busy timeout
+    # (5 s under Spin, where 200 first creates on a loaded machine outlast it);
+    # 50 at once still all meet the migration.
+    burst = 200 if ctx.store == "postgres" else 50
     failures = []
     for k in range(tries):
         cluster = None
@@ -36,18 +40,18 @@ def schema_race(ctx):
         # Signed here, not asked of POST /token: a login would be the first
         # request and migrate the database before the creates arrive.
         token = lib.jwt(host.secret.encode(), {"exp": int(time.time()) + 600})
-        books = [{"title": f"First {k} {i}", "author": "Race", "year": i} for i in range(200)]
+        books = [{"title": f"First {k} {i}", "author": "Race", "year": i} for i in range(burst)]
         answers = lib.parallel(lambda b: lib.try_request(host.port, "POST", "/book", body=b, token=token,
-                                                     timeout=60), books, 200)
+                                                     timeout=60), books, burst)
         bad = [r for r in answers if r.status != 201]
         if bad:
             errors = [l for l in host.tail(400).splitlines() if l.startswith("error")]
-            failures.append(f"database {k + 1}: {len(bad)} of 200 not 201 ({bad[0]!r}); log: {errors[:2]}")
+            failures.append(f"database {k + 1}: {len(bad)} of {burst} not 201 ({bad[0]!r}); log: {errors[:2]}")
         host.stop()
         ctx.hosts.remove(host)
         if cluster is not None:
             cluster.close()
-    t.check(not failures, f"200 parallel creates as the first requests on an empty database "
+    t.check(not failures, f"{burst} parallel creates as the first requests on an empty database "
             f"({tries} fresh databases): all 201", "; ".join(failures))
 
 
