@@ -48,7 +48,7 @@ bench: build
 	@scripts/ensure-tools.sh postgres
 	@command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk
 	$(CARGO) build --release --locked -p book-native
-	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-floor -p book-minimal
+	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-floor
 	@bench/run.py
 
 build: component host

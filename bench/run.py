@@ -37,7 +37,7 @@ USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
 BOOKS = 10_000
-SPIN_ONLY = ("spin", "spin-floor", "minimal")
+SPIN_ONLY = ("spin", "spin-floor")
 WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
           "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
 
@@ -358,57 +358,9 @@ def serve(comparator, store, pg):
             shutil.rmtree(host.workdir, ignore_errors=True)
 
 
-def versus():
-    """Our component against bench/minimal under real Spin, both serving one
-    SQLite database at once, their runs alternating (ROUNDS rounds, the
-    order flipped each round), so that both see the same load."""
-    secret = launch.random_text(48)
-    workdir = tempfile.mkdtemp(prefix="bench-versus.")
-    ours = launch.Host("spin", "sqlite", dict(SETTINGS, SECRET_TOKEN=secret), wasm=WASM, workdir=workdir)
-    minimal = launch.Host("spin", "sqlite", {"SECRET_TOKEN": secret}, workdir=workdir,
-                          manifest=ROOT / "bench/minimal/spin.toml", state_dir=ours.state_dir)
-    try:
-        ours.start()
-        prepare(ours.base_url, ours.state_dir, None)  # our component creates the tables
-        minimal.start(healthy=False)  # it has no /health
-        pair = [Target(name, "sqlite", host.base_url, host.proc.pid)
-                for name, host in [("ours", ours), ("minimal", minimal)]]
-        for target in pair:
-            run_wrk(target, "warm-up", 16, script="get")
-        for round_ in range(ROUNDS):
-            for scenario in ["get", "post"]:
-                for c in CONCURRENCY:
-                    for target in pair[::-1] if round_ % 2 else pair:
-                        run_wrk(target, scenario, c)
-    finally:
-        minimal.stop()
-        ours.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
 def median(values):
     values = sorted(values)
     return (values[(len(values) - 1) // 2] + values[len(values) // 2]) / 2
-
-
-def versus_table(runs):
-    """Ours against the minimal comparator: each round's two runs ran back
-    to back, so the ratio is taken per round; its median and range. (Ours
-    is `ours` here, not `spin`: the `spin` comparator's runs are not paired.)"""
-    lines = ["| Spin, SQLite | c | ours CPU us/req | minimal CPU us/req | ratio (median of rounds) | rounds' ratios | ours p99 ms | minimal p99 ms |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    keys = {(r["scenario"], r["concurrency"]) for r in runs if r["comparator"] == "minimal"}
-    for scenario, c in sorted(keys - {("warm-up", 16)}):
-        pick = {name: [r for r in runs if (r["comparator"], r["store"], r["scenario"], r["concurrency"])
-                       == (name, "sqlite", scenario, c)] for name in ("ours", "minimal")}
-        if not all(pick.values()):
-            continue
-        ratios = [a["cpu_us"] / b["cpu_us"] for a, b in zip(pick["ours"], pick["minimal"])]
-        cpu = {name: median([r["cpu_us"] for r in rs]) for name, rs in pick.items()}
-        p99 = {name: median([r["p99_us"] for r in rs]) / 1000 for name, rs in pick.items()}
-        lines.append(f"| {scenario} | {c} | {cpu['ours']:.1f} | {cpu['minimal']:.1f} | **{median(ratios):.2f}x** "
-                     f"| {min(ratios):.2f}-{max(ratios):.2f} | {p99['ours']:.2f} | {p99['minimal']:.2f} |")
-    return lines if len(lines) > 2 else []
 
 
 def writes_table(runs):
@@ -469,10 +421,6 @@ def report():
         table = catalog_table(sizes)
         lines += ["", "Catalog sizes: GET /books, median ms of the timed requests (slowest):", ""] + table
         print("\n".join(table), flush=True)
-    mine = versus_table(runs)
-    if mine:
-        lines += ["", "Ours against bench/minimal under Spin (medians of the alternating rounds):", ""] + mine
-        print("\n".join(mine), flush=True)
     (OUT / "results.md").write_text("\n".join(lines) + "\n")
     log(f"wrote {OUT / 'results.md'} and runs.jsonl")
 
@@ -481,11 +429,11 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "runs.jsonl").write_text("")
     stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
-    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin-floor spin minimal").split()
+    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin-floor spin").split()
     if shutil.which("wrk") is None:
         sys.exit("bench: wrk is missing (apt-get install wrk)")
     if not launch.spin_binary() and set(SPIN_ONLY) & set(comparators):
-        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin, spin-floor and minimal skipped")
+        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin and spin-floor skipped")
         comparators = [c for c in comparators if c not in SPIN_ONLY]
     pg = launch.Pg() if "postgres" in stores else None
     if pg:
@@ -493,13 +441,11 @@ def main():
         POSTGRES_PID = int((Path(pg.dir) / "data/postmaster.pid").read_text().split()[0])
     try:
         for comparator in comparators:
-            sqlite_only = comparator.endswith("floor") or comparator == "minimal"
+            sqlite_only = comparator.endswith("floor")
             for store in ["sqlite"] if sqlite_only else stores:
                 log(f"{comparator} on {store}")
                 try:
-                    if comparator == "minimal":
-                        versus()
-                    elif comparator == "native":
+                    if comparator == "native":
                         serve_native(store, pg.fresh_database() if store == "postgres" else None)
                     else:
                         serve(comparator, store, pg)
