@@ -189,29 +189,6 @@ pub const TOKEN_PATH: &str = "/token";
 pub const IF_MATCH: &str = "if-match";
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
-/// The header fields besides `Authorization` that a request's endpoint
-/// reads (`RequestHead::headers`), so that an adapter copies only those.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeadersRead {
-    None,
-    /// A login (who the client is may be told by several headers, which
-    /// ones depending on settings), or a CORS preflight.
-    All,
-    /// One field, by its lower-case name: `If-Match` on `PUT` and `DELETE`
-    /// of a book, `Idempotency-Key` on `POST /book`.
-    Only(&'static str),
-}
-
-pub fn headers_read(method: &str, path: &str) -> HeadersRead {
-    match (method, path) {
-        // A login, or a CORS preflight.
-        (_, TOKEN_PATH) | ("OPTIONS", _) => HeadersRead::All,
-        ("POST", "/book") => HeadersRead::Only(IDEMPOTENCY_KEY),
-        ("PUT" | "DELETE", _) if path.starts_with(BOOK_ITEM_PREFIX) => HeadersRead::Only(IF_MATCH),
-        _ => HeadersRead::None,
-    }
-}
-
 /// The route pattern a path matches, for log lines: never the path itself.
 pub fn pattern(path: &str) -> &'static str {
     match path {

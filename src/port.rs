@@ -67,7 +67,7 @@ pub struct RequestHead<'a> {
     /// The `Origin` value: a browser's request from a page.
     pub origin: Option<&'a [u8]>,
     /// The request's header fields, names in lower case, in the order
-    /// received: at least those `app::headers_read` names for it.
+    /// received.
     pub headers: &'a [(String, Vec<u8>)],
 }
 

@@ -29,12 +29,12 @@ pub fn list(
 /// A catalog query: the books matching its filters with an id above
 /// `after`, in ascending id order, at most `query.limit` of them.
 ///
-/// Text filters are substring matches (`contains`), served by an index of
-/// trigrams (`migrations/*/0006_*`): on SQLite the longest filter of 3 or
-/// more characters drives the statement through its FTS5 table, in id
-/// order, so a page stops at its limit however common the filter; on
-/// PostgreSQL `pg_trgm` serves `LIKE` when the extension could be created,
-/// and the planner weighs it against the primary key.
+/// Text filters are substring matches (`contains`). On PostgreSQL
+/// `pg_trgm` serves them (`migrations/postgres/0006_*`) when the extension
+/// could be created, and the planner weighs it against the primary key. On
+/// SQLite they scan in id order, stopping at the page's limit: an FTS5
+/// trigram index kept by triggers made every write under Spin dearer
+/// (measured: `docs/performance.md`), so it is not there.
 pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
     let filters: Vec<(&str, &str)> = [("title", &query.title), ("author", &query.author)]
         .into_iter()
@@ -49,34 +49,10 @@ pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Bo
             StoreKind::Postgres => like_anywhere(folded),
         })
         .collect();
-    let driver = match kind {
-        StoreKind::Sqlite => filters
-            .iter()
-            .filter(|(_, folded)| folded.chars().count() >= TRIGRAM)
-            .max_by_key(|(_, folded)| folded.chars().count())
-            .map(|(column, folded)| (*column, trigram_query(folded))),
-        StoreKind::Postgres => None,
-    };
     books(rows(db, |kind| {
-        let (mut sql, key) = match &driver {
-            // Rows come in the index's rowid (= id) order: `ORDER BY` and
-            // `after` are on its rowid, so SQLite needs no sort.
-            Some((column, trigrams)) => {
-                let index = format!("books_{column}_trigrams");
-                let mut sql = Sql::new(format!(
-                    "SELECT {BOOK_COLUMNS} FROM {index} JOIN books ON books.id = {index}.rowid \
-                     WHERE {index} MATCH "
-                ));
-                let placeholder = sql.bind(SqlParam::Text(trigrams));
-                sql.text.push_str(&placeholder);
-                (sql, format!("{index}.rowid"))
-            }
-            None => {
-                (Sql::new(format!("SELECT {BOOK_COLUMNS} FROM books WHERE true")), "id".to_string())
-            }
-        };
+        let mut sql = Sql::new(format!("SELECT {BOOK_COLUMNS} FROM books WHERE true"));
         if let Some(after) = query.after {
-            sql.push_bound(&format!(" AND {key} > {{}}"), SqlParam::Int64(after.get()));
+            sql.push_bound(" AND id > {}", SqlParam::Int64(after.get()));
         }
         for ((column, _), pattern) in filters.iter().zip(&patterns) {
             let placeholder = sql.bind(SqlParam::Text(pattern));
@@ -86,17 +62,13 @@ pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Bo
         if let Some(year) = query.year {
             sql.push_bound(" AND year = {}", SqlParam::Int32(year));
         }
-        sql.text.push_str(&format!(" ORDER BY {key}"));
+        sql.text.push_str(" ORDER BY id");
         if let Some(fetch) = query.limit {
             sql.push_bound(" LIMIT {}", SqlParam::Int64(fetch.into()));
         }
         sql.build(kind)
     })?)
 }
-
-/// The fewest characters a trigram index can look up: a shorter filter is
-/// matched by reading the books in id order.
-const TRIGRAM: usize = 3;
 
 /// `column` contains the placeholder's text, ASCII letters folded, nothing
 /// else. SQLite: the placeholder holds the filter ASCII-lowered, and the
@@ -125,21 +97,6 @@ fn like_anywhere(text: &str) -> String {
     }
     pattern.push('%');
     pattern
-}
-
-/// An FTS5 query for the rows of a trigram table (`detail=none`: rowids
-/// only, no positions) holding every trigram of `text`: `"abc" AND "bcd"`,
-/// each a string (`"` doubled). A candidate, not a match: a row may hold
-/// them apart, so `contains` still decides.
-fn trigram_query(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut trigrams: Vec<String> = chars
-        .windows(TRIGRAM)
-        .map(|window| window.iter().collect::<String>().replace('"', "\"\""))
-        .collect();
-    trigrams.sort_unstable();
-    trigrams.dedup();
-    trigrams.iter().map(|trigram| format!("\"{trigram}\"")).collect::<Vec<_>>().join(" AND ")
 }
 
 pub fn get(db: &mut dyn Connection, id: BookId) -> anyhow::Result<Option<Book>> {
@@ -495,13 +452,10 @@ mod tests {
         assert!(used_key(vec![Column::Text("f".into()), Column::Integer(-1)]).is_err());
     }
 
-    /// PostgreSQL's pattern (its matching runs in `bench/native`'s test and
-    /// `faults/catalog.py`) and SQLite's trigram query, as bound.
+    /// PostgreSQL's pattern, as bound (its matching runs in `bench/native`'s
+    /// test and `faults/catalog.py`).
     #[test]
-    fn filters_are_bound_as_literal_patterns_and_trigram_queries() {
+    fn filters_are_bound_as_literal_patterns() {
         assert_eq!(like_anywhere("a%b_c\\d'\"é"), "%a\\%b\\_c\\\\d'\"é%");
-        assert_eq!(trigram_query("abcab"), "\"abc\" AND \"bca\" AND \"cab\"");
-        assert_eq!(trigram_query("a\"bé"), "\"\"\"bé\" AND \"a\"\"b\"");
-        assert_eq!(trigram_query("aaaa"), "\"aaa\"");
     }
 }

@@ -17,7 +17,7 @@ use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, Re
 use spin_sdk::wit::wasi::http0_2_0::types::IncomingBody;
 use wasi::io::streams::{OutputStream, StreamError};
 
-use crate::app::{self, HeadersRead};
+use crate::app;
 use crate::db::Connection;
 use crate::envelope::Response;
 use crate::port::{join_values, Body, BodyError, Context, RequestHead};
@@ -33,15 +33,12 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let target = request.path_with_query().unwrap_or_default();
     let (path, query) = app::split_target(&target);
     let headers = request.headers();
-    let authorization = joined_header(&headers, "authorization");
-    let origin = joined_header(&headers, "origin");
-    let read = match app::headers_read(&method, path) {
-        HeadersRead::None => Vec::new(),
-        HeadersRead::All => headers.entries(),
-        HeadersRead::Only(name) => joined_header(&headers, name)
-            .map(|value| vec![(name.to_string(), value)])
-            .unwrap_or_default(),
+    // Every field in one host call: cheaper than asking for each by name.
+    let fields = headers.entries();
+    let named = |name: &str| {
+        join_values(fields.iter().filter(|(field, _)| field == name).map(|(_, value)| value))
     };
+    let (authorization, origin) = (named("authorization"), named("origin"));
 
     let head = RequestHead {
         method: &method,
@@ -49,7 +46,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
         query,
         authorization: authorization.as_deref(),
         origin: origin.as_deref(),
-        headers: &read,
+        headers: &fields,
     };
     let body = RequestBody { headers, request };
     let mut ctx = SpinContext::default();

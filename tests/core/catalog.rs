@@ -289,58 +289,6 @@ fn filters_of_every_length_match_alike_through_the_index_or_not() {
     assert_eq!(found(&mut ctx, &format!("title={}", percent_encode(&long))), Vec::<i64>::new());
 }
 
-/// The ids the trigram index of `column` holds for the 3 characters
-/// `trigram` (ASCII-lowered), whatever the books now say.
-fn indexed(ctx: &TestContext, column: &str, trigram: &str) -> Vec<i64> {
-    let index = format!("books_{column}_trigrams");
-    let query = format!("SELECT rowid FROM {index} WHERE {index} MATCH ?1 ORDER BY rowid");
-    let mut statement = ctx.db.prepare(&query).unwrap();
-    let phrase = format!("\"{}\"", trigram.replace('"', "\"\""));
-    let rows = statement.query_map([phrase], |row| row.get(0)).unwrap();
-    rows.collect::<Result<_, _>>().unwrap()
-}
-
-/// The index follows every write, in step with it: a created book is found,
-/// an updated one by its new text only, a deleted one no more; and the
-/// index itself forgets what was replaced (it is a candidate list: a stale
-/// entry would cost time, never a wrong answer).
-#[test]
-fn the_index_follows_every_write() {
-    let mut ctx = with_books(&[("Dune", "Frank Herbert", 1965), ("Emma", "Jane Austen", 1815)]);
-    assert_eq!(found(&mut ctx, "title=dun"), [1]);
-    assert_eq!(indexed(&ctx, "title", "dun"), [1]);
-    ctx.authed("PUT", "/book/1", r#"{"title":"Solaris"}"#);
-    assert_eq!(found(&mut ctx, "title=dun"), Vec::<i64>::new());
-    assert_eq!(found(&mut ctx, "title=sola"), [1]);
-    assert_eq!(found(&mut ctx, "author=herbert"), [1], "the author is kept");
-    assert_eq!(indexed(&ctx, "title", "dun"), Vec::<i64>::new());
-    ctx.authed("PUT", "/book/1", r#"{"author":"Stanisław Lem"}"#);
-    assert_eq!(found(&mut ctx, "author=herbert"), Vec::<i64>::new());
-    assert_eq!(found(&mut ctx, "author=AW+LEM"), [1]);
-    assert_eq!(indexed(&ctx, "author", "her"), Vec::<i64>::new());
-    // The same title again, a new case, or only the year: still found.
-    for body in [
-        r#"{"title":"Solaris"}"#,
-        r#"{"title":"SOLARIS","author":"Stanisław Lem"}"#,
-        r#"{"year":1961}"#,
-    ] {
-        assert_eq!(ctx.authed("PUT", "/book/1", body).0, 200, "{body}");
-        assert_eq!(found(&mut ctx, "title=solaris&author=lem"), [1], "{body}");
-    }
-    assert_eq!(indexed(&ctx, "title", "sol"), [1]);
-    ctx.authed("DELETE", "/book/1", "");
-    assert_eq!(found(&mut ctx, "title=solaris"), Vec::<i64>::new());
-    assert_eq!(found(&mut ctx, "author=aw+lem"), Vec::<i64>::new());
-    assert_eq!(indexed(&ctx, "title", "sol"), Vec::<i64>::new());
-    assert_eq!(indexed(&ctx, "author", "lem"), Vec::<i64>::new());
-    // A keyed create is indexed like any other.
-    ctx.request_headers.push(("Idempotency-Key".into(), "k-1".into()));
-    let created = ctx.authed("POST", "/book", &book_body("Kindred", "Octavia E. Butler", 1979));
-    assert_eq!(created.0, 201);
-    assert_eq!(found(&mut ctx, "title=kin"), [3]);
-    assert_eq!(found(&mut ctx, "title=emm&author=aust"), [2]);
-}
-
 #[test]
 fn values_are_percent_decoded_with_plus_as_space() {
     assert_eq!(percent_decode("a+b%20c%2Bd"), Some("a b c+d".to_string()));

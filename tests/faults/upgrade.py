@@ -5,7 +5,10 @@ failed-login count whose window still runs, served by the host under test:
 the component migrates it lazily on the first statement that finds
 `login_attempts` missing. Rows, ids and the running count are kept, each
 book at version 1; every migration of migrations/postgres/ recorded, once.
-(SQLite's upgrade is tests/core/upgrade.rs's: the same statements.)
+Then a database at migration 0004 holding an Idempotency-Key as that
+release stored it (the book beside the key): after 0005 the key replays the
+first answer byte for byte and refuses another book. (SQLite's upgrade is
+tests/core/upgrade.rs's: the same statements.)
 """
 
 import sys
@@ -70,6 +73,34 @@ def run(ctx):
     t.check(r.is_envelope(200) and len(r.data) == len(expected) + 1 and versions() == every,
             "restarted: the same books, nothing migrated twice", f"{r!r} {versions()}")
     t.check(host.stop() == 0, "the host exits 0 on SIGTERM after the restart")
+    keys_replay(ctx)
+
+
+def keys_replay(ctx):
+    t = ctx.tally
+    db_url = ctx.pg.fresh_database()
+    files = sorted((lib.ROOT / "migrations/postgres").glob("*.sql"))[:4]
+    title = 'Say "Dune" \\ été 📖'
+    lib.psql(db_url, "CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, "
+             "name TEXT NOT NULL);" + "".join(
+                 f.read_text() + f";INSERT INTO schema_migrations VALUES ({int(f.name[:4])}, '{f.stem}');"
+                 for f in files)
+             + f"INSERT INTO books (title, author, year) VALUES ($t${title}$t$, 'Frank Herbert', 1965);"
+             + f"INSERT INTO idempotency_keys VALUES ('k-1', 1, $t${title}$t$, 'Frank Herbert', 1965, "
+             "extract(epoch from now())::bigint)")
+    host = ctx.host(db_url=db_url).start()
+    token = host.token()
+    book = {"title": title, "author": "Frank Herbert", "year": 1965}
+    r = host.call("POST", "/book", book, token, headers={"Idempotency-Key": "k-1"})
+    first = ('{"status":201,"message":"Book created successfully","data":{"id":1,"title":'
+             + lib.json.dumps(title, ensure_ascii=False, separators=(",", ":"))
+             + ',"author":"Frank Herbert","year":1965}}').encode()
+    t.check(r.status == 201 and r.raw == first and r.headers.get("etag") == '"1.1"',
+            "a key stored before migration 0005 replays its first answer byte for byte",
+            f"{r!r} {r.raw[:200]!r}")
+    other = host.call("POST", "/book", dict(book, year=1966), token, headers={"Idempotency-Key": "k-1"})
+    t.check(other.status == 422, "... and refuses another book", f"{other!r}")
+    t.check(host.stop() == 0, "the host exits 0 on SIGTERM")
 
 
 if __name__ == "__main__":
