@@ -20,11 +20,37 @@ by dropping a check:
   scenario deleted and ST302 ("created resource not found") fails on the
   correct 404. In the stateful phase only, each keyed create gets a fresh
   UUID; the other phases keep the drawn keys (replays, 422 and 400 included).
+
+* Valid data whose `title` or `author` the component refuses by its own rule
+  (blank, NUL, an unpaired surrogate, over 1,000 characters): openapi.yaml
+  states the rule, but the generator does not always keep to a `pattern`
+  (seen: a "valid" title holding NUL; `author` values are masked in its
+  reports, as they contain "auth"). Such a positive case is dropped, not
+  sent; negative cases are untouched.
 """
 
 import uuid
 
 import schemathesis
+
+# Unicode White_Space, as Rust's `str::trim` strips it (src/books/model.rs).
+WHITE_SPACE = set("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | {
+    chr(c) for c in range(0x2000, 0x200B)}
+
+
+def is_text(value):
+    """The component's rule for `title` and `author`."""
+    return (isinstance(value, str) and 0 < len(value) <= 1000 and "\0" not in value
+            and not all(c in WHITE_SPACE for c in value)
+            and not any(0xD800 <= ord(c) <= 0xDFFF for c in value))
+
+
+@schemathesis.hook
+def filter_case(context, case):
+    meta = case.meta
+    if meta is None or meta.generation.mode.value != "positive" or not isinstance(case.body, dict):
+        return True
+    return all(is_text(case.body[field]) for field in ("title", "author") if field in case.body)
 
 
 @schemathesis.hook
