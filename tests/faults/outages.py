@@ -248,8 +248,12 @@ def sqlite_disk_full(ctx):
         t.note(f"disk full: creates answered {dict(statuses)}, slowest {slowest:.2f}s")
         t.check(statuses[500] > 0 and not bad,
                 "disk full: creates get the 500 envelope (none another error)", f"{statuses} {bad[:2]}")
+        # A read opens its own connection, as under Spin; when the last one
+        # closed, SQLite removed the WAL files, and on a full disk a new
+        # connection may not create them again: then the read is a 500 too.
         r = host.call("GET", "/books", token=token)
-        t.check(r.status == 200 and r.is_envelope(200), "disk full: reads still work", f"{r.status}")
+        t.check(r.is_envelope(200) or r.is_envelope(*ERROR),
+                "disk full: reads answer 200, or the 500 envelope, never another error", f"{r.status}")
         t.check(host.alive(), "disk full: the host stays up")
         filler.unlink()
         (mnt / "filler2").unlink()
