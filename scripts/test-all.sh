@@ -135,6 +135,7 @@ variant_leg tests/e2e.py --store sqlite --wasm target/variants/book-catalog-sqli
 step "fuzzing and fault tests on SQLite"
 scripts/fuzz.sh --store sqlite || true
 tests/faults/run.py --store sqlite || true
+tests/faults/big_catalog.py --store sqlite || true
 
 if [ -n "$pg_url" ]; then
     step "end to end on PostgreSQL"
@@ -147,6 +148,7 @@ if [ -n "$pg_url" ]; then
     step "fuzzing and fault tests on PostgreSQL"
     scripts/fuzz.sh --store postgres || true
     tests/faults/run.py --store postgres || true
+    tests/faults/big_catalog.py --store postgres || true
 fi
 
 # Each module skips the store it does not need (its `ctx.only_on`).
@@ -162,6 +164,7 @@ for store in sqlite postgres; do
     fi
     spin_leg "fault tests under spin up ($spin_faults) on $store" \
         tests/faults/run.py --store "$store" --only "$spin_faults"
+    spin_leg "the big catalog under spin up on $store" tests/faults/big_catalog.py --store "$store"
 done
 
 # SpinKube's runtime: containerd-shim-spin v0.24.0 embeds Spin 3.6.3. The

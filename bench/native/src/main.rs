@@ -11,19 +11,25 @@
 //! The store work is blocking (the core is synchronous), so each request that
 //! needs the store takes a pooled connection on the async side and then runs
 //! on tokio's blocking threads. Both run the core's store functions, SQL and
-//! migrations (`book_catalog::db`); only connecting is here.
+//! migrations (`book_catalog::db`); only connecting is here. The whole list
+//! is written page by page as it is read (`books::rest_of_list`), as the
+//! Spin adapter writes it; a page that fails cuts the connection.
 //!
 //! Configuration: the component's settings, from the environment.
 //!
 //! Usage: book-native [--listen 127.0.0.1:8080] [--state-dir .spin] [--pool 16]
 
 use std::convert::Infallible;
+use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context as _};
+use book_catalog::books::model::BookId;
 use book_catalog::db::migrations;
 use book_catalog::db::native::{self, rusqlite};
 use book_catalog::db::Connection;
@@ -32,8 +38,8 @@ use book_catalog::settings::{
 };
 use book_catalog::{Body, BodyError, Context, RequestHead, MAX_BODY_BYTES};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Either, Full, Limited};
+use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -41,6 +47,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::runtime::Handle;
+use tokio::sync::mpsc;
 
 mod pool;
 mod postgres;
@@ -153,10 +160,49 @@ struct Server {
     stores: Stores,
 }
 
+/// The whole list's body after its first page: each piece as a blocking
+/// thread reads it (two pages ahead at most); an error ends the body
+/// unfinished, so hyper cuts the connection.
+struct Pieces(mpsc::Receiver<io::Result<Bytes>>);
+
+impl hyper::body::Body for Pieces {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<io::Result<Frame<Bytes>>>> {
+        self.0.poll_recv(cx).map(|piece| piece.map(|piece| piece.map(Frame::data)))
+    }
+}
+
+/// Sends the pages after `after`, read on the request's connection, until
+/// the body is complete or cut short, or the client has gone.
+fn write_rest(
+    mut context: NativeContext,
+    mut after: BookId,
+    pieces: mpsc::Sender<io::Result<Bytes>>,
+) {
+    loop {
+        let (piece, next) = match book_catalog::books::rest_of_list(&mut context, after) {
+            Ok((piece, next)) => (Ok(Bytes::from(piece)), next),
+            Err(error) => {
+                eprintln!("error: the list was cut short: {error}");
+                (Err(io::Error::other("the list was cut short")), None)
+            }
+        };
+        match (pieces.blocking_send(piece), next) {
+            (Ok(()), Some(next)) => after = next,
+            _ => return,
+        }
+    }
+}
+
 async fn serve(
     server: Arc<Server>,
     request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<Either<Full<Bytes>, Pieces>>, Infallible> {
     let (parts, body) = request.into_parts();
     let method = parts.method.as_str().to_string();
     let path = parts.uri.path().to_string();
@@ -217,19 +263,30 @@ async fn serve(
             origin: None,
             headers: &headers,
         };
-        book_catalog::handle(&mut context, &head, body).response
+        (book_catalog::handle(&mut context, &head, body).response, context)
     };
     // Store work blocks: it runs on tokio's blocking threads. The rest
     // (refusals, other paths) is cheap and stays on the async thread.
-    let mut response = if blocking {
-        tokio::task::spawn_blocking(run)
-            .await
-            .unwrap_or_else(|_| book_catalog::Response::internal_error())
+    let (mut response, context) = if blocking {
+        match tokio::task::spawn_blocking(run).await {
+            Ok((response, context)) => (response, Some(context)),
+            Err(_) => (book_catalog::Response::internal_error(), None),
+        }
     } else {
-        run()
+        (run().0, None)
     };
 
-    let mut http = Response::new(Full::new(Bytes::from(std::mem::take(&mut response.body))));
+    let first = Bytes::from(std::mem::take(&mut response.body));
+    let mut http = match (response.continues_after, context) {
+        (Some(after), Some(context)) => {
+            // The first page, then the rest as it is read.
+            let (pieces, receiver) = mpsc::channel(2);
+            let _ = pieces.try_send(Ok(first));
+            tokio::task::spawn_blocking(move || write_rest(context, after, pieces));
+            Response::new(Either::Right(Pieces(receiver)))
+        }
+        _ => Response::new(Either::Left(Full::new(first))),
+    };
     *http.status_mut() = hyper::StatusCode::from_u16(response.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     for (name, value) in response.headers() {
