@@ -1,8 +1,5 @@
-//! `allowed_outbound_hosts`, as far as PostgreSQL is concerned: the entries
-//! as written and expanded against the application variables
-//! ([`OutboundHosts`]), and each one parsed into what it admits
-//! ([`AllowedHost`]). Like Spin, a bad or unresolvable entry does not stop
-//! start-up; it just admits nothing.
+//! `allowed_outbound_hosts`, as far as PostgreSQL is concerned. Like Spin, a
+//! bad or unresolvable entry does not stop start-up; it admits nothing.
 
 pub const DEFAULT_PORT: u16 = 5432;
 
@@ -111,45 +108,30 @@ fn split_host_port(s: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The component's `allowed_outbound_hosts`: each entry as written, and as
-/// expanded against the application variables known at start (`Err` names
-/// the undefined variable).
-pub struct OutboundHosts {
-    entries: Vec<(String, Result<String, String>)>,
-}
-
-impl OutboundHosts {
-    /// `expand` expands one entry's templates.
-    pub fn expand(
-        entries: &[String],
-        expand: impl Fn(&str) -> Result<String, String>,
-    ) -> OutboundHosts {
-        OutboundHosts { entries: entries.iter().map(|e| (e.clone(), expand(e))).collect() }
-    }
-
-    /// What the entries admit, for the pool, and a warning (without the
-    /// `warning: ` prefix) for each entry that admits nothing because it
-    /// does not expand or parse. Warnings name the entry as written, never
-    /// its value (which came from variables).
-    pub fn postgres(&self) -> (Vec<AllowedHost>, Vec<String>) {
-        let mut allowed = Vec::new();
-        let mut warnings = Vec::new();
-        for (entry, expanded) in &self.entries {
-            match expanded {
-                Err(var) => warnings.push(format!(
-                    "allowed_outbound_hosts entry {entry:?} uses undefined variable {var:?}; it admits nothing"
+/// What the entries admit once `expand` expanded their templates (`Err`
+/// names an undefined variable), and a warning for each entry that admits
+/// nothing: named as written, never with its value (from variables).
+pub fn postgres_hosts(
+    entries: &[String],
+    expand: impl Fn(&str) -> Result<String, String>,
+) -> (Vec<AllowedHost>, Vec<String>) {
+    let mut allowed = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in entries {
+        match expand(entry) {
+            Err(var) => warnings.push(format!(
+                "allowed_outbound_hosts entry {entry:?} uses undefined variable {var:?}; it admits nothing"
+            )),
+            Ok(expanded) => match AllowedHost::parse(&expanded) {
+                Ok(Some(a)) => allowed.push(a),
+                Ok(None) => {}
+                Err(_) => warnings.push(format!(
+                    "allowed_outbound_hosts entry {entry:?} is not scheme://host[:port]; it admits nothing"
                 )),
-                Ok(expanded) => match AllowedHost::parse(expanded) {
-                    Ok(Some(a)) => allowed.push(a),
-                    Ok(None) => {}
-                    Err(_) => warnings.push(format!(
-                        "allowed_outbound_hosts entry {entry:?} is not scheme://host[:port]; it admits nothing"
-                    )),
-                },
-            }
+            },
         }
-        (allowed, warnings)
     }
+    (allowed, warnings)
 }
 
 #[cfg(test)]
@@ -165,12 +147,11 @@ mod tests {
             "postgres://u:secret@h:1",
         ]
         .map(String::from);
-        let hosts = OutboundHosts::expand(&entries, |e| match e {
+        let (allowed, warnings) = postgres_hosts(&entries, |e| match e {
             "postgres://{{ db_host }}" => Ok("postgres://127.0.0.1:5433".into()),
             "postgres://{{ nope }}" => Err("nope".into()),
             other => Ok(other.to_string()),
         });
-        let (allowed, warnings) = hosts.postgres();
         assert_eq!(allowed.len(), 1);
         assert!(allowed[0].allows("127.0.0.1", 5433));
         assert_eq!(warnings.len(), 2, "{warnings:?}");

@@ -1,7 +1,6 @@
 //! Spin variables (`fermyon:spin/variables@2.0.0`): `./.env` (`dotenv`), a
-//! runtime config's providers (`providers`, `vault`), Spin's precedence over
-//! them (`resolve`), and below, the interface on its own view of the host
-//! state ([`VariablesView`]: the variables and nothing else).
+//! runtime config's providers (`providers`, `vault`), Spin's precedence
+//! (`resolve`), and the interface on [`VariablesView`].
 
 mod dotenv;
 mod providers;
