@@ -32,7 +32,7 @@ use crate::manifest::Manifest;
 use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
 use crate::state::{Shared, State};
-use crate::variables::{Sources, Variables};
+use crate::variables::Variables;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -74,12 +74,11 @@ async fn run(cli: Cli) -> Result<()> {
         (providers, warnings) = variables::load_providers(path, &names, &env)?;
         warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
     }
-    let sources = Sources {
-        cli: &cli.variables.iter().cloned().collect(),
-        env: &env,
-        dotenv: &variables::read_dotenv(Path::new(".env")),
-    };
-    let variables = Variables::resolve(&manifest, &sources, providers).await?;
+    let dotenv = variables::read_dotenv(Path::new(".env"));
+    let env_then_dotenv = |name: &str| env(name).or_else(|| dotenv.get(name).cloned());
+    let cli_variables = cli.variables.iter().cloned().collect();
+    let variables =
+        Variables::resolve(&manifest, cli_variables, &env_then_dotenv, providers).await?;
 
     let state_dir = cli.state_dir.clone().unwrap_or_else(|| manifest.dir.join(".spin"));
     std::fs::create_dir_all(&state_dir)

@@ -26,21 +26,14 @@ use super::request_body::{BodyDeadline, RequestBody};
 use super::spin_headers::spin_request;
 use crate::manifest::Route;
 
-/// A client must send its request headers within this time.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// A request that finds every instance slot busy this long answers 503
-/// rather than wait on.
-pub const SLOT_WAIT: Duration = Duration::from_secs(5);
-/// Instances running at once, unless `--max-instances` says otherwise; more
-/// requests wait for a slot.
+const SLOT_WAIT: Duration = Duration::from_secs(5);
 pub const DEFAULT_MAX_INSTANCES: u32 = 32;
 /// Idle instances kept for reuse (only with `--max-instance-reuse` > 1).
 pub const MAX_IDLE_INSTANCES: u32 = 32;
-/// How often running guest code yields to the other requests of its thread
-/// (an epoch tick, see `start_epoch_ticker`).
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// A serving thread's runtime (the main thread's too). Its blocking pool
 /// (tokio's default bound, 512, as Spin's) runs the SQLite statements; a
 /// running instance runs at most one, so `--max-instances` bounds the threads.
@@ -48,8 +41,7 @@ pub fn serving_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread().enable_all().build()
 }
 
-/// Serving threads: one per core this process may run on, or
-/// `SPIN_LITE_THREADS` (1 to 64).
+/// One per core this process may run on, or `SPIN_LITE_THREADS` (1 to 64).
 fn serving_threads() -> usize {
     std::env::var("SPIN_LITE_THREADS")
         .ok()
@@ -87,12 +79,10 @@ fn internal_error() -> Response<HyperOutgoingBody> {
 
 pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
 
+/// `--max-instance-reuse`, `--max-instances`, `--request-timeout`.
 pub struct Limits {
-    /// Requests one instance may serve, one after another.
     pub max_reuse: u32,
-    /// Instances running at once.
     pub max_instances: u32,
-    /// The longest a request may run, from taking its slot to its answer.
     pub request_timeout: Duration,
 }
 

@@ -116,11 +116,8 @@ impl Manifest {
     pub fn load(path: &Path) -> Result<Manifest> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read manifest {}", path.display()))?;
-        let dir = path
-            .parent()
-            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = dir.to_path_buf();
         Self::parse(&text, dir).with_context(|| format!("invalid manifest {}", path.display()))
     }
 
@@ -128,12 +125,8 @@ impl Manifest {
         // toml's own message spans several lines; the CLI error is one.
         let raw: RawManifest =
             toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
-        let version_ok = match &raw.spin_manifest_version {
-            toml::Value::Integer(2) => true,
-            toml::Value::String(s) => s == "2",
-            _ => false,
-        };
-        if !version_ok {
+        let version = &raw.spin_manifest_version;
+        if !(version.as_integer() == Some(2) || version.as_str() == Some("2")) {
             bail!("only spin_manifest_version = 2 is supported");
         }
 

@@ -9,7 +9,7 @@ mod vault;
 
 pub use dotenv::read_dotenv;
 pub use providers::load as load_providers;
-pub use resolve::{Sources, Variables};
+pub use resolve::Variables;
 
 use wasmtime::component::HasData;
 

@@ -20,37 +20,24 @@ pub struct Variables {
     component: BTreeMap<String, Template>,
 }
 
-/// The static sources, highest priority first.
-pub struct Sources<'a> {
-    pub cli: &'a HashMap<String, String>,
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-    pub dotenv: &'a HashMap<String, String>,
-}
-
 impl Variables {
-    /// Resolves what can be at start; as in Spin, a required variable no
-    /// source has stops start-up.
+    /// Resolves what can be at start (`env`: the environment, then
+    /// `./.env`); as in Spin, a required variable no source has stops start-up.
     pub async fn resolve(
         manifest: &Manifest,
-        sources: &Sources<'_>,
+        cli: HashMap<String, String>,
+        env: &dyn Fn(&str) -> Option<String>,
         providers: Vec<Provider>,
     ) -> Result<Variables> {
         let mut fallback = HashMap::new();
         for (name, var) in &manifest.variables {
             let env_name = format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase());
-            let value = (sources.env)(&env_name)
-                .or_else(|| sources.dotenv.get(&env_name).cloned())
-                .or_else(|| var.default.clone());
-            if let Some(value) = value {
+            if let Some(value) = env(&env_name).or_else(|| var.default.clone()) {
                 fallback.insert(name.clone(), value);
             }
         }
-        let variables = Variables {
-            cli: sources.cli.clone(),
-            providers,
-            fallback,
-            component: manifest.component_variables.clone(),
-        };
+        let variables =
+            Variables { cli, providers, fallback, component: manifest.component_variables.clone() };
         let mut missing = Vec::new();
         for (name, _) in manifest.variables.iter().filter(|(_, var)| var.required) {
             if !matches!(variables.value(name).await, Ok(Some(_))) {
@@ -153,8 +140,7 @@ fixed = "literal"
     ) -> Result<Variables> {
         let env = pairs(env);
         let lookup = move |k: &str| env.get(k).cloned();
-        let sources = Sources { cli: &pairs(cli), env: &lookup, dotenv: &HashMap::new() };
-        Variables::resolve(&manifest(), &sources, providers).await
+        Variables::resolve(&manifest(), pairs(cli), &lookup, providers).await
     }
 
     const NEED: (&str, &str) = ("SPIN_VARIABLE_NEEDED", "n");
