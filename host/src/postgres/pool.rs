@@ -21,8 +21,8 @@ use tokio_postgres::{Row, Statement};
 use super::address::{parse_and_check, CONNECT_TIMEOUT};
 use super::allowed::AllowedHost;
 
-pub const MAX_CONNECTIONS: usize = 64;
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_CONNECTIONS: usize = 64;
+const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CACHED_STATEMENTS: usize = 64;
 
 /// Spin's `error` cases (`host.rs` converts: this module, which holds the
@@ -120,12 +120,8 @@ async fn connect(
 impl Pool {
     fn take_idle(&self) -> Option<PgClient> {
         let mut idle = self.idle.lock().ok()?;
-        while let Some(client) = idle.pop() {
-            if !client.client.is_closed() {
-                return Some(client);
-            }
-        }
-        None
+        idle.retain(|c| !c.client.is_closed());
+        idle.pop()
     }
 }
 

@@ -128,8 +128,7 @@ mod tests {
     }
 
     /// Each `open` is a new connection with rusqlite's defaults and no
-    /// PRAGMA of the host's; values go both ways; SQLite's messages are
-    /// Spin's `io` text.
+    /// PRAGMA of the host's; values go both ways; errors are Spin's `io`.
     #[tokio::test]
     async fn each_open_is_a_connection_of_its_own_with_rusqlites_defaults() {
         let dir = tempfile::tempdir().unwrap();
@@ -164,16 +163,15 @@ mod tests {
         let again = open(&mut view).await;
         let timeout = ok(&mut view, &again, "PRAGMA busy_timeout").await;
         assert!(matches!(timeout[..], [Value::Integer(5_000)]), "{timeout:?}");
-    }
 
-    #[tokio::test]
-    async fn a_folder_that_cannot_be_made_is_an_io_error() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("state"), "").unwrap();
-        let dbs = databases(dir.path());
-        let mut table = ResourceTable::new();
+        // A folder that cannot be made is an `io` error.
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let dbs = SqliteDbs::new(
+            &["x".into()],
+            BTreeMap::from([("x".into(), dir.path().join("file/x.db"))]),
+        );
         let mut view = SqliteView { dbs: &dbs, table: &mut table };
-        let conn = open(&mut view).await;
+        let conn = view.open("x".into()).await.unwrap().unwrap();
         let err = exec(&mut view, &conn, "SELECT 1", vec![]).await;
         assert!(matches!(&err, Err(Error::Io(m)) if m.starts_with("cannot create")), "{err:?}");
     }
