@@ -23,7 +23,7 @@ use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::WasiHttpView;
 
 use super::request_body::{BodyDeadline, RequestBody};
-use super::spin_headers::spin_request;
+use super::spin_headers::add_spin_headers;
 use crate::manifest::Route;
 
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -229,11 +229,11 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         let Some(path_info) = self.route.matches(&path) else {
             return empty(StatusCode::NOT_FOUND);
         };
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         // Before a slot is taken: a client that stalls holds none.
         let body = RequestBody::read_ahead(body, body_deadline).await;
-        let req =
-            spin_request(&self.route, Request::from_parts(parts, body), path_info, peer, local);
+        add_spin_headers(&mut parts, &self.route, path_info, peer, local);
+        let req = Request::from_parts(parts, body);
 
         let permit =
             match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned()).await {

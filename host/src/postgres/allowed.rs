@@ -5,27 +5,17 @@ pub const DEFAULT_PORT: u16 = 5432;
 
 /// One `allowed_outbound_hosts` entry that can admit PostgreSQL addresses.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AllowedHost {
-    /// `insecure:allow-all`, or `*://*:*`.
-    Any,
-    Host {
-        host: HostPattern,
-        port: PortPattern,
-    },
+pub struct AllowedHost {
+    host: HostPattern,
+    ports: std::ops::RangeInclusive<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum HostPattern {
+enum HostPattern {
     Any,
     /// `*.example.com`: any subdomain.
     Suffix(String),
     Exact(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PortPattern {
-    Any,
-    Range(u16, u16),
 }
 
 impl AllowedHost {
@@ -33,7 +23,7 @@ impl AllowedHost {
     /// another scheme (e.g. `https://...`), irrelevant here.
     pub fn parse(entry: &str) -> Result<Option<AllowedHost>, String> {
         if entry == "insecure:allow-all" {
-            return Ok(Some(AllowedHost::Any));
+            return Ok(Some(AllowedHost { host: HostPattern::Any, ports: 0..=u16::MAX }));
         }
         let Some((scheme, rest)) = entry.split_once("://") else {
             return Err(format!("{entry:?} is not scheme://host[:port]"));
@@ -46,16 +36,16 @@ impl AllowedHost {
             return Err(format!("{entry:?} must be scheme://host[:port] only"));
         }
         let (host, port) = split_host_port(rest);
-        let port = match port {
-            None => PortPattern::Range(DEFAULT_PORT, DEFAULT_PORT),
-            Some("*") => PortPattern::Any,
+        let ports = match port {
+            None => DEFAULT_PORT..=DEFAULT_PORT,
+            Some("*") => 0..=u16::MAX,
             Some(p) => match p.split_once("..") {
                 Some((a, b)) => match (a.parse(), b.parse()) {
-                    (Ok(a), Ok(b)) => PortPattern::Range(a, b),
+                    (Ok(a), Ok(b)) => a..=b,
                     _ => return Err(format!("{entry:?} has an invalid port range")),
                 },
                 None => match p.parse() {
-                    Ok(p) => PortPattern::Range(p, p),
+                    Ok(p) => p..=p,
                     Err(_) => return Err(format!("{entry:?} has an invalid port")),
                 },
             },
@@ -68,30 +58,18 @@ impl AllowedHost {
         } else {
             HostPattern::Exact(host)
         };
-        if host == HostPattern::Any && port == PortPattern::Any && scheme == "*" {
-            return Ok(Some(AllowedHost::Any));
-        }
-        Ok(Some(AllowedHost::Host { host, port }))
+        Ok(Some(AllowedHost { host, ports }))
     }
 
     /// Whether the entry admits a connection to host:port.
     pub fn allows(&self, host: &str, port: u16) -> bool {
-        match self {
-            AllowedHost::Any => true,
-            AllowedHost::Host { host: hp, port: pp } => {
-                let host = host.to_ascii_lowercase();
-                let host_ok = match hp {
-                    HostPattern::Any => true,
-                    HostPattern::Suffix(s) => host.ends_with(s.as_str()),
-                    HostPattern::Exact(h) => *h == host,
-                };
-                let port_ok = match pp {
-                    PortPattern::Any => true,
-                    PortPattern::Range(a, b) => (*a..=*b).contains(&port),
-                };
-                host_ok && port_ok
-            }
-        }
+        let host = host.to_ascii_lowercase();
+        let host_ok = match &self.host {
+            HostPattern::Any => true,
+            HostPattern::Suffix(s) => host.ends_with(s.as_str()),
+            HostPattern::Exact(h) => *h == host,
+        };
+        host_ok && self.ports.contains(&port)
     }
 }
 
