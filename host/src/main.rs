@@ -1,6 +1,5 @@
 //! `spin-lite`: serves a Spin HTTP application's component the way `spin up`
-//! does, on wasmtime. This file holds the wiring (`cli.rs` the command
-//! line); host/README.md describes the modules ("rooms").
+//! does, on wasmtime. This file is the wiring; host/README.md the rooms.
 
 mod bindings;
 mod cli;
@@ -30,10 +29,10 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use crate::cli::Cli;
 use crate::http::{Limits, Server};
 use crate::manifest::Manifest;
-use crate::postgres::{OutboundHosts, PgPools};
+use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
 use crate::state::{Shared, State};
-use crate::variables::{Sources, Variables};
+use crate::variables::Variables;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -50,16 +49,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Start-up, signals and one of the serving threads run on this
-    // single-threaded runtime; `Server::serve` starts one more per core.
-    let runtime = match http::serving_runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli)) {
+    // Start-up, signals and one serving thread; `Server::serve` adds the rest.
+    let ran = http::serving_runtime()
+        .context("cannot start the async runtime")
+        .and_then(|runtime| runtime.block_on(run(cli)));
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -72,26 +66,19 @@ async fn run(cli: Cli) -> Result<()> {
     let started = Instant::now();
     let manifest = Manifest::load(&cli.from)?;
 
-    let cli_vars = cli.variables.iter().cloned().collect();
-    let dotenv = variables::read_dotenv(Path::new(".env"));
     let env = |name: &str| std::env::var(name).ok();
-    let providers = match &cli.runtime_config_file {
-        None => Vec::new(),
-        Some(path) => {
-            let names: Vec<&str> = manifest.variables.keys().map(String::as_str).collect();
-            let (providers, warnings) = variables::load_providers(path, &names, &env)?;
-            for warning in warnings {
-                eprintln!("warning: {warning}");
-            }
-            providers
-        }
-    };
-    let variables = Variables::resolve(
-        &manifest,
-        &Sources { cli: &cli_vars, env: &env, dotenv: &dotenv },
-        providers,
-    )
-    .await?;
+    let mut providers = Vec::new();
+    if let Some(path) = &cli.runtime_config_file {
+        let names: Vec<&str> = manifest.variables.keys().map(String::as_str).collect();
+        let warnings;
+        (providers, warnings) = variables::load_providers(path, &names, &env)?;
+        warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
+    }
+    let dotenv = variables::read_dotenv(Path::new(".env"));
+    let env_then_dotenv = |name: &str| env(name).or_else(|| dotenv.get(name).cloned());
+    let cli_variables = cli.variables.iter().cloned().collect();
+    let variables =
+        Variables::resolve(&manifest, cli_variables, &env_then_dotenv, providers).await?;
 
     let state_dir = cli.state_dir.clone().unwrap_or_else(|| manifest.dir.join(".spin"));
     std::fs::create_dir_all(&state_dir)
@@ -101,24 +88,16 @@ async fn run(cli: Cli) -> Result<()> {
         .with_context(|| format!("cannot resolve state dir {}", state_dir.display()))?;
     let sqlite_locations = sqlite::locations(cli.runtime_config_file.as_deref(), &state_dir)?;
 
-    let outbound =
-        OutboundHosts::expand(&manifest.allowed_outbound_hosts, |entry| variables.expand(entry));
-    let (allowed, warnings) = outbound.postgres();
-    for warning in warnings {
-        eprintln!("warning: {warning}");
-    }
+    let (allowed, warnings) =
+        postgres::postgres_hosts(&manifest.allowed_outbound_hosts, |e| variables.expand(e));
+    warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
 
     let instances = cli.max_instances + http::MAX_IDLE_INSTANCES;
     let engine = engine::engine(&state_dir, instances)?;
     http::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
     let component = Component::from_file(&engine, &manifest.source)
         .map_err(anyhow::Error::from)
-        .with_context(|| {
-        format!(
-            "cannot load component {} (build it first: cargo build --release --target wasm32-wasip2)",
-            manifest.source.display()
-        )
-    })?;
+        .with_context(|| format!("cannot load component {}", manifest.source.display()))?;
     let mut linker = Linker::new(&engine);
     state::add_to_linker(&mut linker)?;
     let pre = linker
@@ -129,13 +108,10 @@ async fn run(cli: Cli) -> Result<()> {
         .map_err(anyhow::Error::from)
         .context("the component does not export wasi:http/incoming-handler")?;
 
-    let sqlite = SqliteDbs::new(&manifest.sqlite_databases, sqlite_locations);
-    let postgres = PgPools::new(allowed)?;
-
     let shared = Arc::new(Shared {
         variables,
-        sqlite,
-        postgres,
+        sqlite: SqliteDbs::new(&manifest.sqlite_databases, sqlite_locations),
+        postgres: PgPools::new(allowed)?,
         env: cli.env,
         pg_empty_query_error: cli.pg_empty_query_error,
     });
@@ -150,8 +126,7 @@ async fn run(cli: Cli) -> Result<()> {
         },
     ));
 
-    // Install signal handlers before announcing the address, so a signal
-    // sent right after "Serving" is always handled gracefully.
+    // Before "Serving": a signal sent right after it is handled gracefully.
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
     let listener = tokio::net::TcpListener::bind(cli.listen)
@@ -160,12 +135,8 @@ async fn run(cli: Cli) -> Result<()> {
     let addr = listener.local_addr()?;
     println!("Serving http://{addr}");
     println!("Available Routes:");
-    println!(
-        "  {}: http://{addr}{} {}",
-        manifest.component_id,
-        if manifest.route.base.is_empty() { "" } else { &manifest.route.base },
-        if manifest.route.wildcard { "(wildcard)" } else { "" }
-    );
+    let wildcard = if manifest.route.wildcard { "(wildcard)" } else { "" };
+    println!("  {}: http://{addr}{} {wildcard}", manifest.component_id, manifest.route.base);
     println!("Ready in {} ms", started.elapsed().as_millis());
 
     let shutdown = async move {

@@ -1,12 +1,5 @@
-//! Per-instance store data (`Store<State>`), the views it lends each
-//! interface, and the linker that gives the component exactly the
-//! interfaces spin-lite gives a component (WASI 0.2's cli, clocks, io,
-//! random and http types; Spin's sqlite, postgres and variables).
-//!
-//! Each interface is implemented on its own view of the state, never on
-//! `State` itself (as wasmtime does for WASI with `WasiView` and `HasData`):
-//! the rooms (`sqlite`, `postgres`, `variables`, `http`) know their view
-//! and nothing of this module, which imports them.
+//! Per-instance store data (`Store<State>`), the view it lends each
+//! interface (the rooms know their view, not this module), and the linker.
 
 use std::sync::Arc;
 
@@ -28,10 +21,8 @@ pub struct Shared {
     pub variables: Variables,
     pub sqlite: SqliteDbs,
     pub postgres: PgPools,
-    /// The component's environment: exactly the `-e NAME=VALUE` pairs.
+    /// Exactly the `-e NAME=VALUE` pairs.
     pub env: Vec<(String, String)>,
-    /// `--pg-empty-query-error`: a PostgreSQL `query` that returns zero rows
-    /// fails (real Spin 4.0.0 to 4.0.2 hang on it) instead of answering.
     pub pg_empty_query_error: bool,
 }
 
@@ -46,7 +37,6 @@ pub struct State {
 impl State {
     pub fn new(shared: Arc<Shared>) -> State {
         let mut wasi = WasiCtx::builder();
-        // Component output goes straight to ours (one log line per request).
         wasi.inherit_stdout().inherit_stderr();
         for (k, v) in &shared.env {
             wasi.env(k, v);
@@ -95,9 +85,7 @@ impl HasData for Io {
     type Data<'a> = &'a mut ResourceTable;
 }
 
-/// Links what spin-lite gives, one interface at a time, so the component
-/// can reach nothing else (no filesystem, sockets or outgoing HTTP).
-/// Semver-compatible 0.2.x imports resolve to wasmtime's 0.2 implementations.
+/// One interface at a time: no filesystem, sockets or outgoing HTTP.
 pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     use bindings::fermyon::spin::{postgres, rdbms_types, sqlite, variables};
     use wasmtime_wasi::p2::bindings::{cli, clocks, io, random};

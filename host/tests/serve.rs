@@ -1,7 +1,6 @@
-//! Starts the real `spin-lite` binary on components it has never seen (made
-//! by the tests, `common::components`) and talks HTTP to it: what `spin up`
-//! would answer, and what spin-lite adds (deadline, slots). Tests that need
-//! PostgreSQL are marked `#[ignore]` (`make test` runs them).
+//! The real `spin-lite` binary on components it has never seen
+//! (`common::components`), over HTTP: what `spin up` would answer, and what
+//! spin-lite adds (deadline, slots).
 
 mod common;
 
@@ -28,9 +27,9 @@ fn assert_plain(status: u16, (got, head, body): (u16, String, String)) {
 const PROBE_VARIABLES: &str = r#"greeting = { default = "from-default" }
 needed = { default = "x" }"#;
 
-/// The probe's manifest: variables `greeting` (default "from-default"),
-/// SQLite `default`, `archive` and `elsewhere` granted, PostgreSQL at
-/// `{{ pg_host }}` allowed when declared, `extra` appended to its variables.
+/// The probe's manifest: component variable `greeting`, SQLite `default`,
+/// `archive` and `elsewhere` granted, PostgreSQL at `{{ pg_host }}` allowed
+/// when declared, `extra` appended to its variables.
 fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> PathBuf {
     let source = dir.join("probe.wasm");
     std::fs::write(&source, components::probe()).unwrap();
@@ -77,8 +76,7 @@ fn variables_come_from_spins_sources_in_spins_order() {
         }
         let host = Host::start(dir.path(), &manifest, args, env);
         assert_eq!(body(&host, "/v/greeting"), expected);
-        // Only the component's own variables, and Spin's error cases
-        // (1: undefined).
+        // Only the component's own variables; Spin's error 1: undefined.
         assert_eq!(body(&host, "/v/needed"), "error:1");
         assert_eq!(body(&host, "/v/nope"), "error:1");
         assert_eq!(host.terminate().code(), Some(0));
@@ -155,8 +153,8 @@ fn start_up_errors_are_one_line() {
     fails(&["--from", manifest.to_str().unwrap()], 1, message);
 }
 
-/// The manifest of a component whose `wasi:http/incoming-handler` is the
-/// core function `handler` (of two i32 parameters), which never answers.
+/// A component whose `wasi:http/incoming-handler` is the core function
+/// `handler` (two i32 parameters), which never answers.
 fn handler_manifest(dir: &Path, handler: &str) -> PathBuf {
     let wasm = wat::parse_str(format!(
         r#"(component
@@ -190,15 +188,12 @@ fn a_trap_answers_spins_plain_500_and_the_host_keeps_serving() {
         for _ in 0..4 {
             assert_plain(500, get(host.port, "/anything"));
         }
-        // The trap is logged by the instance's task, which may finish after
-        // the 500 has been sent.
         host.wait_for_log("unreachable");
         assert_eq!(host.terminate().code(), Some(0));
     }
 }
 
-/// A host, on one serving thread, serving a component whose handler never
-/// returns: a loop with no call in it.
+/// One serving thread, a handler that loops with no call in it.
 fn looping_host(dir: &Path, args: &[&str]) -> Host {
     let looping = r#"(func (export "handle") (param i32 i32) (loop $forever (br $forever)))"#;
     let manifest = handler_manifest(dir, looping);
@@ -222,9 +217,9 @@ fn concurrent_requests(port: u16, count: usize) -> Vec<((u16, String, String), D
 #[test]
 fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
-    // One serving thread and two slots: three runaway guests at once are
-    // each stopped at their deadline, so the guests yield to one another
-    // (and to the timers) on that one thread; the third waits for a slot.
+    // One thread, two slots, three runaway guests: each is stopped at its
+    // deadline (so they yield to one another and the timers); the third
+    // waits for a slot.
     let host = looping_host(dir.path(), &["--request-timeout", "1", "--max-instances", "2"]);
     let answers = concurrent_requests(host.port, 3);
     let mut took: Vec<f64> = answers.iter().map(|(_, d)| d.as_secs_f64()).collect();
@@ -239,9 +234,7 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
         "{}",
         host.stderr()
     );
-    // Every instance was discarded and the slots given back: it serves on
-    // (a slot not given back would make one wait 5 s and answer 503; the
-    // margin is for a loaded machine).
+    // The slots were given back (else 5 s and a 503; margin for load).
     let answers = concurrent_requests(host.port, 2);
     for ((status, _, _), took) in &answers {
         assert_eq!(*status, 500);
@@ -266,8 +259,7 @@ fn a_request_that_waits_too_long_for_a_slot_answers_503() {
     assert_eq!(host.terminate().code(), Some(0));
 }
 
-/// The probe's manifest for PostgreSQL: `pg_address` set by `--variable`,
-/// `allowed_outbound_hosts` admitting `pg_host`.
+/// The probe for PostgreSQL: `pg_address` by `--variable`, `pg_host` allowed.
 fn pg_probe(dir: &Path, pg_host: &str) -> PathBuf {
     probe_manifest(
         dir,
@@ -283,7 +275,7 @@ fn pg_probe(dir: &Path, pg_host: &str) -> PathBuf {
 #[ignore = "needs PostgreSQL: make test runs it"]
 fn postgres_as_spin_serves_it_and_the_zero_row_check() {
     let (url, host_port) = test_pg_url();
-    let scratch = ScratchDatabase::create(&url, "spin_lite_probe");
+    let scratch = ScratchDatabase::create(&url);
     let address = scratch.url();
     let dir = tempfile::tempdir().unwrap();
     let manifest = pg_probe(dir.path(), &host_port);
@@ -297,7 +289,6 @@ fn postgres_as_spin_serves_it_and_the_zero_row_check() {
     for expected in ["1", "2", "3"] {
         assert_eq!(body(&host, "/p/"), expected);
     }
-    // Without the check a query may answer no rows (Spin 4.0.2 would hang).
     assert_eq!(body(&host, "/z/"), "0");
     assert_eq!(host.terminate().code(), Some(0));
 
@@ -310,7 +301,7 @@ fn postgres_as_spin_serves_it_and_the_zero_row_check() {
     assert_eq!(body(&host, "/p/"), "4");
     let answer = body(&host, "/z/");
     assert!(answer.starts_with("error:2"), "query-failed: {answer}");
-    // The log names the statement.
+    // The log names the statement, on one line.
     host.wait_for_log("SELECT 1 WHERE false");
     assert_eq!(host.terminate().code(), Some(0));
 }

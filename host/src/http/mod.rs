@@ -1,30 +1,37 @@
-//! The HTTP side (wasi-http serving): hyper accepts requests and hands each
-//! one to the component's `wasi:http/incoming-handler`, in a fresh instance
-//! (Spin's isolation) or, with `--max-instance-reuse N`, in an idle instance
-//! that has served fewer than N.
-//!
-//! One single-threaded tokio runtime per core, all accepting from the same
-//! listener: a connection and the instances serving its requests stay on
-//! one thread (why: `Server::serve`); their SQLite statements run on that
-//! runtime's blocking pool, as in Spin (`sqlite::host`).
-//!
-//! What a slow or hostile client can hold: its connection's task, never an
-//! instance slot or a thread. Hyper reads the request head (within
-//! `HEADER_TIMEOUT`) before the request exists; the body is read ahead
-//! (`request_body`) before the request waits for a slot; a request that
-//! waits `SLOT_WAIT` for a slot answers 503; and one that runs past
-//! `--request-timeout` is stopped with 500, its instance discarded. Guest
-//! code yields to the other requests of its thread every `EPOCH_TICK`, so a
-//! runaway guest cannot keep them waiting, nor its own deadline from firing.
-//! The server knows the instance state only as a `WasiHttpView`.
+//! Serving (wasi-http): one single-threaded runtime per core accepts from the
+//! shared listener and hands each request to the component's
+//! `wasi:http/incoming-handler`, in a fresh instance (Spin's isolation) or,
+//! with `--max-instance-reuse N`, an idle one that has served fewer than N.
+//! A slow client holds only its connection's task, never a slot or a thread:
+//! the head must come within `HEADER_TIMEOUT`, the body is read ahead
+//! (`request_body`) before a slot is taken, a request waiting `SLOT_WAIT` for
+//! a slot answers 503, and one running past `--request-timeout` is stopped
+//! (500, instance discarded). Guest code yields every `EPOCH_TICK`.
 
-mod answers;
-mod hooks;
 mod request_body;
 mod server;
 mod spin_headers;
 
-pub use hooks::NoOutgoingHttp;
+use std::future::Future;
+
+use wasmtime_wasi_http::{Error, RequestOptions, Result, WasiBody, WasiHttpHooks};
+
 pub use server::{
     serving_runtime, start_epoch_ticker, Limits, Server, DEFAULT_MAX_INSTANCES, MAX_IDLE_INSTANCES,
 };
+
+/// The hooks trait wants a sender; no `wasi:http/outgoing-handler` is linked.
+pub struct NoOutgoingHttp;
+
+type Sent = Box<dyn Future<Output = Result<(), Error>> + Send>;
+
+impl WasiHttpHooks for NoOutgoingHttp {
+    fn send_request(
+        &mut self,
+        _request: http::Request<WasiBody>,
+        _options: Option<RequestOptions>,
+        _fut: Sent,
+    ) -> Box<dyn Future<Output = Result<(http::Response<WasiBody>, Sent)>> + Send> {
+        Box::new(async { Err(Error::HttpRequestDenied) })
+    }
+}

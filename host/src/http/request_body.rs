@@ -1,13 +1,8 @@
-//! The request body as the component reads it.
-//!
-//! A client that stalls while sending must not hold what other requests
-//! need: so a body is read before the request takes an instance slot, up to
-//! `PREREAD_BYTES` and within the body deadline (`BodyDeadline`), and the
-//! component then reads it from memory. Only a body longer than that is
-//! streamed while the instance runs, still under the same deadline. What the
-//! component leaves unread is read and discarded after the response (a
-//! "lingering close"), so a client still sending gets its answer instead of
-//! a reset.
+//! The request body as the component reads it: read before the request takes
+//! a slot (up to `PREREAD_BYTES`, within `BODY_TIMEOUT`), so a stalled client
+//! holds no slot; only a longer body is streamed while the instance runs.
+//! What the component leaves unread is discarded after the response (a
+//! lingering close), so a client still sending gets its answer, not a reset.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,25 +13,18 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
-/// The most of a body read before an instance is taken: more than the
-/// component reads of one it accepts (1 MiB), so it can judge any body,
-/// and refuse one that is too large, without waiting on the network.
+/// More than the 1 MiB a component accepts: it judges any body from memory.
 pub const PREREAD_BYTES: usize = (1 << 20) + (64 << 10);
 
-/// A client must send its whole body within this time from the request's
-/// arrival.
+/// From the request's arrival.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// What of a request body the component left unread is still read, and
-/// discarded, before the connection closes. Closing a socket that holds
-/// unread data resets it, so a client still sending, say a body over the
-/// 1 MiB limit that the component refused from its Content-Length, would get
-/// "broken pipe" instead of the 413 (seen in about 1 of 300 such requests
-/// under load).
+/// Closing a socket with unread data resets it: a client still sending a
+/// body the component refused would get "broken pipe", not the 413 (about 1
+/// in 300 such requests under load).
 const LINGER_MAX_BYTES: usize = 4 << 20;
 const LINGER_TIME: Duration = Duration::from_secs(2);
 
-/// When the body must have arrived.
 pub struct BodyDeadline(Pin<Box<tokio::time::Sleep>>);
 
 impl BodyDeadline {
@@ -45,24 +33,18 @@ impl BodyDeadline {
     }
 }
 
-/// A request body: the part read before the instance was taken, then, for a
-/// long body, the rest as it arrives.
 pub struct RequestBody {
     read: Option<Bytes>,
-    /// Why reading stopped early (the deadline passed, the client went
-    /// away): the component gets this error after the bytes that did come.
+    /// Why reading stopped early: the component gets it after the bytes read.
     failed: Option<wasmtime_wasi_http::Error>,
-    /// The rest of a body longer than `PREREAD_BYTES`; `None` once it ended
-    /// or was handed to `linger`.
+    /// The rest of a body longer than `PREREAD_BYTES`.
     rest: Option<Incoming>,
     deadline: BodyDeadline,
 }
 
 impl RequestBody {
-    /// Reads `body` until it ends, `PREREAD_BYTES` have come, or the
-    /// deadline passes. A body whose declared length is over `PREREAD_BYTES`
-    /// is not read ahead at all: the component can refuse it from its
-    /// `Content-Length`.
+    /// Reads until the end, `PREREAD_BYTES` or the deadline; not at all if
+    /// the declared length is over `PREREAD_BYTES` (refused from it).
     pub async fn read_ahead(mut body: Incoming, mut deadline: BodyDeadline) -> RequestBody {
         if body.size_hint().exact().is_some_and(|length| length > PREREAD_BYTES as u64) {
             return RequestBody { read: None, failed: None, rest: Some(body), deadline };
@@ -118,7 +100,6 @@ impl Drop for RequestBody {
     }
 }
 
-/// Reads and discards the rest of a body, within the lingering bounds.
 async fn linger(mut body: Incoming) {
     let discard = async {
         let mut read = 0;

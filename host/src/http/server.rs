@@ -1,6 +1,5 @@
-//! The server: accepting connections on every serving thread, and each
-//! request from its arrival to its answer (see the room's documentation for
-//! what a slow client or a runaway guest can hold).
+//! The server: accepting on every serving thread, and each request from its
+//! arrival to its answer.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -8,7 +7,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -21,37 +22,26 @@ use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::WasiHttpView;
 
-use super::answers::{empty, internal_error};
 use super::request_body::{BodyDeadline, RequestBody};
-use super::spin_headers::spin_request;
+use super::spin_headers::add_spin_headers;
 use crate::manifest::Route;
 
-/// A client must send its request headers within this time.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// A request that finds every instance slot busy this long answers 503
-/// rather than wait on.
-pub const SLOT_WAIT: Duration = Duration::from_secs(5);
-/// Instances running at once, unless `--max-instances` says otherwise; more
-/// requests wait for a slot.
+const SLOT_WAIT: Duration = Duration::from_secs(5);
 pub const DEFAULT_MAX_INSTANCES: u32 = 32;
 /// Idle instances kept for reuse (only with `--max-instance-reuse` > 1).
 pub const MAX_IDLE_INSTANCES: u32 = 32;
-/// How often running guest code yields to the other requests of its thread
-/// (an epoch tick, see `start_epoch_ticker`).
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// The single-threaded runtime of a serving thread (the main thread's too).
-/// Its blocking pool runs the SQLite statements, as Spin's does, with
-/// tokio's default bound (512) as in Spin: a statement waiting in SQLite's
-/// busy handler must not keep another from a thread. A running instance
-/// runs at most one statement, so `--max-instances` bounds the threads.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// A serving thread's runtime (the main thread's too). Its blocking pool
+/// (tokio's default bound, 512, as Spin's) runs the SQLite statements; a
+/// running instance runs at most one, so `--max-instances` bounds the threads.
 pub fn serving_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread().enable_all().build()
 }
 
-/// Serving threads: one per core this process may run on, or
-/// `SPIN_LITE_THREADS` (1 to 64).
+/// One per core this process may run on, or `SPIN_LITE_THREADS` (1 to 64).
 fn serving_threads() -> usize {
     std::env::var("SPIN_LITE_THREADS")
         .ok()
@@ -60,13 +50,11 @@ fn serving_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(64)))
 }
 
-/// Resolves once the serving threads are told to stop (or the sender is gone).
 async fn stop_signal(mut stopped: tokio::sync::watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-/// Advances the engine's epoch every `EPOCH_TICK`, for as long as the
-/// process runs, so that guest code reaches a yield point that often.
+/// Advances the engine's epoch every `EPOCH_TICK`: guest code yields that often.
 pub fn start_epoch_ticker(engine: wasmtime::Engine) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("epoch-ticker".into())
@@ -77,16 +65,24 @@ pub fn start_epoch_ticker(engine: wasmtime::Engine) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// Makes the store data of a new instance.
+/// What Spin answers itself (trigger-http's `internal_error`, `not_found`):
+/// a status, an empty body, no header but hyper's.
+fn empty(status: StatusCode) -> Response<HyperOutgoingBody> {
+    let mut r = Response::new(Full::new(Bytes::new()).map_err(|e| match e {}).boxed_unsync());
+    *r.status_mut() = status;
+    r
+}
+
+fn internal_error() -> Response<HyperOutgoingBody> {
+    empty(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
 pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
 
-/// How the server serves: its limits.
+/// `--max-instance-reuse`, `--max-instances`, `--request-timeout`.
 pub struct Limits {
-    /// Requests one instance may serve, one after another.
     pub max_reuse: u32,
-    /// Instances running at once.
     pub max_instances: u32,
-    /// The longest a request may run, from taking its slot to its answer.
     pub request_timeout: Duration,
 }
 
@@ -118,15 +114,11 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         }
     }
 
-    /// Serves on one single-threaded runtime per core, every runtime
-    /// accepting from the same listener: a request's connection and
-    /// instance stay on one thread from accept to response, so only its
-    /// SQLite statements (on the runtime's blocking pool) wake another
-    /// thread. Measured against one multi-threaded runtime (`GET /book/{id}`,
-    /// c16, SQLite, statements then run inline): 116 -> 44 us of CPU and
-    /// 2.64 -> 0.58 context switches a request. Returns once
-    /// `shutdown` has resolved and in-flight requests have finished (up to a
-    /// grace period).
+    /// One single-threaded runtime per core on the same listener: a
+    /// connection and its instances stay on one thread. Against one
+    /// multi-threaded runtime (`GET /book/{id}`, c16, SQLite): 116 -> 44 us
+    /// of CPU and 2.64 -> 0.58 context switches a request. Returns once
+    /// `shutdown` resolved and in-flight requests finished (or the grace).
     pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let threads = serving_threads();
         let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -147,21 +139,16 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             let stopped = stopped.clone();
             let spawned =
                 std::thread::Builder::new().name(format!("serve-{index}")).spawn(move || {
-                    let runtime = match serving_runtime() {
-                        Ok(runtime) => runtime,
-                        Err(e) => {
-                            eprintln!("cannot start serving thread {index}: {e}");
-                            return;
-                        }
-                    };
-                    runtime.block_on(async move {
-                        match TcpListener::from_std(clone) {
-                            Ok(listener) => {
-                                server.accept_loop(listener, stop_signal(stopped)).await
-                            }
-                            Err(e) => eprintln!("serving thread {index}: {e}"),
-                        }
+                    let served = serving_runtime().and_then(|runtime| {
+                        runtime.block_on(async move {
+                            let listener = TcpListener::from_std(clone)?;
+                            server.accept_loop(listener, stop_signal(stopped)).await;
+                            Ok(())
+                        })
                     });
+                    if let Err(e) = served {
+                        eprintln!("serving thread {index}: {e}");
+                    }
                 });
             match spawned {
                 Ok(handle) => others.push(handle),
@@ -186,8 +173,6 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         }
     }
 
-    /// Accepts connections on this thread's runtime until `shutdown`
-    /// resolves, then lets in-flight requests finish (up to a grace period).
     async fn accept_loop(
         self: Arc<Self>,
         listener: TcpListener,
@@ -203,7 +188,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                 accepted = listener.accept() => match accepted {
                     Ok(pair) => pair,
                     Err(e) => {
-                        // E.g. out of file descriptors: back off instead of spinning.
+                        // Out of file descriptors, say: back off, do not spin.
                         eprintln!("accept failed: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
@@ -217,9 +202,8 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                 let server = server.clone();
                 async move { Ok::<_, Infallible>(server.handle(req, peer, local).await) }
             });
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            let conn = graceful.watch(conn);
-            // Client-side errors (resets, timeouts) only concern that client.
+            let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+            // A client's resets and timeouts concern only that client.
             tokio::spawn(async move {
                 let _ = conn.await;
             });
@@ -245,11 +229,11 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         let Some(path_info) = self.route.matches(&path) else {
             return empty(StatusCode::NOT_FOUND);
         };
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         // Before a slot is taken: a client that stalls holds none.
         let body = RequestBody::read_ahead(body, body_deadline).await;
-        let req =
-            spin_request(&self.route, Request::from_parts(parts, body), path_info, peer, local);
+        add_spin_headers(&mut parts, &self.route, path_info, peer, local);
+        let req = Request::from_parts(parts, body);
 
         let permit =
             match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned()).await {
@@ -288,8 +272,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             }
         };
 
-        // The guest runs in its own task so it may keep streaming the body
-        // after it has handed over the response head.
+        // Its own task: the guest may stream the body after the head.
         let server = self.clone();
         tokio::spawn(async move {
             let timeout = server.limits.request_timeout;
@@ -322,8 +305,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                 eprintln!("component answered with an error: {code:?}");
                 internal_error()
             }
-            // The guest trapped, ran out of time, or returned without
-            // setting a response (the task logs why).
+            // Trapped, timed out or set no response (the task logs why).
             Err(_) => internal_error(),
         }
     }

@@ -2,21 +2,21 @@
 
 use std::net::SocketAddr;
 
-use http::{HeaderName, HeaderValue, Request};
+use http::request::Parts;
+use http::{HeaderName, HeaderValue};
 
 use crate::manifest::Route;
 
 /// Adds the headers Spin gives a component. Like Spin, after the client's
 /// own: a client that sends `spin-client-addr` cannot replace the
 /// platform's, which is the last value.
-pub fn spin_request<B>(
+pub fn add_spin_headers(
+    parts: &mut Parts,
     route: &Route,
-    req: Request<B>,
     path_info: &str,
     peer: SocketAddr,
     local: Option<SocketAddr>,
-) -> Request<B> {
-    let (mut parts, body) = req.into_parts();
+) {
     let headers = &mut parts.headers;
     if !headers.contains_key(http::header::HOST) {
         // HTTP/1.0 clients may omit Host; wasi-http needs an authority.
@@ -45,7 +45,6 @@ pub fn spin_request<B>(
             headers.append(HeaderName::from_static(name), value);
         }
     }
-    Request::from_parts(parts, body)
 }
 
 #[cfg(test)]
@@ -55,15 +54,18 @@ mod tests {
     #[test]
     fn the_platform_headers_come_last_and_host_is_filled_in() {
         let route = Route { raw: "/api/...".into(), base: "/api".into(), wildcard: true };
-        let req = Request::builder()
-            .uri("/api/items?x=1")
-            .header("spin-client-addr", "6.6.6.6:1")
-            .body(())
-            .unwrap();
+        let req = http::Request::builder().uri("/api/items?x=1");
+        let req = req.header("spin-client-addr", "6.6.6.6:1").body(()).unwrap();
+        let (mut parts, ()) = req.into_parts();
         let peer = "10.0.0.1:4000".parse().unwrap();
-        let local = Some("127.0.0.1:8080".parse().unwrap());
-        let req = spin_request(&route, req, "/items", peer, local);
-        let h = req.headers();
+        add_spin_headers(
+            &mut parts,
+            &route,
+            "/items",
+            peer,
+            Some("127.0.0.1:8080".parse().unwrap()),
+        );
+        let h = &parts.headers;
         let values = |name: &str| -> Vec<&str> {
             h.get_all(name).iter().map(|v| v.to_str().unwrap()).collect()
         };

@@ -1,7 +1,6 @@
-//! The subset of a Spin 2 manifest (`spin.toml`) this host understands: one
-//! HTTP-triggered component with its source, route, variables, SQLite grants
-//! and outbound hosts; with [`template`], the variable names and `{{ name }}`
-//! templates it holds. A leaf: it imports no other module of the host.
+//! The subset of a Spin 2 manifest this host understands: one HTTP-triggered
+//! component with its source, route, variables (names and `{{ name }}`
+//! templates: [`template`]), SQLite grants and outbound hosts. A leaf.
 
 mod template;
 
@@ -14,36 +13,31 @@ use serde::Deserialize;
 pub use template::{validate_name, Template};
 
 /// One application variable (`[variables]`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct AppVariable {
     pub default: Option<String>,
     pub required: bool,
-    pub secret: bool,
 }
 
-/// The parsed manifest, with paths resolved against the manifest's folder.
 #[derive(Debug)]
 pub struct Manifest {
-    /// Folder holding the manifest: `source` and the default state dir are
-    /// relative to it.
+    /// The manifest's folder: `source` and the default state dir are in it.
     pub dir: PathBuf,
     pub component_id: String,
     pub source: PathBuf,
     pub route: Route,
     pub variables: BTreeMap<String, AppVariable>,
-    /// Component variable name -> template over application variables.
     pub component_variables: BTreeMap<String, Template>,
     pub sqlite_databases: Vec<String>,
-    /// Raw entries; templates are expanded once variables are resolved.
+    /// As written: expanded once variables are resolved.
     pub allowed_outbound_hosts: Vec<String>,
 }
 
 /// An HTTP trigger route: `/...` style wildcard or an exact path.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
-    /// The route as written, e.g. `/...`.
     pub raw: String,
-    /// Path prefix without the wildcard, e.g. `` for `/...`, `/api` for `/api/...`.
+    /// Without the wildcard: `` for `/...`, `/api` for `/api/...`.
     pub base: String,
     pub wildcard: bool,
 }
@@ -89,8 +83,8 @@ struct RawVariable {
     default: Option<String>,
     #[serde(default)]
     required: bool,
-    #[serde(default)]
-    secret: bool,
+    #[allow(dead_code)]
+    secret: Option<bool>,
     #[allow(dead_code)]
     description: Option<String>,
 }
@@ -122,25 +116,17 @@ impl Manifest {
     pub fn load(path: &Path) -> Result<Manifest> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read manifest {}", path.display()))?;
-        let dir = path
-            .parent()
-            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = dir.to_path_buf();
         Self::parse(&text, dir).with_context(|| format!("invalid manifest {}", path.display()))
     }
 
     pub fn parse(text: &str, dir: PathBuf) -> Result<Manifest> {
-        let raw: RawManifest = toml::from_str(text).map_err(|e| {
-            // toml's message spans several lines; keep the CLI error to one.
-            anyhow::anyhow!("{}", e.message())
-        })?;
-        let version_ok = match &raw.spin_manifest_version {
-            toml::Value::Integer(2) => true,
-            toml::Value::String(s) => s == "2",
-            _ => false,
-        };
-        if !version_ok {
+        // toml's own message spans several lines; the CLI error is one.
+        let raw: RawManifest =
+            toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+        let version = &raw.spin_manifest_version;
+        if !(version.as_integer() == Some(2) || version.as_str() == Some("2")) {
             bail!("only spin_manifest_version = 2 is supported");
         }
 
@@ -156,10 +142,7 @@ impl Manifest {
                 }
                 _ => {}
             }
-            variables.insert(
-                name,
-                AppVariable { default: v.default, required: v.required, secret: v.secret },
-            );
+            variables.insert(name, AppVariable { default: v.default, required: v.required });
         }
 
         let [trigger] = raw.trigger.http.as_slice() else {
@@ -234,7 +217,7 @@ api_key = "{{ api_key }}"
         assert_eq!(m.route.raw, "/...");
         assert_eq!(m.sqlite_databases, vec!["default"]);
         assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
-        assert!(m.variables["api_key"].secret && m.variables["api_key"].required);
+        assert!(m.variables["api_key"].required);
         assert_eq!(m.variables["api_key"].default, None);
         assert_eq!(m.variables["db_host"].default.as_deref(), Some("127.0.0.1:5432"));
         let refs: Vec<_> = m.component_variables["api_key"].references().collect();

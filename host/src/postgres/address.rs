@@ -1,10 +1,8 @@
-//! PostgreSQL addresses: what they name and whether the component may reach
-//! them.
-//!
-//! Like Spin: every host:port of an address must match an
-//! `allowed_outbound_hosts` entry `postgres://host:port` (`allowed`; no port
-//! = 5432, host strings compared literally). Messages never contain the
-//! password.
+//! PostgreSQL addresses, parsed as Spin 4.0.2 parses them (tokio-postgres:
+//! `sslmode` `disable`, `prefer` (the default) or `require`; `allow`,
+//! `verify-ca`, `verify-full` are invalid) and checked as Spin checks them:
+//! every host:port must match an `allowed_outbound_hosts` entry (no port:
+//! 5432; hosts compared literally). Messages never contain the password.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -13,43 +11,14 @@ use tokio_postgres::config::Host;
 
 use super::allowed::{AllowedHost, DEFAULT_PORT};
 
-/// The longest a connection may take to open (and a free slot in the pool
-/// to come).
+/// The longest a connection may take to open (and a pool slot to come).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A host as Spin writes it (IPv6 literals in brackets).
-pub fn display_host(host: &str) -> String {
-    if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.to_string()
-    }
-}
-
-/// Parses an address (URL or key=value) as Spin 4.0.2 does, with
-/// tokio-postgres: `sslmode` is `disable`, `prefer` (the default) or
-/// `require`; Spin refuses `allow`, `verify-ca` and `verify-full` as invalid,
-/// and so does this. Messages never contain the password.
-pub fn parse(address: &str) -> Result<tokio_postgres::Config, String> {
-    let mut config = tokio_postgres::Config::from_str(address).map_err(|e| {
-        // "invalid connection string: invalid value for option `sslmode`",
-        // as Spin reports it (the reason is the error's source).
-        match std::error::Error::source(&e) {
-            Some(reason) => format!("{e}: {reason}"),
-            None => e.to_string(),
-        }
-    })?;
-    config.connect_timeout(CONNECT_TIMEOUT);
-    Ok(config)
-}
-
-/// Every host:port the settings would connect to (a host, then each
-/// `hostaddr`, which is where a connection really goes); `Err` with the path
-/// of a Unix socket, which no entry admits.
-pub fn targets(config: &tokio_postgres::Config) -> Result<Vec<(String, u16)>, std::path::PathBuf> {
+/// Every host:port the settings would connect to (each host, then each
+/// `hostaddr`, where a connection really goes); `Err`: a Unix socket path.
+fn targets(config: &tokio_postgres::Config) -> Result<Vec<(String, u16)>, std::path::PathBuf> {
     let ports = config.get_ports();
     let port_of = |i: usize| match ports.len() {
-        0 => DEFAULT_PORT,
         1 => ports[0],
         _ => ports.get(i).copied().unwrap_or(DEFAULT_PORT),
     };
@@ -67,12 +36,19 @@ pub fn targets(config: &tokio_postgres::Config) -> Result<Vec<(String, u16)>, st
     Ok(targets)
 }
 
-/// Parses an address and checks every host:port it would connect to.
 pub fn parse_and_check(
     address: &str,
     allowed: &[AllowedHost],
 ) -> Result<tokio_postgres::Config, String> {
-    let config = parse(address)?;
+    let mut config = tokio_postgres::Config::from_str(address).map_err(|e| {
+        // As Spin reports it: "invalid connection string: invalid value for
+        // option `sslmode`" (the reason is the error's source).
+        match std::error::Error::source(&e) {
+            Some(reason) => format!("{e}: {reason}"),
+            None => e.to_string(),
+        }
+    })?;
+    config.connect_timeout(CONNECT_TIMEOUT);
     let targets = targets(&config)
         .map_err(|path| format!("address postgres://{} is not permitted", path.display()))?;
     if targets.is_empty() {
@@ -80,10 +56,9 @@ pub fn parse_and_check(
     }
     for (host, port) in &targets {
         if !allowed.iter().any(|a| a.allows(host, *port)) {
-            return Err(format!(
-                "address postgres://{}:{port} is not permitted",
-                display_host(host)
-            ));
+            // IPv6 literals in brackets, as Spin writes them.
+            let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+            return Err(format!("address postgres://{host}:{port} is not permitted"));
         }
     }
     Ok(config)

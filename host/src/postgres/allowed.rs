@@ -1,34 +1,21 @@
-//! `allowed_outbound_hosts`, as far as PostgreSQL is concerned: the entries
-//! as written and expanded against the application variables
-//! ([`OutboundHosts`]), and each one parsed into what it admits
-//! ([`AllowedHost`]). Like Spin, a bad or unresolvable entry does not stop
-//! start-up; it just admits nothing.
+//! `allowed_outbound_hosts`, as far as PostgreSQL is concerned. Like Spin, a
+//! bad or unresolvable entry does not stop start-up; it admits nothing.
 
 pub const DEFAULT_PORT: u16 = 5432;
 
 /// One `allowed_outbound_hosts` entry that can admit PostgreSQL addresses.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AllowedHost {
-    /// `insecure:allow-all`, or `*://*:*`.
-    Any,
-    Host {
-        host: HostPattern,
-        port: PortPattern,
-    },
+pub struct AllowedHost {
+    host: HostPattern,
+    ports: std::ops::RangeInclusive<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum HostPattern {
+enum HostPattern {
     Any,
     /// `*.example.com`: any subdomain.
     Suffix(String),
     Exact(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PortPattern {
-    Any,
-    Range(u16, u16),
 }
 
 impl AllowedHost {
@@ -36,7 +23,7 @@ impl AllowedHost {
     /// another scheme (e.g. `https://...`), irrelevant here.
     pub fn parse(entry: &str) -> Result<Option<AllowedHost>, String> {
         if entry == "insecure:allow-all" {
-            return Ok(Some(AllowedHost::Any));
+            return Ok(Some(AllowedHost { host: HostPattern::Any, ports: 0..=u16::MAX }));
         }
         let Some((scheme, rest)) = entry.split_once("://") else {
             return Err(format!("{entry:?} is not scheme://host[:port]"));
@@ -49,16 +36,16 @@ impl AllowedHost {
             return Err(format!("{entry:?} must be scheme://host[:port] only"));
         }
         let (host, port) = split_host_port(rest);
-        let port = match port {
-            None => PortPattern::Range(DEFAULT_PORT, DEFAULT_PORT),
-            Some("*") => PortPattern::Any,
+        let ports = match port {
+            None => DEFAULT_PORT..=DEFAULT_PORT,
+            Some("*") => 0..=u16::MAX,
             Some(p) => match p.split_once("..") {
                 Some((a, b)) => match (a.parse(), b.parse()) {
-                    (Ok(a), Ok(b)) => PortPattern::Range(a, b),
+                    (Ok(a), Ok(b)) => a..=b,
                     _ => return Err(format!("{entry:?} has an invalid port range")),
                 },
                 None => match p.parse() {
-                    Ok(p) => PortPattern::Range(p, p),
+                    Ok(p) => p..=p,
                     Err(_) => return Err(format!("{entry:?} has an invalid port")),
                 },
             },
@@ -71,30 +58,18 @@ impl AllowedHost {
         } else {
             HostPattern::Exact(host)
         };
-        if host == HostPattern::Any && port == PortPattern::Any && scheme == "*" {
-            return Ok(Some(AllowedHost::Any));
-        }
-        Ok(Some(AllowedHost::Host { host, port }))
+        Ok(Some(AllowedHost { host, ports }))
     }
 
     /// Whether the entry admits a connection to host:port.
     pub fn allows(&self, host: &str, port: u16) -> bool {
-        match self {
-            AllowedHost::Any => true,
-            AllowedHost::Host { host: hp, port: pp } => {
-                let host = host.to_ascii_lowercase();
-                let host_ok = match hp {
-                    HostPattern::Any => true,
-                    HostPattern::Suffix(s) => host.ends_with(s.as_str()),
-                    HostPattern::Exact(h) => *h == host,
-                };
-                let port_ok = match pp {
-                    PortPattern::Any => true,
-                    PortPattern::Range(a, b) => (*a..=*b).contains(&port),
-                };
-                host_ok && port_ok
-            }
-        }
+        let host = host.to_ascii_lowercase();
+        let host_ok = match &self.host {
+            HostPattern::Any => true,
+            HostPattern::Suffix(s) => host.ends_with(s.as_str()),
+            HostPattern::Exact(h) => *h == host,
+        };
+        host_ok && self.ports.contains(&port)
     }
 }
 
@@ -111,45 +86,30 @@ fn split_host_port(s: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The component's `allowed_outbound_hosts`: each entry as written, and as
-/// expanded against the application variables known at start (`Err` names
-/// the undefined variable).
-pub struct OutboundHosts {
-    entries: Vec<(String, Result<String, String>)>,
-}
-
-impl OutboundHosts {
-    /// `expand` expands one entry's templates.
-    pub fn expand(
-        entries: &[String],
-        expand: impl Fn(&str) -> Result<String, String>,
-    ) -> OutboundHosts {
-        OutboundHosts { entries: entries.iter().map(|e| (e.clone(), expand(e))).collect() }
-    }
-
-    /// What the entries admit, for the pool, and a warning (without the
-    /// `warning: ` prefix) for each entry that admits nothing because it
-    /// does not expand or parse. Warnings name the entry as written, never
-    /// its value (which came from variables).
-    pub fn postgres(&self) -> (Vec<AllowedHost>, Vec<String>) {
-        let mut allowed = Vec::new();
-        let mut warnings = Vec::new();
-        for (entry, expanded) in &self.entries {
-            match expanded {
-                Err(var) => warnings.push(format!(
-                    "allowed_outbound_hosts entry {entry:?} uses undefined variable {var:?}; it admits nothing"
+/// What the entries admit once `expand` expanded their templates (`Err`
+/// names an undefined variable), and a warning for each entry that admits
+/// nothing: named as written, never with its value (from variables).
+pub fn postgres_hosts(
+    entries: &[String],
+    expand: impl Fn(&str) -> Result<String, String>,
+) -> (Vec<AllowedHost>, Vec<String>) {
+    let mut allowed = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in entries {
+        match expand(entry) {
+            Err(var) => warnings.push(format!(
+                "allowed_outbound_hosts entry {entry:?} uses undefined variable {var:?}; it admits nothing"
+            )),
+            Ok(expanded) => match AllowedHost::parse(&expanded) {
+                Ok(Some(a)) => allowed.push(a),
+                Ok(None) => {}
+                Err(_) => warnings.push(format!(
+                    "allowed_outbound_hosts entry {entry:?} is not scheme://host[:port]; it admits nothing"
                 )),
-                Ok(expanded) => match AllowedHost::parse(expanded) {
-                    Ok(Some(a)) => allowed.push(a),
-                    Ok(None) => {}
-                    Err(_) => warnings.push(format!(
-                        "allowed_outbound_hosts entry {entry:?} is not scheme://host[:port]; it admits nothing"
-                    )),
-                },
-            }
+            },
         }
-        (allowed, warnings)
     }
+    (allowed, warnings)
 }
 
 #[cfg(test)]
@@ -165,12 +125,11 @@ mod tests {
             "postgres://u:secret@h:1",
         ]
         .map(String::from);
-        let hosts = OutboundHosts::expand(&entries, |e| match e {
+        let (allowed, warnings) = postgres_hosts(&entries, |e| match e {
             "postgres://{{ db_host }}" => Ok("postgres://127.0.0.1:5433".into()),
             "postgres://{{ nope }}" => Err("nope".into()),
             other => Ok(other.to_string()),
         });
-        let (allowed, warnings) = hosts.postgres();
         assert_eq!(allowed.len(), 1);
         assert!(allowed[0].allows("127.0.0.1", 5433));
         assert_eq!(warnings.len(), 2, "{warnings:?}");

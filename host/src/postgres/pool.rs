@@ -1,20 +1,13 @@
-//! Connections, pooled per address.
-//!
-//! At most 64 connections per address are in use at once (Spin's limit); a
-//! 65th `open` waits up to the connect timeout. Connect time is bounded (5 s)
-//! and so is each statement (10 s), so an outage fails fast and a recovered
-//! server is picked up again. A connection that failed outside SQL (I/O, a
-//! timeout), that the server closed, or that may still be inside a
-//! transaction is dropped rather than reused. Each connection keeps its
-//! prepared statements (up to 64, forgotten on any SQL error since a schema
-//! change may have invalidated them).
-//!
-//! Why not `deadpool-postgres`: it bounds waiting and connecting but not the
-//! statements themselves, its statement cache grows without bound, and it
-//! cannot tell a connection broken by a timeout or left inside a transaction
-//! from a healthy one (its cheap recycling only checks `is_closed`; the
-//! thorough one costs a round trip per request). Keeping those behaviours
-//! would need the same code around it as the pool below is.
+//! Connections, pooled per address: at most 64 in use per address (Spin's
+//! limit; a 65th `open` waits up to the connect timeout), connecting within
+//! 5 s and each statement within 10 s, so an outage fails fast and a
+//! recovered server is picked up. A connection that failed outside SQL, that
+//! the server closed, or that may be inside a transaction is not reused.
+//! Each keeps up to 64 prepared statements, forgotten on any SQL error (a
+//! schema change may have invalidated them). Not `deadpool-postgres`: it
+//! bounds no statement, its statement cache is unbounded, and it cannot tell
+//! a connection broken by a timeout or left in a transaction from a healthy
+//! one without a round trip per request.
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -28,14 +21,12 @@ use tokio_postgres::{Row, Statement};
 use super::address::{parse_and_check, CONNECT_TIMEOUT};
 use super::allowed::AllowedHost;
 
-pub const MAX_CONNECTIONS: usize = 64;
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_CONNECTIONS: usize = 64;
+const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CACHED_STATEMENTS: usize = 64;
 
-/// Why the pool could not connect or run a statement, in the terms of
-/// Spin's `error` (the interface, `host.rs`, turns it into that type: this
-/// module does not know the WIT types, so `bindings.rs` maps the resource
-/// to [`Connection`] and that edge goes one way).
+/// Spin's `error` cases (`host.rs` converts: this module, which holds the
+/// resource type `bindings.rs` maps to, knows no WIT type).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PoolError {
     ConnectionFailed(String),
@@ -46,11 +37,9 @@ pub enum PoolError {
 pub struct PgPools {
     allowed: Vec<AllowedHost>,
     pools: Mutex<HashMap<String, Arc<Pool>>>,
-    /// TLS as Spin 4.0.2 has it (`factor-outbound-pg` on native-tls): under
-    /// `prefer` (the default) and `require` the certificate chain and host
-    /// name are verified against the system's roots (`crate::tls`); no
-    /// "encrypt but accept any certificate" mode, and a failed handshake is
-    /// an error, never a fall back to plain text. `disable` is plain text.
+    /// As Spin 4.0.2 (native-tls): under `prefer` and `require` the chain
+    /// and host name are verified (`crate::tls`); a failed handshake is an
+    /// error, never plain text. `disable` is plain text.
     tls: tokio_postgres_rustls::MakeRustlsConnect,
 }
 
@@ -111,10 +100,8 @@ impl PgPools {
     }
 }
 
-/// One connection, its task spawned on the current runtime (it ends when
-/// the server or the client goes away; `Client::is_closed` then tells the
-/// pool not to reuse it).
-pub async fn connect(
+/// Its task ends when the server or the client goes away (`is_closed`).
+async fn connect(
     config: &tokio_postgres::Config,
     tls: tokio_postgres_rustls::MakeRustlsConnect,
 ) -> Result<tokio_postgres::Client, PoolError> {
@@ -133,17 +120,13 @@ pub async fn connect(
 impl Pool {
     fn take_idle(&self) -> Option<PgClient> {
         let mut idle = self.idle.lock().ok()?;
-        while let Some(client) = idle.pop() {
-            if !client.client.is_closed() {
-                return Some(client);
-            }
-        }
-        None
+        idle.retain(|c| !c.client.is_closed());
+        idle.pop()
     }
 }
 
 /// tokio-postgres' message plus its cause (e.g. "Connection refused").
-pub fn error_text(e: &tokio_postgres::Error) -> String {
+fn error_text(e: &tokio_postgres::Error) -> String {
     match e.source() {
         Some(src) if !e.to_string().contains(&src.to_string()) => format!("{e}: {src}"),
         _ => e.to_string(),

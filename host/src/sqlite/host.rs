@@ -1,17 +1,41 @@
-//! The `connection` resource of `fermyon:spin/sqlite@2.0.0`, as the
-//! component calls it, on [`SqliteView`]: the databases and the resource
-//! table, nothing else of the instance's state.
-//!
-//! As in Spin, each statement runs on tokio's blocking pool: SQLite's busy
-//! handler may sleep up to its timeout while another connection holds the
-//! lock, and that sleep must hold no serving thread (the other connection's
-//! next statement, its `COMMIT` say, may need that thread to run).
+//! `fermyon:spin/sqlite@2.0.0` on [`SqliteView`]. As in Spin, each statement
+//! runs on tokio's blocking pool: SQLite's busy handler may sleep while
+//! another connection holds the lock, and must not hold a serving thread
+//! that connection's `COMMIT` may need.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
-use super::databases::{connect, Connection, SqliteDbs};
-use super::values::{refused, run};
+use super::databases::{connect, Connection};
+use super::values::run;
 use crate::bindings::fermyon::spin::sqlite::{self, Error, HostConnection, QueryResult, Value};
+
+/// The manifest's grants and the files of the granted labels.
+pub struct SqliteDbs {
+    granted: Vec<String>,
+    files: BTreeMap<String, Arc<Path>>,
+}
+
+impl SqliteDbs {
+    /// `locations`: label -> file (`runtime_config::locations`).
+    pub fn new(granted: &[String], locations: BTreeMap<String, PathBuf>) -> SqliteDbs {
+        let files = locations.into_iter().filter(|(label, _)| granted.contains(label));
+        let files = files.map(|(label, path)| (label, Arc::from(path))).collect();
+        SqliteDbs { granted: granted.to_vec(), files }
+    }
+
+    /// In Spin's order: not granted is `access-denied` (even with a
+    /// location), granted without a location `no-such-database`.
+    fn open(&self, label: &str) -> Result<Arc<Path>, Error> {
+        if !self.granted.iter().any(|g| g == label) {
+            return Err(Error::AccessDenied);
+        }
+        self.files.get(label).cloned().ok_or(Error::NoSuchDatabase)
+    }
+}
 
 /// What `fermyon:spin/sqlite` sees of an instance's state.
 pub struct SqliteView<'a> {
@@ -35,9 +59,9 @@ impl HostConnection for SqliteView<'_> {
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
         let path = match self.dbs.open(&database) {
             Ok(path) => path,
-            Err(e) => return Ok(Err(refused(e))),
+            Err(e) => return Ok(Err(e)),
         };
-        Ok(Ok(self.table.push(Connection::new(path))?))
+        Ok(Ok(self.table.push(Connection { path, conn: None })?))
     }
 
     async fn execute(
@@ -66,7 +90,6 @@ impl HostConnection for SqliteView<'_> {
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        // Dropping the resource closes its connection.
         self.table.delete(this)?;
         Ok(())
     }
@@ -74,13 +97,11 @@ impl HostConnection for SqliteView<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::time::{Duration, Instant};
 
     use super::*;
 
-    /// `default` granted, in `dir/state/sqlite_db.db`.
-    fn databases(dir: &std::path::Path) -> SqliteDbs {
+    fn databases(dir: &Path) -> SqliteDbs {
         let file = dir.join("state/sqlite_db.db");
         SqliteDbs::new(&["default".to_string()], BTreeMap::from([("default".to_string(), file)]))
     }
@@ -89,26 +110,25 @@ mod tests {
         view.open("default".into()).await.unwrap().unwrap()
     }
 
+    type Conn = Resource<Connection>;
+
     async fn exec(
         view: &mut SqliteView<'_>,
-        conn: &Resource<Connection>,
+        conn: &Conn,
         sql: &str,
-        parameters: Vec<Value>,
+        p: Vec<Value>,
     ) -> Result<QueryResult, Error> {
-        let this = Resource::new_borrow(conn.rep());
-        view.execute(this, sql.into(), parameters).await.unwrap()
+        view.execute(Resource::new_borrow(conn.rep()), sql.into(), p).await.unwrap()
     }
 
     /// The first column of each row of `sql`, which must succeed.
-    async fn ok(view: &mut SqliteView<'_>, conn: &Resource<Connection>, sql: &str) -> Vec<Value> {
-        let result = exec(view, conn, sql, vec![]).await;
-        let rows = result.unwrap_or_else(|e| panic!("{sql}: {e:?}")).rows;
-        rows.into_iter().map(|mut row| row.values.remove(0)).collect()
+    async fn ok(view: &mut SqliteView<'_>, conn: &Conn, sql: &str) -> Vec<Value> {
+        let rows = exec(view, conn, sql, vec![]).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        rows.rows.into_iter().map(|mut row| row.values.remove(0)).collect()
     }
 
     /// Each `open` is a new connection with rusqlite's defaults and no
-    /// PRAGMA of the host's; values go both ways; SQLite's messages are
-    /// Spin's `io` text.
+    /// PRAGMA of the host's; values go both ways; errors are Spin's `io`.
     #[tokio::test]
     async fn each_open_is_a_connection_of_its_own_with_rusqlites_defaults() {
         let dir = tempfile::tempdir().unwrap();
@@ -127,21 +147,14 @@ mod tests {
         let create = "CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n)";
         ok(&mut view, &conn, create).await;
         let row = || {
-            vec![
-                Value::Integer(-7),
-                Value::Real(1.5),
-                Value::Text("x".into()),
-                Value::Blob(vec![1, 2]),
-                Value::Null,
-            ]
+            use Value::*;
+            vec![Integer(-7), Real(1.5), Text("x".into()), Blob(vec![1, 2]), Null]
         };
-        let insert = "INSERT INTO t VALUES (?, ?, ?, ?, ?)";
-        exec(&mut view, &conn, insert, row()).await.unwrap();
-        let r = exec(&mut view, &conn, "SELECT * FROM t", vec![]).await;
-        let r = r.unwrap();
+        exec(&mut view, &conn, "INSERT INTO t VALUES (?, ?, ?, ?, ?)", row()).await.unwrap();
+        let r = exec(&mut view, &conn, "SELECT * FROM t", vec![]).await.unwrap();
         assert_eq!(r.columns, vec!["i", "r", "s", "b", "n"]);
-        assert_eq!(r.rows.len(), 1);
         assert_eq!(format!("{:?}", r.rows[0].values), format!("{:?}", row()));
+        assert_eq!(r.rows.len(), 1);
 
         // A PRAGMA the component runs lasts as long as its connection.
         ok(&mut view, &conn, "PRAGMA busy_timeout = 2").await;
@@ -150,28 +163,24 @@ mod tests {
         let again = open(&mut view).await;
         let timeout = ok(&mut view, &again, "PRAGMA busy_timeout").await;
         assert!(matches!(timeout[..], [Value::Integer(5_000)]), "{timeout:?}");
-    }
 
-    #[tokio::test]
-    async fn a_folder_that_cannot_be_made_is_an_io_error() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("state"), "").unwrap();
-        let dbs = databases(dir.path());
-        let mut table = ResourceTable::new();
+        // A folder that cannot be made is an `io` error.
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let dbs = SqliteDbs::new(
+            &["x".into()],
+            BTreeMap::from([("x".into(), dir.path().join("file/x.db"))]),
+        );
         let mut view = SqliteView { dbs: &dbs, table: &mut table };
-        let conn = open(&mut view).await;
+        let conn = view.open("x".into()).await.unwrap().unwrap();
         let err = exec(&mut view, &conn, "SELECT 1", vec![]).await;
         assert!(matches!(&err, Err(Error::Io(m)) if m.starts_with("cannot create")), "{err:?}");
     }
 
-    /// On one serving thread (this test's single-threaded runtime): a write
-    /// that waits in SQLite's busy handler (rusqlite's 5 s) for a
-    /// transaction's lock leaves the thread to that transaction, whose
-    /// `COMMIT` releases the lock; the write then goes through. Run inline,
-    /// the wait would hold the thread, the `COMMIT` could not run, and the
-    /// write would fail after 5 s. A lock not released within a busy
-    /// timeout reads as Spin's `database is locked`; a transaction left open
-    /// ends with its resource, rolled back.
+    /// On one thread: a write waiting in the busy handler for a transaction's
+    /// lock leaves the thread to that transaction's `COMMIT` (run inline it
+    /// would fail after 5 s). A lock held past the busy timeout reads as
+    /// Spin's `database is locked`; a transaction left open rolls back with
+    /// its resource.
     #[tokio::test]
     async fn a_writer_waiting_for_the_lock_holds_no_serving_thread() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,17 +1,13 @@
-//! Where each SQLite database lives, as Spin's runtime config says it
-//! (`spin_sqlite::RuntimeConfigResolver`): `[sqlite_database.LABEL]` with
-//! `type = "spin"` and `path`, a relative path taken from the current
-//! directory as Spin takes it; `default` is `<state-dir>/sqlite_db.db`
-//! unless the file gives it a place of its own.
+//! Where each SQLite database lives, as Spin's runtime config says it:
+//! `[sqlite_database.LABEL]` with `type = "spin"` and a `path` (relative to
+//! the current directory, as in Spin); `default` is `<state-dir>/sqlite_db.db`
+//! unless the file moves it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use serde::Deserialize;
-
-/// The label every Spin app may be granted without runtime config.
-pub const DEFAULT_LABEL: &str = "default";
 
 #[derive(Deserialize)]
 struct File {
@@ -27,11 +23,9 @@ struct Database {
     path: Option<PathBuf>,
 }
 
-/// Label -> database file: `default` in `state_dir`, then the runtime
-/// config file's `[sqlite_database.*]` (which may move `default`).
+/// Label -> database file.
 pub fn locations(file: Option<&Path>, state_dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
-    let mut locations =
-        BTreeMap::from([(DEFAULT_LABEL.to_string(), state_dir.join("sqlite_db.db"))]);
+    let mut locations = BTreeMap::from([("default".to_string(), state_dir.join("sqlite_db.db"))]);
     let Some(file) = file else {
         return Ok(locations);
     };
@@ -66,7 +60,6 @@ mod tests {
     fn labels_from_the_file_may_move_the_default() {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
-        // `default` in the state dir without a file: tests/serve.rs.
         let file = dir.path().join("rc.toml");
         let cwd = std::env::current_dir().unwrap();
         std::fs::write(

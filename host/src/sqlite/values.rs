@@ -1,22 +1,13 @@
-//! Spin's SQLite `value`s to and from rusqlite's, the errors as Spin names
-//! them, and one statement run with all its rows in the interface's types.
+//! Spin's SQLite `value`s to and from rusqlite's, and one statement run.
 
 use rusqlite::types::ValueRef;
 
-use super::databases::Refused;
 use crate::bindings::fermyon::spin::sqlite::{Error, QueryResult, RowResult, Value};
 
 /// Spin passes every SQLite error as `io` with rusqlite's text, which is
 /// SQLite's own message ("no such table: items", "database is locked").
 fn to_error(e: rusqlite::Error) -> Error {
     Error::Io(e.to_string())
-}
-
-pub fn refused(r: Refused) -> Error {
-    match r {
-        Refused::AccessDenied => Error::AccessDenied,
-        Refused::NoSuchDatabase => Error::NoSuchDatabase,
-    }
 }
 
 fn to_sql(v: Value) -> rusqlite::types::Value {

@@ -1,10 +1,9 @@
-//! The assignments of a `.env` file: the one in the current directory,
-//! whose `SPIN_VARIABLE_*` `spin up` reads beside the environment, and an env
-//! provider's `dotenv_path`, read for its own prefix.
+//! The assignments of a `.env` file: `./.env` (its `SPIN_VARIABLE_*`, as
+//! `spin up` reads them) and an env provider's `dotenv_path`.
 
 use std::collections::HashMap;
 
-/// Reads the assignments of a `.env` file (missing file: none).
+/// A missing file has none.
 pub fn read_dotenv(path: &std::path::Path) -> HashMap<String, String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return HashMap::new();

@@ -1,7 +1,6 @@
 //! Spin variables (`fermyon:spin/variables@2.0.0`): `./.env` (`dotenv`), a
-//! runtime config's providers (`providers`, `vault`), Spin's precedence over
-//! them (`resolve`), and below, the interface on its own view of the host
-//! state ([`VariablesView`]: the variables and nothing else).
+//! runtime config's providers (`providers`, `vault`), Spin's precedence
+//! (`resolve`), and the interface on [`VariablesView`].
 
 mod dotenv;
 mod providers;
@@ -10,7 +9,7 @@ mod vault;
 
 pub use dotenv::read_dotenv;
 pub use providers::load as load_providers;
-pub use resolve::{Sources, Variables};
+pub use resolve::Variables;
 
 use wasmtime::component::HasData;
 

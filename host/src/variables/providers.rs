@@ -1,9 +1,6 @@
-//! Variables providers from a runtime config file (`--runtime-config-file`,
-//! as `spin up` takes it): each `[[variables_provider]]`, asked in file
-//! order after `--variable` and before the environment and the manifest's
-//! defaults. `[sqlite_database.*]` is the SQLite room's
-//! (`sqlite::runtime_config`); any other table is Spin's and not this
-//! host's: each is named in a warning at start.
+//! The `[[variables_provider]]`s of a runtime config file, in file order.
+//! `[sqlite_database.*]` is the SQLite room's; any other table is named in a
+//! warning at start.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -38,7 +35,6 @@ enum ProviderConfig {
 struct RuntimeConfig {
     #[serde(default)]
     variables_provider: Vec<ProviderConfig>,
-    /// Read by `sqlite::runtime_config`.
     #[serde(default, rename = "sqlite_database")]
     _sqlite_database: toml::Table,
     #[serde(flatten)]
@@ -46,8 +42,7 @@ struct RuntimeConfig {
 }
 
 impl Provider {
-    /// The value `name` has here, `Ok(None)` when none; `Err` when the
-    /// provider could not answer.
+    /// `Err` when the provider could not answer.
     pub async fn get(&self, name: &str) -> Result<Option<String>, String> {
         match self {
             Provider::Env(values) => Ok(values.get(name).cloned()),

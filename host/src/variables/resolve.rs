@@ -1,9 +1,8 @@
 //! Application variables and the component's view of them, with Spin's
-//! precedence: `--variable`, then the runtime config's providers in file
-//! order, then `SPIN_VARIABLE_<NAME>` in the environment or `./.env`, then
-//! the manifest's default. A provider with no value passes to the next
-//! source; a provider that fails ends the lookup with its error (Spin does
-//! not fall back then, and neither do we).
+//! precedence: `--variable`, the providers in file order,
+//! `SPIN_VARIABLE_<NAME>` in the environment, then in `./.env`, the
+//! manifest's default. A provider without the value passes to the next; a
+//! provider that fails ends the lookup with its error, as in Spin.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -13,52 +12,32 @@ use super::providers::Provider;
 use crate::bindings::fermyon::spin::variables::Error;
 use crate::manifest::{validate_name, Manifest, Template};
 
-/// Resolved application variables plus the component's templates.
 pub struct Variables {
-    /// `--variable name=value`.
     cli: HashMap<String, String>,
     providers: Vec<Provider>,
-    /// The environment, `./.env` and the manifest's defaults, resolved at
-    /// start (they do not change while the host runs).
+    /// The environment, `./.env` and the defaults, resolved at start.
     fallback: HashMap<String, String>,
     component: BTreeMap<String, Template>,
 }
 
-/// Where application variable values come from, highest priority first.
-pub struct Sources<'a> {
-    /// `--variable name=value` from the command line.
-    pub cli: &'a HashMap<String, String>,
-    /// The process environment (`SPIN_VARIABLE_<NAME>`).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-    /// `SPIN_VARIABLE_<NAME>` lines of `./.env`, if any.
-    pub dotenv: &'a HashMap<String, String>,
-}
-
 impl Variables {
-    /// Resolves what can be at start. A required variable that no static
-    /// source sets is asked of the providers (when there are any) and stops
-    /// start-up when none has it, as in Spin.
+    /// Resolves what can be at start (`env`: the environment, then
+    /// `./.env`); as in Spin, a required variable no source has stops start-up.
     pub async fn resolve(
         manifest: &Manifest,
-        sources: &Sources<'_>,
+        cli: HashMap<String, String>,
+        env: &dyn Fn(&str) -> Option<String>,
         providers: Vec<Provider>,
     ) -> Result<Variables> {
         let mut fallback = HashMap::new();
         for (name, var) in &manifest.variables {
             let env_name = format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase());
-            let value = (sources.env)(&env_name)
-                .or_else(|| sources.dotenv.get(&env_name).cloned())
-                .or_else(|| var.default.clone());
-            if let Some(value) = value {
+            if let Some(value) = env(&env_name).or_else(|| var.default.clone()) {
                 fallback.insert(name.clone(), value);
             }
         }
-        let variables = Variables {
-            cli: sources.cli.clone(),
-            providers,
-            fallback,
-            component: manifest.component_variables.clone(),
-        };
+        let variables =
+            Variables { cli, providers, fallback, component: manifest.component_variables.clone() };
         let mut missing = Vec::new();
         for (name, _) in manifest.variables.iter().filter(|(_, var)| var.required) {
             if !matches!(variables.value(name).await, Ok(Some(_))) {
@@ -84,19 +63,13 @@ impl Variables {
         Ok(self.fallback.get(name).cloned())
     }
 
-    /// The application variables a start-up check can see without asking a
-    /// provider: `--variable`, the environment, `.env` and the defaults.
-    fn static_values(&self) -> HashMap<String, String> {
-        let mut values = self.fallback.clone();
-        values.extend(self.cli.clone());
-        values
-    }
-
-    /// Expands a template (e.g. an `allowed_outbound_hosts` entry) against
-    /// the static application variables; `Err(name)` names an undefined one.
+    /// Expands an `allowed_outbound_hosts` entry against the variables no
+    /// provider is asked for; `Err(name)` names an undefined one.
     pub fn expand(&self, text: &str) -> Result<String, String> {
         let template = Template::parse(text).map_err(|e| e.to_string())?;
-        template.expand(&self.static_values())
+        let mut values = self.fallback.clone();
+        values.extend(self.cli.clone());
+        template.expand(&values)
     }
 
     /// The component's view: `get(name)` of a component variable.
@@ -160,28 +133,14 @@ fixed = "literal"
         list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
-    async fn resolve_with(
+    async fn resolve(
         cli: &[(&str, &str)],
         env: &[(&str, &str)],
-        dotenv: &[(&str, &str)],
         providers: Vec<Provider>,
     ) -> Result<Variables> {
         let env = pairs(env);
         let lookup = move |k: &str| env.get(k).cloned();
-        Variables::resolve(
-            &manifest(),
-            &Sources { cli: &pairs(cli), env: &lookup, dotenv: &pairs(dotenv) },
-            providers,
-        )
-        .await
-    }
-
-    async fn resolve(
-        cli: &[(&str, &str)],
-        env: &[(&str, &str)],
-        dotenv: &[(&str, &str)],
-    ) -> Result<Variables> {
-        resolve_with(cli, env, dotenv, Vec::new()).await
+        Variables::resolve(&manifest(), pairs(cli), &lookup, providers).await
     }
 
     const NEED: (&str, &str) = ("SPIN_VARIABLE_NEEDED", "n");
@@ -192,16 +151,16 @@ fixed = "literal"
     async fn providers_rank_between_the_flags_and_the_environment() {
         let provider = || Provider::Env(pairs(&[("api_key", "provided"), ("needed", "p")]));
         let env = ("SPIN_VARIABLE_API_KEY", "env");
-        let v = resolve_with(&[], &[env], &[], vec![provider()]).await.unwrap();
+        let v = resolve(&[], &[env], vec![provider()]).await.unwrap();
         assert_eq!(v.get("api_key").await.unwrap(), "provided");
         let cli = ("api_key", "cli");
-        let v = resolve_with(&[cli], &[env], &[], vec![provider()]).await.unwrap();
+        let v = resolve(&[cli], &[env], vec![provider()]).await.unwrap();
         assert_eq!(v.get("api_key").await.unwrap(), "cli");
         assert_eq!(v.get("url").await.unwrap(), "postgres://127.0.0.1:5432/x");
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
 
         // A plain API_KEY never reaches a Spin variable.
-        let v = resolve(&[], &[NEED, ("API_KEY", "plain")], &[]).await.unwrap();
+        let v = resolve(&[], &[NEED, ("API_KEY", "plain")], vec![]).await.unwrap();
         assert_eq!(v.get("api_key").await.unwrap(), "");
     }
 
@@ -216,8 +175,7 @@ fixed = "literal"
         })
         .unwrap();
         // (A required variable is looked up at start: here --variable has it.)
-        let v =
-            resolve_with(&[("needed", "n")], &[], &[], vec![Provider::Vault(vault)]).await.unwrap();
+        let v = resolve(&[("needed", "n")], &[], vec![Provider::Vault(vault)]).await.unwrap();
         assert!(matches!(v.get("api_key").await, Err(Error::Provider(_))));
         // A variable that needs no application variable is not affected.
         assert_eq!(v.get("fixed").await.unwrap(), "literal");
@@ -225,7 +183,7 @@ fixed = "literal"
 
     #[tokio::test]
     async fn get_errors() {
-        let v = resolve(&[], &[NEED], &[]).await.unwrap();
+        let v = resolve(&[], &[NEED], vec![]).await.unwrap();
         assert!(matches!(v.get("nope").await, Err(Error::Undefined(_))));
         // Application variables are not visible unless the component maps them.
         assert!(matches!(v.get("db_host").await, Err(Error::Undefined(_))));

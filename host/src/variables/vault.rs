@@ -45,22 +45,6 @@ impl std::fmt::Debug for Vault {
     }
 }
 
-/// KV version 2's answer to a read: `{"data": {"data": {"value": ...}}}`.
-#[derive(Deserialize)]
-struct Read {
-    data: ReadData,
-}
-
-#[derive(Deserialize)]
-struct ReadData {
-    data: Secret,
-}
-
-#[derive(Deserialize)]
-struct Secret {
-    value: String,
-}
-
 impl Vault {
     pub fn new(config: VaultConfig) -> Result<Vault> {
         let base: Uri = config
@@ -84,8 +68,7 @@ impl Vault {
         })
     }
 
-    /// The value of variable `name`: `Ok(None)` when Vault has no such
-    /// secret, `Err` for anything else that went wrong (never with the token).
+    /// `Ok(None)` when Vault has no such secret; `Err` never holds the token.
     pub async fn get(&self, name: &str) -> Result<Option<String>, String> {
         match tokio::time::timeout(TIMEOUT, self.read(name)).await {
             Ok(result) => result.map_err(|e| format!("Vault at {}: {e:#}", self.base)),
@@ -124,9 +107,12 @@ impl Vault {
         };
         match status {
             StatusCode::OK => {
-                let read: Read = serde_json::from_slice(&body)
-                    .context("the secret has no string field \"value\"")?;
-                Ok(Some(read.data.data.value))
+                // KV version 2: `{"data": {"data": {"value": ...}}}`.
+                let read: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                match read.pointer("/data/data/value").and_then(serde_json::Value::as_str) {
+                    Some(value) => Ok(Some(value.to_string())),
+                    None => bail!("the secret has no string field \"value\""),
+                }
             }
             StatusCode::NOT_FOUND => Ok(None),
             other => bail!("answered {other}"),

@@ -1,7 +1,5 @@
-//! Spin components the tests make themselves, with no wasm toolchain: a core
-//! module in WAT, made a component (`wit-component`) against the WIT of the
-//! interfaces it imports (the repository's `wit/deps`, Spin's and WASI's own
-//! text).
+//! The tests' Spin component, with no wasm toolchain: a core module in WAT
+//! made a component (`wit-component`) against the repository's `wit/`.
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +50,7 @@ fn probe_wat() -> String {
   (memory (export "memory") 4)
 {data}  (data (i32.const 192) "error:=\n0123456789")
   (data (i32.const 256) "pg_address")
-  (data (i32.const 320) "SELECT 1 WHERE false")
+  (data (i32.const 320) "SELECT 1\nWHERE false")
   (global $heap (mut i32) (i32.const 16384))
   (global $out (mut i32) (i32.const 0))
   ;; 1024: the return area; 4096: the answer (at most 4096 bytes).

@@ -1,7 +1,5 @@
-//! What the integration tests share: the real `spin-lite` binary started on
-//! a manifest in a folder of its own, the tests' own components
-//! (`components.rs`), a minimal HTTP client, and PostgreSQL helpers
-//! (`SPIN_LITE_TEST_PG_URL`).
+//! The real `spin-lite` binary on a manifest in a folder of its own, a
+//! minimal HTTP client, and PostgreSQL helpers (`SPIN_LITE_TEST_PG_URL`).
 
 pub mod components;
 
@@ -57,8 +55,8 @@ pub fn command(dir: &Path) -> Command {
 impl Host {
     pub fn start(dir: &Path, manifest: &Path, args: &[&str], env: &[(&str, &str)]) -> Host {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut cmd = command(dir);
-        cmd.arg("--from")
+        let mut child = command(dir)
+            .arg("--from")
             .arg(manifest)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .arg("--state-dir")
@@ -66,13 +64,13 @@ impl Host {
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
         let mut host = Host { child, port, stdout, stderr };
         let deadline = Instant::now() + Duration::from_secs(120);
-        // Listening where --listen said.
         let serving = format!("Serving http://127.0.0.1:{port}");
         while !host.stdout().contains(&serving) {
             if let Ok(Some(status)) = host.child.try_wait() {
@@ -92,8 +90,7 @@ impl Host {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Waits (5 s at most) for `text` in the host's log, which may be
-    /// written after the answer is sent.
+    /// Waits (5 s at most) for `text` in the log, maybe written after the answer.
     pub fn wait_for_log(&self, text: &str) {
         let deadline = Instant::now() + Duration::from_secs(5);
         while !self.stderr().contains(text) {
@@ -153,9 +150,8 @@ pub fn get(port: u16, path: &str) -> (u16, String, String) {
     (status, head.to_string(), body)
 }
 
-/// `SPIN_LITE_TEST_PG_URL` and its `host:port` (no port: 5432), for the
-/// manifest's `allowed_outbound_hosts`. Without it a PostgreSQL test fails rather than pass
-/// unrun.
+/// `SPIN_LITE_TEST_PG_URL` and its `host:port` (no port: 5432). Unset, a
+/// PostgreSQL test fails rather than pass unrun.
 pub fn test_pg_url() -> (String, String) {
     let url = std::env::var("SPIN_LITE_TEST_PG_URL").expect(
         "SPIN_LITE_TEST_PG_URL is not set: run `make test`, or point it at a PostgreSQL database",
@@ -167,43 +163,32 @@ pub fn test_pg_url() -> (String, String) {
     (url, host_port)
 }
 
-/// Runs SQL as the test database's user (tokio-postgres, without TLS as
-/// `make test`'s throwaway cluster is).
-pub fn pg_admin(url: &str, sql: &str) {
+/// Runs SQL on the test server (without TLS, as `make test`'s cluster is).
+fn pg_admin(url: &str, sql: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
             .await
             .unwrap_or_else(|e| panic!("cannot connect to SPIN_LITE_TEST_PG_URL: {e}"));
         let task = tokio::spawn(connection);
-        if let Err(e) = client.simple_query(sql).await {
-            panic!("{sql}: {e}");
-        }
+        client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
         drop(client);
         let _ = task.await;
     })
 }
 
-/// A database of its own, dropped at the end (even when the test fails).
+/// A new, empty database of its own, dropped at the end (even on failure).
 pub struct ScratchDatabase {
-    pub admin_url: String,
-    pub name: String,
+    admin_url: String,
+    name: String,
 }
 
 impl ScratchDatabase {
-    /// A new, empty database on the `SPIN_LITE_TEST_PG_URL` server, named
-    /// after `prefix`, this process and the time.
-    pub fn create(admin_url: &str, prefix: &str) -> ScratchDatabase {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let scratch = ScratchDatabase {
-            admin_url: admin_url.to_string(),
-            name: format!("{prefix}_{}_{nanos}", std::process::id()),
-        };
-        pg_admin(admin_url, &format!("CREATE DATABASE {}", scratch.name));
-        scratch
+    pub fn create(admin_url: &str) -> ScratchDatabase {
+        let nanos = std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos();
+        let name = format!("spin_lite_probe_{}_{nanos}", std::process::id());
+        pg_admin(admin_url, &format!("CREATE DATABASE {name}"));
+        ScratchDatabase { admin_url: admin_url.to_string(), name }
     }
 
     /// The admin URL with its database (the URL path) replaced by this one.
