@@ -234,11 +234,11 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
         "{}",
         host.stderr()
     );
-    // The slots were given back (else 5 s and a 503; margin for load).
+    // The slots were given back (else 5 s and a 503; margin for a loaded machine).
     let answers = concurrent_requests(host.port, 2);
     for ((status, _, _), took) in &answers {
         assert_eq!(*status, 500);
-        assert!(took.as_secs_f64() < 2.9, "{took:?}");
+        assert!(took.as_secs_f64() < 4.5, "{took:?}");
     }
     assert_eq!(host.terminate().code(), Some(0));
 }
