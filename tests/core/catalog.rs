@@ -286,8 +286,6 @@ fn next_query(link: &str) -> &str {
         .unwrap_or_else(|| panic!("not a next link: {link}"))
 }
 
-// ---- The property ---------------------------------------------------------
-
 /// Text drawn from characters that stress the matching: ASCII letters in
 /// both cases, wildcard characters of SQL, quotes (of SQL and of FTS5), and
 /// non-ASCII letters whose case pairs must not fold.

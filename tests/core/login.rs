@@ -29,8 +29,6 @@ fn cheap_hash(password: &str) -> String {
     argon2.hash_password(password.as_bytes(), &salt).unwrap().to_string()
 }
 
-// ---- Payloads ---------------------------------------------------------------
-
 #[test]
 fn login_payloads_that_are_not_a_login_object() {
     let mut ctx = TestContext::new();
@@ -92,8 +90,6 @@ fn unreadable_logins_check_no_password_and_are_not_counted() {
     // Once blocked, a malformed login is refused the same way.
     assert_eq!(ctx.post_token("{}").0, too_many_attempts());
 }
-
-// ---- Credentials ------------------------------------------------------------
 
 #[test]
 fn wrong_credentials_are_refused() {
@@ -233,8 +229,6 @@ fn the_documented_settings_are_the_settings_with_their_login_defaults() {
     }
 }
 
-// ---- The password hash --------------------------------------------------
-
 #[test]
 fn a_password_hash_replaces_the_password_without_the_default_warning() {
     let mut ctx = TestContext::new();
@@ -277,8 +271,6 @@ fn an_unusable_hash_makes_every_login_500_with_a_log_line_without_the_hash() {
         // `TestContext` checks on drop that no line holds the hash or a part.
     }
 }
-
-// ---- The failed-login limit ---------------------------------------------
 
 #[test]
 fn by_default_ten_failures_block_every_login_for_900_seconds() {
@@ -385,27 +377,21 @@ fn invalid_settings_warn_and_use_the_defaults() {
 #[test]
 fn what_each_login_costs_the_store() {
     let mut ctx = TestContext::new();
-    // A success with no failures on record: the attempt counted, then cleared.
-    assert_eq!(status(&mut ctx, LOGIN), 200);
-    assert_eq!(ctx.opens, 1);
-    assert_eq!(ctx.statements, ["count attempt", "clear attempts"]);
-    // A failure that starts a window: counted, and one bounded cleanup.
-    ctx.reset_calls();
-    assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(ctx.statements, ["count attempt", "prune attempts"]);
-    // A failure in the same window: counted, nothing else.
-    ctx.reset_calls();
-    assert_eq!(status(&mut ctx, WRONG), 401);
-    assert_eq!(ctx.statements, ["count attempt"]);
-    // An unreadable body: one read.
-    ctx.reset_calls();
-    assert_eq!(ctx.post_token("{}").0, invalid_payload());
-    assert_eq!(ctx.statements, ["read attempts"]);
-    // Blocked: the count alone answers.
-    ctx.set(Setting::LoginMaxFailures, "1");
-    ctx.reset_calls();
-    assert_eq!(status(&mut ctx, LOGIN), 429);
-    assert_eq!(ctx.statements, ["count attempt"]);
+    // A success with no failures on record: counted, then cleared; a failure
+    // that starts a window: counted, and one bounded cleanup; one in the same
+    // window: counted; an unreadable body: one read; blocked: the count alone.
+    for (max_failures, body, status, statements) in [
+        (None, LOGIN, 200, &["count attempt", "clear attempts"][..]),
+        (None, WRONG, 401, &["count attempt", "prune attempts"]),
+        (None, WRONG, 401, &["count attempt"]),
+        (None, "{}", 400, &["read attempts"]),
+        (Some("1"), LOGIN, 429, &["count attempt"]),
+    ] {
+        max_failures.inspect(|max| ctx.set(Setting::LoginMaxFailures, max));
+        ctx.reset_calls();
+        assert_eq!(ctx.post_token(body).0 .0, status, "{body}");
+        assert_eq!((ctx.opens, &ctx.statements[..]), (1, statements), "{body}");
+    }
 }
 
 #[test]
@@ -433,8 +419,6 @@ fn ended_windows_start_over_and_are_cleaned_up_in_batches() {
     let row = ctx.login_attempts("192.0.2.200").unwrap();
     assert_eq!((row.count, row.window_end), (1, ctx.now + 60));
 }
-
-// ---- Who the client is --------------------------------------------------
 
 /// How each address and header is read: src/login/client.rs. Spin appends
 /// its own `spin-client-addr` after one a client sends.
@@ -497,8 +481,6 @@ fn eleven_addresses_of_one_64_share_a_bucket() {
     assert_eq!(status(&mut ctx, LOGIN), 200);
 }
 
-// ---- Failing closed -----------------------------------------------------
-
 #[test]
 fn a_setting_or_store_that_fails_is_never_replaced_by_a_default() {
     // Every setting a login reads: the default credentials never sign.
@@ -522,8 +504,6 @@ fn a_setting_or_store_that_fails_is_never_replaced_by_a_default() {
     let failed = "level=error msg=\"request failed\" method=POST route=/token";
     assert!(ctx.logged(failed, "detail-LOGSTORE"), "{:?}", ctx.logs);
 }
-
-// ---- Nothing secret in the log ------------------------------------------
 
 /// Logins that log (else the check proves nothing) with every secret set:
 /// no line holds one, and a line holding any would be caught.

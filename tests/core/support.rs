@@ -484,8 +484,6 @@ impl Body for BrokenBody {
     }
 }
 
-// ---- Envelopes ----------------------------------------------------------
-
 pub fn ok(status: u16, message: &str, data: Value) -> Outcome {
     (status, json!({"status": status, "message": message, "data": data}), None)
 }
@@ -546,8 +544,6 @@ pub fn book(id: i64, title: &str, author: &str, year: i64) -> Value {
 pub fn book_body(title: &str, author: &str, year: i64) -> String {
     json!({"title": title, "author": author, "year": year}).to_string()
 }
-
-// ---- Tokens by hand -----------------------------------------------------
 
 pub fn b64(bytes: impl AsRef<[u8]>) -> String {
     URL_SAFE_NO_PAD.encode(bytes)

@@ -84,7 +84,7 @@ fn at_times(text: &str) -> String {
 #[test]
 fn expired_and_tampered_tokens_are_refused() {
     let valid = valid_token();
-    let [h, c, s] = cells_by(&valid, '.');
+    let [h, c, s]: [&str; 3] = valid.split('.').collect::<Vec<_>>().try_into().unwrap();
     let later = b64(format!(r#"{{"exp":{}}}"#, NOW + 90_000));
     let flipped = format!("{}{}", if s.starts_with('A') { "B" } else { "A" }, &s[1..]);
     let another = token_with_exp(&(NOW + 901).to_string());
@@ -105,12 +105,6 @@ fn expired_and_tampered_tokens_are_refused() {
         case("empty signature", format!("{h}.{c}.")),
         case("signature over the claims only", format!("{h}.{c}.{over_claims}")),
     ]);
-}
-
-/// The segments of `text` split at `separator`, exactly `N` of them.
-fn cells_by<const N: usize>(text: &str, separator: char) -> [&str; N] {
-    let parts: Vec<&str> = text.split(separator).collect();
-    parts.try_into().unwrap_or_else(|_| panic!("{N} parts: {text}"))
 }
 
 /// Headers refused, each signed with the secret (the `none` ones, the first
@@ -144,10 +138,8 @@ const REFUSED_CLAIMS: &str = r#"{} | {"sub":"admin","iat":1700000000} | {"EXP":F
 #[test]
 fn claims_without_a_future_numeric_exp_are_refused() {
     let claims = REFUSED_CLAIMS.split('|').map(|claims| at_times(claims.trim()));
-    let claims = claims.chain([String::new()]);
-    let cases: Vec<_> =
-        claims.map(|c| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes()))).collect();
-    assert_all_refused(&cases);
+    let signed = |c: String| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes()));
+    assert_all_refused(&claims.chain([String::new()]).map(signed).collect::<Vec<_>>());
 }
 
 #[test]
@@ -159,14 +151,11 @@ fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
                 99999999999999999999999 1700000001"; // the last: NOW + 1
     let mut tokens: Vec<String> =
         exps.split(' ').map(|exp| token_with_exp(&at_times(exp))).collect();
-    for (header, claims) in [
-        (r#"{"alg":"HS256"}"#, claims_900()),
-        (r#"{"typ":"JWT","alg":"HS256"}"#, claims_900()),
-        (r#"{"alg":"HS256","typ":"JWT","kid":"k1"}"#, claims_900()),
-        (HS256_HEADER, at_times(r#"{"sub":"admin","exp":FUTURE,"iat":NOW}"#)),
-    ] {
-        tokens.push(forge(header, &claims, SECRET.as_bytes()));
-    }
+    let headers =
+        r#"{"alg":"HS256"} {"typ":"JWT","alg":"HS256"} {"alg":"HS256","typ":"JWT","kid":"k1"}"#;
+    tokens.extend(headers.split(' ').map(|header| forge(header, &claims_900(), SECRET.as_bytes())));
+    let claims = at_times(r#"{"sub":"admin","exp":FUTURE,"iat":NOW}"#);
+    tokens.push(forge(HS256_HEADER, &claims, SECRET.as_bytes()));
     tokens.push(format!("  {}\t", valid_token()));
     for token in &tokens {
         let outcome = ctx.call("GET", "/books", Some(token), "");
@@ -181,11 +170,10 @@ fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
 #[test]
 fn malformed_tokens_are_refused() {
     let valid = valid_token();
-    let [h, c, s] = cells_by(&valid, '.');
-    let mut non_utf8 = valid.clone().into_bytes();
-    non_utf8.push(0xFF);
-    let mut non_utf8_inside = valid.clone().into_bytes();
-    non_utf8_inside.insert(h.len() + 2, 0xC3);
+    let [h, c, s]: [&str; 3] = valid.split('.').collect::<Vec<_>>().try_into().unwrap();
+    let non_utf8 = [valid.as_bytes(), &[0xFF]].concat();
+    let non_utf8_inside =
+        [&valid.as_bytes()[..h.len() + 2], &[0xC3], &valid.as_bytes()[h.len() + 2..]].concat();
     let standard = s.replace('-', "+").replace('_', "/") + "+/";
     let (c1, c2, s1, s2) = (&c[..5], &c[5..], &s[..5], &s[5..]);
     let mut cases = vec![
@@ -303,12 +291,8 @@ fn a_one_mebibyte_header_is_refused_fast() {
 fn with_secrets(secret: Option<&str>, previous: Option<&str>) -> TestContext {
     let mut ctx = TestContext::new();
     ctx.unset(Setting::SecretToken);
-    let secrets = [(Setting::SecretToken, secret), (Setting::SecretTokenPrevious, previous)];
-    for (setting, value) in secrets {
-        if let Some(value) = value {
-            ctx.set(setting, value);
-        }
-    }
+    secret.inspect(|secret| ctx.set(Setting::SecretToken, secret));
+    previous.inspect(|previous| ctx.set(Setting::SecretTokenPrevious, previous));
     ctx
 }
 
@@ -354,8 +338,6 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     // 32 bytes are enough.
     with_secrets(Some(&format!("{short}f")), None).login();
 }
-
-// ---- The previous signing secret ----------------------------------------
 
 #[test]
 fn tokens_of_the_previous_secret_are_accepted_until_they_expire() {
