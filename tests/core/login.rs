@@ -10,12 +10,10 @@ use crate::support::*;
 
 const WRONG: &str = r#"{"username":"admin","password":"wrong-password-7"}"#;
 
-/// The status of `POST /token` with `body`.
 fn status(ctx: &mut TestContext, body: &str) -> u16 {
     ctx.post_token(body).0 .0
 }
 
-/// The count stored under the client key `key`.
 fn count_of(ctx: &mut TestContext, key: &str) -> Option<u64> {
     ctx.login_attempts(key).map(|attempts| attempts.count)
 }
@@ -108,7 +106,7 @@ fn wrong_credentials_are_refused() {
         let outcome = ctx.call("POST", "/token", None, &body);
         assert_eq!(outcome, invalid_credentials(), "{username:?} / {password:?}");
     }
-    // No log line may hold what was submitted (checked when `ctx` drops).
+    // Checked when `ctx` drops.
     let submitted = ["wrong-password-1", "wrong-password-2", "someone-else-99"];
     ctx.never_logged.extend(submitted.map(String::from));
 }
@@ -162,9 +160,8 @@ fn the_default_password_is_warned_about_without_being_logged() {
     assert!(ctx.logged("", "default password"), "{:?}", ctx.logs);
 }
 
-/// A settings table of `file` (README.md, docs/configuration.md): the one
-/// whose header names the columns "Spin variable", "Environment" and
-/// "Default"; per row (Spin variable, environment name, default).
+/// The rows (Spin variable, environment name, default) of the settings table
+/// of `file`, the one whose header has "Spin variable".
 fn documented_settings(file: &str) -> Vec<(String, String, String)> {
     let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -220,8 +217,7 @@ fn the_documented_settings_are_the_settings_with_their_login_defaults() {
         assert_eq!(max_failures, DEFAULT_LOGIN_MAX_FAILURES.to_string(), "{file}");
         let window = default_of("login_window_seconds");
         assert_eq!(window, DEFAULT_LOGIN_WINDOW_SECONDS.to_string(), "{file}");
-        // And they are what a login meets with nothing configured (the
-        // limit's: by_default_ten_failures_block_every_login_for_900_seconds).
+        // And they are what a login meets with nothing configured.
         let mut ctx = TestContext::new();
         let username = default_of("auth_username");
         let documented = json!({"username": username, "password": default_of("auth_password")});
@@ -552,5 +548,4 @@ fn nothing_secret_reaches_the_log() {
         assert!(!ctx.leaks().is_empty(), "{part:?} is not looked for");
         ctx.logs.pop();
     }
-    // Dropping `ctx` checks every line once more.
 }

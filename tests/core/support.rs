@@ -42,7 +42,6 @@ pub const PROTECTED: [(&str, &str, &str); 5] = [
     ("DELETE", "/book/1", ""),
 ];
 
-/// The `|`-separated cells of a table row, trimmed.
 pub fn cells<const N: usize>(row: &str) -> [&str; N] {
     let cells: Vec<&str> = row.split('|').map(str::trim).collect();
     cells.try_into().unwrap_or_else(|_| panic!("{N} cells: {row}"))
@@ -256,7 +255,6 @@ impl TestContext {
         token_with_exp(&(self.now + 900).to_string())
     }
 
-    /// A request with a valid token (`token`), without logging in.
     pub fn authed(&mut self, method: &str, path: &str, body: &str) -> Outcome {
         let token = self.token();
         self.call(method, path, Some(&token), body)
@@ -265,9 +263,7 @@ impl TestContext {
     /// `POST /token`: the outcome and its `Retry-After` in seconds.
     pub fn post_token(&mut self, body: &str) -> (Outcome, Option<u64>) {
         let response = self.respond("POST", "/token", None, None, body.as_bytes());
-        let retry_after = response
-            .header("retry-after")
-            .map(|value| value.parse::<u64>().expect("Retry-After is whole seconds"));
+        let retry_after = response.header("retry-after").map(|s| s.parse().expect("seconds"));
         (self.check_response(&response), retry_after)
     }
 
@@ -285,7 +281,7 @@ impl TestContext {
         self.respond("GET", path, query, Some(token.as_bytes()), &b""[..])
     }
 
-    /// Checks what every response must satisfy and returns its parts.
+    /// Checks what every response must satisfy.
     pub fn check_response(&mut self, response: &Response) -> Outcome {
         assert_eq!(response.header("access-control-allow-credentials"), None);
         if let Some(origin) = response.header("access-control-allow-origin") {
@@ -332,7 +328,6 @@ impl TestContext {
         (response.status, envelope, allow)
     }
 
-    /// Logs in with the configured (or default) credentials.
     pub fn login(&mut self) -> String {
         let username = self.value(Setting::AuthUsername).unwrap_or("admin");
         let password = self.value(Setting::AuthPassword).unwrap_or("password");
@@ -375,7 +370,6 @@ impl TestContext {
         self.db.query_row(&count, [], |row| row.get(0)).expect("counting rows")
     }
 
-    /// Whether a log line starts with `start` and holds `part`.
     pub fn logged(&self, start: &str, part: &str) -> bool {
         self.logs.iter().any(|line| line.starts_with(start) && line.contains(part))
     }
@@ -456,7 +450,6 @@ pub struct BodyProbe {
 }
 
 impl BodyProbe {
-    /// `bytes` as a request body that reports to this probe.
     pub fn body<'a>(&'a self, bytes: &'a [u8]) -> ProbeBody<'a> {
         ProbeBody { bytes, probe: self }
     }
@@ -492,7 +485,7 @@ pub fn not_allowed(allow: &str) -> Outcome {
     (405, ok(405, "Method not allowed", Value::Null).1, Some(allow.to_string()))
 }
 
-/// One function per answer without data: `name() -> Outcome`.
+/// The answers without data.
 macro_rules! answers {
     ($($name:ident: $status:literal $message:literal,)*) => {
         $(pub fn $name() -> Outcome { ok($status, $message, Value::Null) })*
@@ -561,7 +554,6 @@ pub fn forge(header_json: &str, claims_json: &str, key: &[u8]) -> String {
     sign_segments(&b64(header_json), &b64(claims_json), key)
 }
 
-/// Signs already-encoded header and claims segments as they are.
 pub fn sign_segments(header: &str, claims: &str, key: &[u8]) -> String {
     let input = format!("{header}.{claims}");
     let signature = sign(&input, key);
