@@ -20,13 +20,9 @@ fn concrete(template: &str) -> String {
 }
 
 fn documented_methods(item: &Value) -> Vec<String> {
-    let mapping = item.as_mapping().expect("a path item is a mapping");
-    mapping
-        .keys()
-        .filter_map(Value::as_str)
-        .map(str::to_ascii_uppercase)
-        .filter(|method| METHODS.contains(&method.as_str()))
-        .collect()
+    let keys = item.as_mapping().expect("a path item is a mapping").keys();
+    let methods = keys.filter_map(Value::as_str).map(str::to_ascii_uppercase);
+    methods.filter(|method| METHODS.contains(&method.as_str())).collect()
 }
 
 /// The schema a local `$ref` names, or `schema` itself.
@@ -123,16 +119,13 @@ fn every_error_message_is_documented_at_its_status() {
     for error in errors {
         let documented = responses.values().any(|response| {
             let schema = &response["content"]["application/json"]["schema"];
-            let status_matches = field_schemas(&doc, schema, "status")
-                .iter()
-                .any(|status| status["const"].as_u64() == Some(error.status().into()));
-            let message_matches = field_schemas(&doc, schema, "message").iter().any(|message| {
-                message["const"].as_str() == Some(error.message())
-                    || message["enum"]
-                        .as_sequence()
-                        .is_some_and(|all| all.iter().any(|m| m.as_str() == Some(error.message())))
-            });
-            status_matches && message_matches
+            let (status, message) = (error.status().into(), Some(error.message()));
+            let statuses = field_schemas(&doc, schema, "status");
+            let status_matches = statuses.iter().any(|s| s["const"].as_u64() == Some(status));
+            let messages = field_schemas(&doc, schema, "message").into_iter();
+            let mut texts = messages
+                .flat_map(|m| m["enum"].as_sequence().into_iter().flatten().chain([&m["const"]]));
+            status_matches && texts.any(|text| text.as_str() == message)
         });
         assert!(documented, "{} {:?} is not documented:\n{text}", error.status(), error.message());
     }

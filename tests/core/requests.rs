@@ -129,14 +129,6 @@ fn authentication_comes_before_everything_on_protected_paths() {
     assert_eq!(ctx.check_response(&response), too_large());
 }
 
-/// `json` padded with trailing spaces to exactly `len` bytes.
-fn padded(json: &str, len: usize) -> Vec<u8> {
-    assert!(json.len() <= len);
-    let mut body = json.as_bytes().to_vec();
-    body.resize(len, b' ');
-    body
-}
-
 /// The "N MiB" of a sentence saying a body is "over N MiB", in bytes.
 fn documented_limit(text: &str, what: &str) -> usize {
     let (_, after) = text.split_once("over ").unwrap_or_else(|| panic!("{what}: {text:?}"));
@@ -171,13 +163,15 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     for (method, path, with_token, body, at_limit) in cases {
         let auth = with_token.then_some(token.as_bytes());
         ctx.reset_calls();
-        let over = padded(body, MAX_BODY_BYTES + 1);
+        // `body` padded with trailing spaces to exactly `len` bytes.
+        let padded = |len: usize| [body.as_bytes(), &vec![b' '; len - body.len()]].concat();
+        let over = padded(MAX_BODY_BYTES + 1);
         let outcome = ctx.call_with(method, path, auth, &over[..]);
         assert_eq!(outcome, too_large(), "{method} {path}");
         let calls = &ctx.statements;
         assert!(calls.iter().all(|c| *c == "read attempts"), "{method} {path}: {calls:?}");
         let probe = BodyProbe::default();
-        let exact = padded(body, MAX_BODY_BYTES);
+        let exact = padded(MAX_BODY_BYTES);
         let outcome = ctx.call_with(method, path, auth, probe.body(&exact));
         assert_eq!(outcome, at_limit, "{method} {path}");
         assert_eq!(probe.limit.get(), MAX_BODY_BYTES, "{method} {path}");
