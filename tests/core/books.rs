@@ -149,7 +149,6 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
     assert_eq!(writes, [false, false], "nothing was written");
     let books = ctx.all_books();
     assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
-
     // The bounds: 1,000 characters of 1, 2 or 4 bytes (or 1,000 escapes),
     // and 32-bit years, on create and on update.
     let (accents, emoji, ascii) = ("é".repeat(1000), "📚".repeat(1000), "a".repeat(1000));

@@ -138,7 +138,6 @@ fn the_whole_list_is_written_page_by_page_and_a_failed_page_cuts_it_short() {
         assert_eq!(String::from_utf8(whole.body).unwrap(), expected);
         assert_eq!(ctx.statements.len(), count / per_page + 1, "{count} books");
         assert!(ctx.cut_short.is_none());
-
         ctx.reset_calls();
         ctx.fail_opens_after = Some(1);
         let cut = ctx.get_unchecked("/books", None);
@@ -376,7 +375,6 @@ proptest! {
             .filter(|b| year.is_none_or(|y| b["year"] == json!(y)))
             .map(|b| b["id"].as_i64().unwrap())
             .collect();
-
         let mut filters = Vec::new();
         for (name, text) in [("title", &title), ("author", &author)] {
             filters.extend(text.as_ref().map(|text| format!("{name}={}", percent_encode(text))));
@@ -386,7 +384,6 @@ proptest! {
         let (unpaged, link) = ctx.get_books(Some(&unpaged_query));
         prop_assert_eq!(link, None);
         prop_assert_eq!(ids(&unpaged), expected.clone());
-
         filters.push(format!("limit={limit}"));
         let mut query = filters.join("&");
         let mut paged = Vec::new();

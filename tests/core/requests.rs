@@ -150,7 +150,6 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     let too_large_response = &openapi["components"]["responses"]["BodyTooLarge"];
     let description = too_large_response["description"].as_str().expect("BodyTooLarge");
     assert_eq!(documented_limit(description, "openapi.yaml"), MAX_BODY_BYTES);
-
     let mut ctx = TestContext::with_books(&[DUNE]);
     let token = ctx.token();
     let exact = book_body("Exact", "Size", 2);

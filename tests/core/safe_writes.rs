@@ -70,7 +70,6 @@ fn if_match_lets_a_write_through_only_at_a_version_it_names() {
     ctx.request_headers.push(("If-Match".into(), "\"1.1\"".into()));
     assert_eq!(put(&mut ctx, "\"1.4\"", 4).0 .0, 200);
     ctx.request_headers.clear();
-
     let delete = |ctx: &mut TestContext, if_match: &str| {
         send(ctx, "DELETE", "/book/2", &[("If-Match", if_match)], "").0
     };
