@@ -1,8 +1,6 @@
-//! `deploy/` must agree with `spin.toml`, the router, the settings and
-//! spin-operator's CRDs. The checks read structured data only: TOML, YAML
-//! and the commands the deploy scripts run, as stand-ins for `spin`,
-//! `kubectl` and `make` record them (nothing is built, pushed or applied).
-//! Each check must pass on the files and fail on a broken copy (BROKEN).
+//! `deploy/` agrees with `spin.toml`, the router, the settings and the CRDs,
+//! read as TOML, YAML and the commands the deploy scripts give stand-ins
+//! (nothing is built, pushed or applied); each check fails on a broken copy.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -73,7 +71,6 @@ impl Repo {
         self.0.get(path).map_or("", String::as_str)
     }
 
-    /// The files under `deploy/` whose paths end with one of `endings`.
     fn files(&self, endings: &[&str]) -> Vec<&str> {
         let deploy = self.0.keys().filter(|p| p.starts_with("deploy/"));
         let found = deploy.filter(|p| endings.iter().any(|e| p.ends_with(e)));
@@ -92,7 +89,6 @@ impl Repo {
         Ok(vec![serde_yaml::to_value(toml).map_err(|e| e.to_string())?])
     }
 
-    /// The first document of a file (null if none).
     fn doc(&self, path: &str) -> Yaml {
         let docs = self.parse(path).unwrap_or_default();
         docs.into_iter().next().unwrap_or_default()
@@ -142,7 +138,6 @@ impl Repo {
 struct Run(bool, String, Vec<String>);
 
 impl Run {
-    /// The commands that begin with `words` (e.g. "spin aka deploy").
     fn running(&self, words: &str) -> Vec<&str> {
         let found = self.2.iter().filter(|c| c.starts_with(words));
         found.map(String::as_str).collect()
@@ -512,7 +507,6 @@ const CHECKS: [(&str, Check); 6] = named! {
     spinkube_script_makes_what_the_files_read, deploy_scripts_pass_every_setting,
 };
 
-/// What `check` finds wrong in `repo`, each finding after the check's name.
 fn findings(repo: &Repo, (name, check): (&str, Check)) -> Findings {
     let mut out = Findings::new();
     check(repo, &mut out);

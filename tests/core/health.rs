@@ -1,7 +1,5 @@
-//! `GET /health` (docs/api.md, "Health"): no authentication, 200 "Service
-//! healthy" when the configured store answers a trivial query, 503 "Service
-//! unavailable" otherwise with the reason in the log only. (Its 404s and its
-//! 405 with `Allow: GET`, and that it reads no body: requests.rs.)
+//! `GET /health` (docs/api.md, "Health"). Its 404s, its 405 and that it
+//! reads no body: requests.rs.
 
 use serde_json::json;
 
@@ -9,8 +7,7 @@ use crate::support::*;
 
 #[test]
 fn healthy_without_authentication_whatever_the_header_or_the_secret() {
-    let mut ctx = TestContext::new();
-    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let mut ctx = TestContext::with_books(&[DUNE]);
     ctx.reset_calls();
     assert_eq!(ctx.call("GET", "/health", None, ""), healthy());
     assert_eq!((ctx.opens, &ctx.statements[..]), (1, &["ping"][..]), "the store is asked");

@@ -1,6 +1,4 @@
-//! The native tests of the core, one binary: each module owns the rules
-//! named in its first lines (tests/README.md maps them), through
-//! `book_catalog::handle` and the tests' host in `support`.
+//! The native tests of the core, one binary (tests/README.md).
 
 mod support;
 

@@ -1,10 +1,5 @@
-//! What every request goes through, whatever its endpoint: routing (404 "Not
-//! found" before authentication, 405 with its exact `Allow`), the order of
-//! checks (the route, the token, the method, the query or body, the store),
-//! the body limit (413; read only by the endpoints that take a body), the
-//! envelope and headers byte for byte (`TestContext` checks them on every
-//! call), the request log line, and a property: any request gets a
-//! consistent envelope, never a 5xx.
+//! What every request goes through, whatever its endpoint (`TestContext`
+//! checks every response's envelope and headers).
 
 use book_catalog::MAX_BODY_BYTES;
 use proptest::prelude::*;
@@ -46,13 +41,11 @@ fn unknown_paths_are_not_found_before_authentication() {
     assert_eq!(ctx.opens, 0);
 }
 
-/// Each path's other methods get 405 with the path's `Allow`: on the public
-/// paths whatever the token, on the protected ones with a valid one (401
-/// without: the order of checks, below). No body is read, no store opened.
+/// On the public paths whatever the token, on the protected ones with a
+/// valid one (without: the order of checks, below).
 #[test]
 fn other_methods_are_405_with_the_paths_allow() {
-    let mut ctx = TestContext::new();
-    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let mut ctx = TestContext::with_books(&[DUNE]);
     ctx.fail_store = Some("a failing store changes nothing".into());
     ctx.reset_calls();
     let valid = ctx.token();
@@ -83,13 +76,11 @@ fn other_methods_are_405_with_the_paths_allow() {
     assert_eq!(ctx.opens, 0, "405 never opens the store");
 }
 
-/// On a protected path, a missing or bad token is 401 whatever else is wrong
-/// with the request, before its method, query, body, `DB_URL` or store; with
-/// a valid token each request then gets its own answer.
+/// A missing or bad token is 401 before the method, query, body, `DB_URL` or
+/// store; with a valid token each request then gets its own answer.
 #[test]
 fn authentication_comes_before_everything_on_protected_paths() {
-    let mut ctx = TestContext::new();
-    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let mut ctx = TestContext::with_books(&[DUNE]);
     let too_big = "{".repeat(MAX_BODY_BYTES + 1);
     let item = "GET, PUT, DELETE";
     // (method, path, query, body, the answer with a valid token)
@@ -138,14 +129,6 @@ fn authentication_comes_before_everything_on_protected_paths() {
     assert_eq!(ctx.check_response(&response), too_large());
 }
 
-/// `json` padded with trailing spaces to exactly `len` bytes.
-fn padded(json: &str, len: usize) -> Vec<u8> {
-    assert!(json.len() <= len);
-    let mut body = json.as_bytes().to_vec();
-    body.resize(len, b' ');
-    body
-}
-
 /// The "N MiB" of a sentence saying a body is "over N MiB", in bytes.
 fn documented_limit(text: &str, what: &str) -> usize {
     let (_, after) = text.split_once("over ").unwrap_or_else(|| panic!("{what}: {text:?}"));
@@ -153,10 +136,8 @@ fn documented_limit(text: &str, what: &str) -> usize {
     mib.unwrap_or_else(|| panic!("{what} gives no \"over N MiB\": {text:?}")) * 1024 * 1024
 }
 
-/// The limit docs/api.md's error table and openapi.yaml's 413 response state
-/// is the one each endpoint with a body reads with: exactly the limit is
-/// judged as a body, a byte more is 413 (for a login, after the failed-login
-/// check, its only store call before the body).
+/// The limit docs/api.md and openapi.yaml state: exactly the limit is judged
+/// as a body, a byte more is 413 (a login's failed-login check comes first).
 #[test]
 fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -169,9 +150,7 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     let too_large_response = &openapi["components"]["responses"]["BodyTooLarge"];
     let description = too_large_response["description"].as_str().expect("BodyTooLarge");
     assert_eq!(documented_limit(description, "openapi.yaml"), MAX_BODY_BYTES);
-
-    let mut ctx = TestContext::new();
-    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let mut ctx = TestContext::with_books(&[DUNE]);
     let token = ctx.token();
     let exact = book_body("Exact", "Size", 2);
     // (method, path, with the token, a body, the answer at exactly the limit)
@@ -183,13 +162,15 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     for (method, path, with_token, body, at_limit) in cases {
         let auth = with_token.then_some(token.as_bytes());
         ctx.reset_calls();
-        let over = padded(body, MAX_BODY_BYTES + 1);
+        // `body` padded with trailing spaces to exactly `len` bytes.
+        let padded = |len: usize| [body.as_bytes(), &vec![b' '; len - body.len()]].concat();
+        let over = padded(MAX_BODY_BYTES + 1);
         let outcome = ctx.call_with(method, path, auth, &over[..]);
         assert_eq!(outcome, too_large(), "{method} {path}");
         let calls = &ctx.statements;
         assert!(calls.iter().all(|c| *c == "read attempts"), "{method} {path}: {calls:?}");
         let probe = BodyProbe::default();
-        let exact = padded(body, MAX_BODY_BYTES);
+        let exact = padded(MAX_BODY_BYTES);
         let outcome = ctx.call_with(method, path, auth, probe.body(&exact));
         assert_eq!(outcome, at_limit, "{method} {path}");
         assert_eq!(probe.limit.get(), MAX_BODY_BYTES, "{method} {path}");
@@ -206,8 +187,7 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
 
 #[test]
 fn get_and_delete_never_read_a_body() {
-    let mut ctx = TestContext::new();
-    ctx.create_book("Dune", "Frank Herbert", 1965);
+    let mut ctx = TestContext::with_books(&[DUNE]);
     let token = ctx.token();
     let huge = vec![b'x'; MAX_BODY_BYTES * 2];
     let outcomes = [
@@ -261,10 +241,7 @@ proptest! {
             crate::books::book_object().prop_map(|o| serde_json::to_vec(&o).unwrap()),
         ],
     ) {
-        // `TestContext` checks what every answer must satisfy: a JSON
-        // envelope whose status is the HTTP status, data null on errors,
-        // Content-Type, Cache-Control, Allow exactly with 405, Retry-After
-        // exactly with 429, no secret in the log.
+        // `check_response` checks the envelope and headers, the drop the log.
         let mut ctx = TestContext::new();
         let token = ctx.token();
         let auth = authorized.then_some(token.as_bytes());

@@ -1,9 +1,5 @@
-//! The tests' host of the core: settings and a fixed clock, the real
-//! statements and migrations on an in-memory SQLite behind a connection that
-//! records (and can fail) each statement, captured log lines checked for
-//! secrets, the one path to `book_catalog::handle` (`respond`) with the
-//! checks every response must pass, the expected envelopes, and the Rust
-//! tests' one HS256 forger.
+//! The tests' host of the core (tests/README.md), the expected envelopes and
+//! the one HS256 forger.
 
 use std::cell::Cell;
 
@@ -25,7 +21,7 @@ pub use book_catalog::settings::Setting;
 use book_catalog::settings::{DbUrl, SettingSource, SettingUnavailable, StoreKind};
 use book_catalog::{ApiError, Body, BodyError, Context, RequestHead, Response};
 
-/// The fixed clock of every test context (Unix seconds).
+/// The fixed clock (Unix seconds).
 pub const NOW: u64 = 1_700_000_000;
 /// A signing secret of 48 bytes (no short-key warning).
 pub const SECRET: &str = "test-signing-secret-0123456789-abcdefghijklmnop";
@@ -33,6 +29,7 @@ pub const SECRET: &str = "test-signing-secret-0123456789-abcdefghijklmnop";
 pub const PREVIOUS: &str = "the-previous-signing-secret-0123456789-abcdef";
 /// `{"alg":"HS256","typ":"JWT"}`, exactly as issued.
 pub const HS256_HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
+pub const DUNE: (&str, &str, i64) = ("Dune", "Frank Herbert", 1965);
 /// The default credentials, as a login body.
 pub const LOGIN: &str = r#"{"username":"admin","password":"password"}"#;
 
@@ -45,7 +42,6 @@ pub const PROTECTED: [(&str, &str, &str); 5] = [
     ("DELETE", "/book/1", ""),
 ];
 
-/// The `|`-separated cells of a table row, trimmed.
 pub fn cells<const N: usize>(row: &str) -> [&str; N] {
     let cells: Vec<&str> = row.split('|').map(str::trim).collect();
     cells.try_into().unwrap_or_else(|_| panic!("{N} cells: {row}"))
@@ -54,11 +50,7 @@ pub fn cells<const N: usize>(row: &str) -> [&str; N] {
 /// What a call returns: HTTP status, the parsed envelope, the `Allow` value.
 pub type Outcome = (u16, Value, Option<String>);
 
-/// What a statement of the resources' `sql.rs` does, read from its text: `list`,
-/// `page` (a catalog query), `get`, `create`, `update`, `delete`, `ping`; for
-/// idempotency keys `find key`, `remember key`, `prune keys`; for the
-/// failed-login limit `read attempts`, `count attempt`, `clear attempts`,
-/// `prune attempts`; and a migration's `read versions`.
+/// What a statement of the resources' `sql.rs` does, read from its text.
 fn statement_name(sql: &str) -> &'static str {
     let books = "SELECT id, title, author, year, version FROM books";
     let names = [
@@ -83,18 +75,16 @@ fn statement_name(sql: &str) -> &'static str {
     }
 }
 
-/// The SQLite database `label`, as `DB_URL` names it.
 pub fn sqlite(label: &str) -> DbUrl {
     DbUrl { kind: StoreKind::Sqlite, address: label.to_string() }
 }
 
-/// The PostgreSQL database at `url`, as `DB_URL` names it.
 pub fn postgres(url: &str) -> DbUrl {
     DbUrl { kind: StoreKind::Postgres, address: url.to_string() }
 }
 
-/// The test database as the handlers get it: each statement recorded by
-/// name, and failing with `fail` (or, named `fail_on`, failing) when set.
+/// The test database as the handlers get it: each statement recorded, and
+/// failing with `fail` (or, named `fail_on`, failing) when set.
 struct RecordingConnection<'a> {
     db: &'a mut rusqlite::Connection,
     statements: &'a mut Vec<&'static str>,
@@ -124,39 +114,31 @@ impl Connection for RecordingConnection<'_> {
 /// The test host. On drop (unless already panicking) it checks that no log
 /// line holds a secret, a configured password or hash, or a token seen.
 pub struct TestContext {
-    /// The settings set, by name (`set`, `unset`); the signing secret is
-    /// `SECRET` unless changed, everything else unset.
+    /// Only `SECRET` set at first.
     pub settings: Vec<(Setting, String)>,
     /// Reading this setting fails, as when a Spin variables provider errors.
     pub failing_setting: Option<Setting>,
-    /// What the platform reports as the client (`spin-client-addr`), sent
-    /// after the request's own header fields.
+    /// `spin-client-addr`, sent after the request's own header fields.
     pub client_addr: Option<String>,
     pub request_headers: Vec<(String, String)>,
     pub now: u64,
-    /// The database, at this build's schema.
     pub db: rusqlite::Connection,
-    /// How often the store was opened, which databases, and the statements
-    /// run (by `statement_name`), since the last `reset_calls`.
+    /// Since the last `reset_calls`: opens, databases opened, statements run.
     pub opens: usize,
     pub opened: Vec<DbUrl>,
     pub statements: Vec<&'static str>,
     pub logs: Vec<String>,
     /// The request line (`log::request`, duration 0) of every request.
     pub request_lines: Vec<String>,
-    /// Every statement fails with this detail.
+    /// Every statement fails with this detail; the statements of this name fail.
     pub fail_store: Option<String>,
-    /// The statements of this name (`statement_name`) fail.
     pub fail_on: Option<&'static str>,
-    /// Opening the store fails with this detail.
+    /// Opening the store fails with this detail, or once opened this often.
     pub fail_open: Option<String>,
-    /// Opening the store fails once it was opened this many times.
     pub fail_opens_after: Option<usize>,
-    /// Strings that must never appear in a log line (tokens sent or issued,
-    /// passwords submitted, ...).
+    /// Never in a log line (tokens sent or issued, passwords submitted, ...).
     pub never_logged: Vec<String>,
-    /// Why the last whole list written page by page was cut short, as the
-    /// Spin adapter would log it (its body then ends unfinished).
+    /// Why the last whole list was cut short (its body then ends unfinished).
     pub cut_short: Option<ApiError>,
 }
 
@@ -186,6 +168,16 @@ impl TestContext {
         }
     }
 
+    /// A context holding `books` (title, author, year), ids 1, 2, ...
+    pub fn with_books(books: &[(&str, &str, i64)]) -> TestContext {
+        let mut ctx = TestContext::new();
+        for (title, author, year) in books {
+            ctx.create_book(title, author, *year);
+        }
+        ctx.reset_calls();
+        ctx
+    }
+
     pub fn set(&mut self, setting: Setting, value: &str) {
         self.unset(setting);
         self.settings.push((setting, value.to_string()));
@@ -200,9 +192,8 @@ impl TestContext {
         set.next().map(|(_, value)| value.as_str())
     }
 
-    /// The one way a test request reaches `book_catalog::handle`: the
-    /// request head with this context's header fields, the response as it
-    /// is (unchecked; `call*` check it). A token sent is never to be logged.
+    /// The one way to `book_catalog::handle`: the response unchecked (`call*`
+    /// check it). A token sent is never to be logged.
     pub fn respond(
         &mut self,
         method: &str,
@@ -217,29 +208,15 @@ impl TestContext {
                 self.never_logged.push(text);
             }
         }
-        // The client's own header fields first, then the platform's
-        // `spin-client-addr` (Spin appends it after any the client sent).
-        let mut headers: Vec<(String, Vec<u8>)> = self
-            .request_headers
-            .iter()
-            .map(|(name, value)| (name.to_ascii_lowercase(), value.clone().into_bytes()))
-            .collect();
-        if let Some(peer) = &self.client_addr {
-            headers.push(("spin-client-addr".into(), peer.clone().into_bytes()));
-        }
-        let origin = self
-            .request_headers
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case("origin"))
-            .map(|(_, value)| value.clone().into_bytes());
-        let head = RequestHead {
-            method,
-            path,
-            query,
-            authorization: auth,
-            origin: origin.as_deref(),
-            headers: &headers,
-        };
+        // The client's own header fields first, then Spin's `spin-client-addr`.
+        let field = |(name, value): (&str, &str)| (name.to_ascii_lowercase(), value.into());
+        let own = self.request_headers.iter().map(|(name, value)| field((name, value)));
+        let peer = self.client_addr.iter().map(|peer| field(("spin-client-addr", peer)));
+        let headers: Vec<(String, Vec<u8>)> = own.chain(peer).collect();
+        let origin = headers.iter().find(|(name, _)| name == "origin").map(|(_, value)| value);
+        let origin = origin.map(Vec::as_slice);
+        let head =
+            RequestHead { method, path, query, authorization: auth, origin, headers: &headers };
         let served = handle(self, &head, body);
         let line = request(&served.fields, served.response.status, 0);
         self.request_lines.push(line);
@@ -258,7 +235,6 @@ impl TestContext {
         response
     }
 
-    /// Any `Body`, any `Authorization` bytes; the checked outcome.
     pub fn call_with(
         &mut self,
         method: &str,
@@ -274,38 +250,38 @@ impl TestContext {
         self.call_with(method, path, auth.map(str::as_bytes), body.as_bytes())
     }
 
-    /// A token of `SECRET` valid from this context's clock for 15 minutes,
-    /// as `POST /token` would issue it now (tokens.rs checks that it does).
+    /// The token `POST /token` would issue now (tokens.rs checks it).
     pub fn token(&self) -> String {
         token_with_exp(&(self.now + 900).to_string())
     }
 
-    /// A request with a valid token (`token`), without logging in.
     pub fn authed(&mut self, method: &str, path: &str, body: &str) -> Outcome {
         let token = self.token();
         self.call(method, path, Some(&token), body)
     }
 
-    /// `POST /token` with `body`: the outcome and its `Retry-After` in
-    /// seconds (sent exactly with 429, checked by `check_response`).
+    /// `POST /token`: the outcome and its `Retry-After` in seconds.
     pub fn post_token(&mut self, body: &str) -> (Outcome, Option<u64>) {
         let response = self.respond("POST", "/token", None, None, body.as_bytes());
-        let retry_after = response
-            .header("retry-after")
-            .map(|value| value.parse::<u64>().expect("Retry-After is whole seconds"));
+        let retry_after = response.header("retry-after").map(|s| s.parse().expect("seconds"));
         (self.check_response(&response), retry_after)
     }
 
     /// `GET /books` with a query string (`None`: no `?`) and a valid token;
     /// the outcome and the `Link` header.
     pub fn get_books(&mut self, query: Option<&str>) -> (Outcome, Option<String>) {
-        let token = self.token();
-        let response = self.respond("GET", "/books", query, Some(token.as_bytes()), &b""[..]);
+        let response = self.get_unchecked("/books", query);
         let outcome = self.check_response(&response);
         (outcome, response.header("link").map(str::to_string))
     }
 
-    /// Checks what every response must satisfy and returns its parts.
+    /// `GET path?query` with a valid token, the response unchecked.
+    pub fn get_unchecked(&mut self, path: &str, query: Option<&str>) -> Response {
+        let token = self.token();
+        self.respond("GET", path, query, Some(token.as_bytes()), &b""[..])
+    }
+
+    /// Checks what every response must satisfy.
     pub fn check_response(&mut self, response: &Response) -> Outcome {
         assert_eq!(response.header("access-control-allow-credentials"), None);
         if let Some(origin) = response.header("access-control-allow-origin") {
@@ -352,7 +328,6 @@ impl TestContext {
         (response.status, envelope, allow)
     }
 
-    /// Logs in with the configured (or default) credentials; the token.
     pub fn login(&mut self) -> String {
         let username = self.value(Setting::AuthUsername).unwrap_or("admin");
         let password = self.value(Setting::AuthPassword).unwrap_or("password");
@@ -362,28 +337,24 @@ impl TestContext {
         envelope["data"]["token"].as_str().expect("data.token").to_string()
     }
 
-    /// Creates a book; returns it as created.
     pub fn create_book(&mut self, title: &str, author: &str, year: i64) -> Value {
         let (status, envelope, _) = self.authed("POST", "/book", &book_body(title, author, year));
         assert_eq!(status, 201, "create: {envelope}");
         envelope["data"].clone()
     }
 
-    /// All books, as `GET /books` returns them.
     pub fn all_books(&mut self) -> Value {
         let (status, envelope, _) = self.authed("GET", "/books", "");
         assert_eq!(status, 200);
         envelope["data"].clone()
     }
 
-    /// Forgets the store calls so far (e.g. after seeding).
     pub fn reset_calls(&mut self) {
         self.opens = 0;
         self.opened.clear();
         self.statements.clear();
     }
 
-    /// The count stored for the client `key`, and when its window ends.
     pub fn login_attempts(&mut self, key: &str) -> Option<LoginAttempts> {
         store::attempts(&mut self.db, key).expect("reading login attempts")
     }
@@ -394,21 +365,17 @@ impl TestContext {
         counted.expect("counting a login attempt");
     }
 
-    /// How many rows `table` holds.
     pub fn rows(&self, table: &str) -> i64 {
         let count = format!("SELECT count(*) FROM {table}");
         self.db.query_row(&count, [], |row| row.get(0)).expect("counting rows")
     }
 
-    /// Whether a log line starts with `start` and holds `part`.
     pub fn logged(&self, start: &str, part: &str) -> bool {
         self.logs.iter().any(|line| line.starts_with(start) && line.contains(part))
     }
 
-    /// Every log line that holds a secret, a password or a token, with what
-    /// it holds: the secrets (`SECRET` too), the configured password, the
-    /// password hash and its salt and digest, and every string in
-    /// `never_logged` (tokens sent or issued, ...).
+    /// Every log line holding a secret (`SECRET` too), the password, the
+    /// hash (or its salt or digest) or a string of `never_logged`.
     pub fn leaks(&self) -> Vec<String> {
         let mut forbidden: Vec<&str> = self.never_logged.iter().map(String::as_str).collect();
         forbidden.push(SECRET);
@@ -417,7 +384,6 @@ impl TestContext {
         }
         if let Some(hash) = self.value(Setting::AuthPasswordHash).filter(|h| h.len() >= 16) {
             forbidden.push(hash);
-            // Any recognisable part of it: the salt and the hash segments.
             forbidden.extend(hash.rsplit('$').take(2).filter(|part| part.len() >= 8));
         }
         let mut leaks = Vec::new();
@@ -484,7 +450,6 @@ pub struct BodyProbe {
 }
 
 impl BodyProbe {
-    /// `bytes` as a request body that reports to this probe.
     pub fn body<'a>(&'a self, bytes: &'a [u8]) -> ProbeBody<'a> {
         ProbeBody { bytes, probe: self }
     }
@@ -512,8 +477,6 @@ impl Body for BrokenBody {
     }
 }
 
-// ---- Envelopes ----------------------------------------------------------
-
 pub fn ok(status: u16, message: &str, data: Value) -> Outcome {
     (status, json!({"status": status, "message": message, "data": data}), None)
 }
@@ -522,7 +485,7 @@ pub fn not_allowed(allow: &str) -> Outcome {
     (405, ok(405, "Method not allowed", Value::Null).1, Some(allow.to_string()))
 }
 
-/// One function per answer without data: `name() -> Outcome`.
+/// The answers without data.
 macro_rules! answers {
     ($($name:ident: $status:literal $message:literal,)*) => {
         $(pub fn $name() -> Outcome { ok($status, $message, Value::Null) })*
@@ -563,7 +526,6 @@ pub fn updated(id: i64, title: &str, author: &str, year: i64) -> Outcome {
 pub fn listed(books: Value) -> Outcome {
     ok(200, "Books retrieved successfully", books)
 }
-/// `POST /token`'s answer to a login that passed.
 pub fn issued(token: &str) -> Outcome {
     ok(200, "Token generated successfully", json!({ "token": token }))
 }
@@ -572,31 +534,26 @@ pub fn book(id: i64, title: &str, author: &str, year: i64) -> Value {
     json!({"id": id, "title": title, "author": author, "year": year})
 }
 
-/// A book body for `POST /book` or `PUT /book/{id}`.
 pub fn book_body(title: &str, author: &str, year: i64) -> String {
     json!({"title": title, "author": author, "year": year}).to_string()
 }
 
-// ---- Tokens by hand -----------------------------------------------------
-
-/// base64url without padding.
 pub fn b64(bytes: impl AsRef<[u8]>) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// The base64url HMAC-SHA256 of `input` under `key` (an empty key allowed).
+/// The base64url HMAC-SHA256 of `input` under `key`.
 pub fn sign(input: &str, key: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("any key length");
     mac.update(input.as_bytes());
     b64(mac.finalize().into_bytes())
 }
 
-/// `b64(header).b64(claims).sig` with an HS256 signature computed by hand.
+/// `b64(header).b64(claims).sig`, signed by hand.
 pub fn forge(header_json: &str, claims_json: &str, key: &[u8]) -> String {
     sign_segments(&b64(header_json), &b64(claims_json), key)
 }
 
-/// Signs already-encoded header and claims segments as they are.
 pub fn sign_segments(header: &str, claims: &str, key: &[u8]) -> String {
     let input = format!("{header}.{claims}");
     let signature = sign(&input, key);
@@ -608,7 +565,6 @@ pub fn token_with_exp(exp: &str) -> String {
     forge(HS256_HEADER, &format!(r#"{{"exp":{exp}}}"#), SECRET.as_bytes())
 }
 
-/// A token of `SECRET` valid for 15 minutes from `NOW`.
 pub fn valid_token() -> String {
     token_with_exp(&(NOW + 900).to_string())
 }

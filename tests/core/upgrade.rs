@@ -1,12 +1,5 @@
-//! A database made before the schema was versioned (exactly the statements
-//! the component ran then), served: the first statement that needs a
-//! missing table migrates it in place (`migrations/`, as under Spin), no
-//! book is lost (each at version 1), a running failed-login window is
-//! carried over, and ids go on after the old ones; a catalog from before the
-//! trigram index (0006) gets it, filled, on its first filter. PostgreSQL's
-//! migrations run in
-//! `bench/native`'s PostgreSQL test; a real file under real Spin in
-//! `faults/upgrade.py`.
+//! Old SQLite databases migrated in place (`migrations/`). PostgreSQL's:
+//! `bench/native`'s test; a real file under real Spin: `faults/upgrade.py`.
 
 use crate::support::*;
 use book_catalog::db::migrations::{self, migrate, statements};
@@ -40,15 +33,9 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     // The first login counts in login_attempts, which does not exist yet.
     let wrong = r#"{"username":"admin","password":"wrong"}"#;
     assert_eq!(ctx.post_token(wrong).0, invalid_credentials());
-    let versions: Vec<i64> = ctx
-        .db
-        .prepare("SELECT version FROM schema_migrations ORDER BY version")
-        .unwrap()
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+    let versions = "SELECT group_concat(version ORDER BY version) FROM schema_migrations";
+    let versions: String = ctx.db.query_row(versions, [], |row| row.get(0)).unwrap();
+    assert_eq!(versions, "1,2,3,4,5,6");
     let attempts = ctx.login_attempts("192.0.2.10").unwrap();
     assert_eq!((attempts.count, attempts.window_end), (5, NOW + 600));
 
@@ -59,9 +46,7 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     let outcome = ctx.authed("POST", "/book", &kindred);
     assert_eq!(outcome, created(3, "Kindred", "Octavia E. Butler", 1979));
     // Books from before versions start at version 1.
-    let token = ctx.token();
-    let first = ctx.respond("GET", "/book/1", None, Some(token.as_bytes()), &b""[..]);
-    assert_eq!(first.header("etag"), Some("\"1.1\""));
+    assert_eq!(ctx.get_unchecked("/book/1", None).header("etag"), Some("\"1.1\""));
     // Up to date now: nothing more to apply.
     assert!(migrate(&mut ctx.db).unwrap().is_empty());
 }
@@ -72,47 +57,33 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
 #[test]
 fn keys_stored_before_answers_were_kept_replay_the_same_answer() {
     let old = rusqlite::Connection::open_in_memory().unwrap();
-    old.execute_batch(
-        "CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL)",
-    )
-    .unwrap();
+    let versions = "CREATE TABLE schema_migrations \
+                    (version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL)";
+    old.execute_batch(versions).unwrap();
     for migration in &migrations::all(StoreKind::Sqlite)[..4] {
         for statement in statements(migration.sql) {
             old.execute_batch(&statement).unwrap();
         }
-        old.execute(
-            "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
-            (migration.version, migration.name),
-        )
-        .unwrap();
+        let applied = "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)";
+        old.execute(applied, (migration.version, migration.name)).unwrap();
     }
     let title = "Say \"Dune\"\\ \u{e9}t\u{e9}\n\u{1f4d6}";
-    old.execute(
-        "INSERT INTO books (title, author, year) VALUES (?1, 'Frank Herbert', 1965)",
-        [title],
-    )
-    .unwrap();
-    old.execute(
-        "INSERT INTO idempotency_keys (key, book_id, title, author, year, created_at) \
-         VALUES ('k-1', 1, ?1, 'Frank Herbert', 1965, ?2)",
-        (title, NOW as i64),
-    )
-    .unwrap();
+    let book = "INSERT INTO books (title, author, year) VALUES (?1, 'Frank Herbert', 1965)";
+    old.execute(book, [title]).unwrap();
+    let key = "INSERT INTO idempotency_keys (key, book_id, title, author, year, created_at) \
+               VALUES ('k-1', 1, ?1, 'Frank Herbert', 1965, ?2)";
+    old.execute(key, (title, NOW as i64)).unwrap();
     let mut ctx = TestContext::new();
     ctx.db = old;
     let t = ctx.login();
-    let body =
-        serde_json::to_string(&json!({"title": title, "author": "Frank Herbert", "year": 1965}))
-            .unwrap();
+    let body = book_body(title, "Frank Herbert", 1965);
     ctx.request_headers.push(("Idempotency-Key".into(), "k-1".into()));
     let replay = ctx.respond("POST", "/book", None, Some(t.as_bytes()), body.as_bytes());
     // As the release before wrote it: serde_json's compact envelope.
-    let first = format!(
-        r#"{{"status":201,"message":"Book created successfully","data":{{"id":1,"title":{},"author":"Frank Herbert","year":1965}}}}"#,
-        serde_json::to_string(title).unwrap()
-    )
-    .into_bytes();
-    assert_eq!((replay.status, &replay.body), (201, &first));
+    let (message, title) = ("Book created successfully", json!(title));
+    let data = format!(r#"{{"id":1,"title":{title},"author":"Frank Herbert","year":1965}}"#);
+    let first = format!(r#"{{"status":201,"message":"{message}","data":{data}}}"#);
+    assert_eq!((replay.status, String::from_utf8_lossy(&replay.body)), (201, first.into()));
     assert_eq!(replay.header("etag"), Some("\"1.1\""));
     let other = book_body("Emma", "Jane Austen", 1815);
     let refused = ctx.respond("POST", "/book", None, Some(t.as_bytes()), other.as_bytes());

@@ -1,13 +1,6 @@
-//! Each build of the component imports exactly its world in `wit/` (one
-//! world per build variant), no more and no less, and exports the incoming
-//! HTTP handler: a platform refuses at load time a component that imports an
-//! interface it lacks, even one the code never calls (README, "Where it
-//! runs").
-//!
-//! The builds are the files `make variants` writes to `target/variants/`
-//! (and `make build`'s default component); the tests that read them are
-//! ignored where nothing is built, and `make test` builds them first. A
-//! missing file fails.
+//! Each build of the component imports exactly its world in `wit/` (a
+//! platform refuses a component importing an interface it lacks) and exports
+//! the HTTP handler. The builds: `make build variants` (ignored otherwise).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -54,16 +47,13 @@ fn world(name: &str) -> (BTreeSet<String>, BTreeSet<String>) {
 
 /// The imports and exports of the built component at `path`.
 fn component(path: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|error| {
-        panic!(
-            "{} is missing ({error}): run `make build variants` (make test does)",
-            path.display()
-        )
-    });
+    let shown = path.display();
+    let missing = |error| panic!("{shown} is missing ({error}): run `make build variants`");
+    let bytes = std::fs::read(path).unwrap_or_else(missing);
     match wit_component::decode(&bytes) {
         Ok(wit_component::DecodedWasm::Component(resolve, world)) => interfaces(&resolve, world),
-        Ok(_) => panic!("{} is not a component", path.display()),
-        Err(error) => panic!("{} does not decode: {error:?}", path.display()),
+        Ok(_) => panic!("{shown} is not a component"),
+        Err(error) => panic!("{shown} does not decode: {error:?}"),
     }
 }
 
@@ -126,24 +116,14 @@ fn worlds_per_variant() {
 fn assert_imports_exactly(path: &Path, name: &str) {
     let (world_imports, world_exports) = world(name);
     let (imports, exports) = component(path);
+    let shown = path.display();
     let undeclared = within(&imports, &world_imports);
-    assert!(
-        undeclared.is_empty(),
-        "{} imports {undeclared:?}, which its world {name} does not declare",
-        path.display()
-    );
+    assert!(undeclared.is_empty(), "{shown} imports {undeclared:?}, not in its world {name}");
     let unused = within(&world_imports, &imports);
-    assert!(
-        unused.is_empty(),
-        "the world {name} imports {unused:?}, which {} does not: list exactly what it imports",
-        path.display()
-    );
-    assert!(
-        exports.iter().any(|e| minor(e).0 == "wasi:http/incoming-handler")
-            && within(&exports, &world_exports).is_empty(),
-        "{} exports {exports:?}; its world exports {world_exports:?}",
-        path.display()
-    );
+    assert!(unused.is_empty(), "the world {name} imports {unused:?}, which {shown} does not");
+    let handler = exports.iter().any(|e| minor(e).0 == "wasi:http/incoming-handler");
+    let exported = handler && within(&exports, &world_exports).is_empty();
+    assert!(exported, "{shown} exports {exports:?}; its world exports {world_exports:?}");
 }
 
 #[test]
