@@ -1,6 +1,11 @@
 //! Safe writes (docs/api.md): versions and ETags, `If-Match`, and
 //! `Idempotency-Key`. Races, cuts, crashes and replicas: faults/safe_writes.py.
 
+use book_catalog::books::model::NewBook;
+use book_catalog::books::sql::{self, Keyed};
+use book_catalog::db::{Column, Connection, Row, Statement};
+use book_catalog::settings::StoreKind;
+use book_catalog::Response;
 use serde_json::json;
 
 use crate::support::*;
@@ -205,4 +210,79 @@ fn keys_are_remembered_for_a_day_then_forgotten() {
     ctx.now += 1;
     post(&mut ctx, "other");
     assert_eq!(post(&mut ctx, "old"), created(3, "Dune", "Frank Herbert", 1965));
+}
+
+/// PostgreSQL's answers, scripted in order; the statements it was sent.
+struct ScriptedPostgres {
+    answers: Vec<anyhow::Result<Vec<Row>>>,
+    sent: Vec<String>,
+}
+
+impl Connection for ScriptedPostgres {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Postgres
+    }
+    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Row>> {
+        self.sent.push(statement.sql.clone());
+        assert!(statement.always_a_row, "a statement that may return no row: {}", statement.sql);
+        self.answers.remove(0)
+    }
+    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
+        panic!("no transaction on PostgreSQL's keyed create: {sql}")
+    }
+}
+
+/// The keyed create on PostgreSQL, whose races faults/safe_writes.py runs on
+/// a real database: the look-up reserves the book's id; book, key and
+/// pruning are one statement; a unique violation (another request stored the
+/// key first) looks the key up again, once.
+#[test]
+fn a_keyed_create_on_postgresql_is_one_statement_and_retries_a_lost_race_once() {
+    use Column::{Integer, Null, Text};
+    let book = NewBook::from_json(br#"{"title":"Dune","author":"Frank Herbert","year":1965}"#)
+        .expect("a valid book");
+    let reserved = || Ok(vec![vec![Integer(41), Null, Null, Null, Null]]);
+    let used = || {
+        Ok(vec![vec![
+            Integer(42),
+            Text("fp".into()),
+            Integer(201),
+            Text("\"7.1\"".into()),
+            Text("{\"first\":1}".into()),
+        ]])
+    };
+    let lost = || Err(anyhow::anyhow!("db error: ERROR: duplicate key (SQLSTATE 23505)"));
+    let run = |answers: Vec<anyhow::Result<Vec<Row>>>| {
+        let mut db = ScriptedPostgres { answers, sent: Vec::new() };
+        let answer = |book| Response::ok(201, "Book created successfully", Some(&book));
+        let keyed = sql::create_once(&mut db, "k", "fp", &book, answer, 1_000_000);
+        (keyed.map_err(|e| format!("{e:#}")), db.sent)
+    };
+
+    let (keyed, sent) = run(vec![reserved(), Ok(vec![vec![Integer(41)]])]);
+    let Ok(Keyed::Created(first)) = keyed else { panic!("{keyed:?}") };
+    assert!(String::from_utf8_lossy(&first.body).contains("\"id\":41"));
+    assert!(sent[0].contains("nextval(") && sent[0].contains("idempotency_keys"), "{sent:?}");
+    for part in
+        ["INSERT INTO books", "INSERT INTO idempotency_keys", "DELETE FROM idempotency_keys"]
+    {
+        assert!(sent[1].contains(part), "{part}: {}", sent[1]);
+    }
+    assert_eq!(sent.len(), 2);
+
+    for answers in [vec![used()], vec![reserved(), lost(), used()]] {
+        let count = answers.len();
+        let (keyed, sent) = run(answers);
+        let Ok(Keyed::Used { fingerprint, first }) = keyed else { panic!("{keyed:?}") };
+        assert_eq!((fingerprint.as_str(), first.status), ("fp", 201));
+        assert_eq!(
+            (first.body.as_slice(), first.header("etag")),
+            (&b"{\"first\":1}"[..], Some("\"7.1\""))
+        );
+        assert_eq!(sent.len(), count);
+    }
+
+    let (keyed, sent) = run(vec![reserved(), lost(), reserved(), lost()]);
+    assert!(matches!(&keyed, Err(e) if e.contains("23505")), "{keyed:?}");
+    assert_eq!(sent.len(), 4, "one retry, not more");
 }
