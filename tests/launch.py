@@ -8,13 +8,10 @@
 Serves the component on 127.0.0.1 (spin-lite: $SPIN_LITE or target/release;
 spin: $SPIN, build/spin/spin or PATH) until `GET /health` answers 200, runs
 COMMAND with BASE_URL, SECRET_TOKEN (--env's, else random), HOST_PID and
-STATE_DIR set, stops the host with SIGTERM and exits with COMMAND's status.
-SECRET_TOKEN, DB_URL and DB_HOST reach the host as SPIN_VARIABLE_* (the
-caller's own are dropped), every other --env as `-e`; it runs from its own
-directory (no stray .env). --store postgres without --pg-url: a throwaway
-scripts/pg-cluster.sh cluster. On spin-lite a PostgreSQL query returning no
-rows fails, as it hangs real Spin 4.0.2. --wasm: a manifest copy whose one
-`source` is FILE.
+STATE_DIR, then SIGTERMs the host; exits with COMMAND's status. SECRET_TOKEN,
+DB_URL, DB_HOST reach it as SPIN_VARIABLE_* (the caller's own dropped), other
+--env as `-e`. --store postgres without --pg-url: a throwaway cluster. On
+spin-lite a PostgreSQL query returning no rows fails (it hangs Spin 4.0.2).
 """
 
 import argparse
@@ -39,9 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "spin.toml"
 SPIN_LITE = Path(os.environ.get("SPIN_LITE") or ROOT / "target/release/spin-lite")
 PG_CLUSTER = ROOT / "scripts/pg-cluster.sh"
-# Set as Spin variables (SPIN_VARIABLE_<NAME>); every other setting is the
-# component's environment (`-e`).
-SPIN_VARIABLES = ("SECRET_TOKEN", "DB_URL", "DB_HOST")
+SPIN_VARIABLES = ("SECRET_TOKEN", "DB_URL", "DB_HOST")  # the rest is the component's `-e`
 HOSTS = ("spin-lite", "spin")
 
 
@@ -53,7 +48,6 @@ def spin_binary():
 
 
 def host_command(kind):
-    """spin-lite, or `spin up`; an error that says how to get the missing one."""
     if kind == "spin":
         if not spin_binary():
             raise RuntimeError("no Spin binary (set SPIN=path, put spin on PATH, "
@@ -74,14 +68,23 @@ def add_host_options(p, host_default=None):
 
 
 def random_text(n):
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(n))
+    return "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(n))
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_until(ok, seconds, step=0.2):
+    """Polls `ok()` until it is true: the seconds it took, or None."""
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if ok():
+            return time.monotonic() - started
+        time.sleep(step)
+    return None
 
 
 def psql(url, sql):
@@ -100,27 +103,44 @@ class Pg:
         self.own = directory is None
         if self.own:
             directory = tempfile.mkdtemp(prefix="book-pg.")
-            out = subprocess.run([str(PG_CLUSTER), "start", directory] + (["--tls"] if tls else []),
-                                 check=True, capture_output=True, text=True, timeout=120)
-            self.url = out.stdout.strip().splitlines()[-1]
+            self.url = self.script("start", directory, *(["--tls"] if tls else [])).splitlines()[-1]
         else:
             d = Path(directory)
-            password = (d / "pwfile").read_text().strip()
-            port = (d / "port").read_text().strip()
+            password, port = (d / "pwfile").read_text().strip(), (d / "port").read_text().strip()
             self.url = f"postgres://postgres:{password}@127.0.0.1:{port}/books?sslmode=disable"
         self.dir = directory
 
+    @staticmethod
+    def script(*args):
+        return subprocess.run([str(PG_CLUSTER), *args], check=True, capture_output=True, text=True,
+                              timeout=120).stdout.strip()
+
     def fresh_database(self):
-        """Creates an empty database in the cluster; returns its URL."""
+        """An empty database in the cluster: its URL."""
         name = "faults_" + random_text(10).lower()
         psql(self.url, f"CREATE DATABASE {name}")
         return urlsplit(self.url)._replace(path="/" + name).geturl()
 
     def pause(self):
-        subprocess.run([str(PG_CLUSTER), "pause", self.dir], check=True, timeout=60)
+        self.script("pause", self.dir)
 
     def resume(self):
-        subprocess.run([str(PG_CLUSTER), "resume", self.dir], check=True, timeout=60)
+        self.script("resume", self.dir)
+
+    def pids(self):
+        """The postmaster and its children (by /proc)."""
+        try:
+            master = int((Path(self.dir) / "data/postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return []
+        pids = [master]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == master:
+                    pids.append(int(stat.parent.name))
+            except (OSError, ValueError, IndexError):
+                pass
+        return pids
 
     def close(self):
         if self.own and self.dir:
@@ -138,9 +158,9 @@ def db_host(url):
 
 def manifest_for(wasm, manifest, directory):
     """A copy of `manifest` in `directory` whose one `source` is `wasm`."""
-    text = Path(manifest).read_text(encoding="utf-8")
     text, count = re.subn(r'(?m)^source\s*=\s*".*"\s*$',
-                          lambda _: "source = " + json.dumps(str(Path(wasm).resolve())), text)
+                          lambda _: "source = " + json.dumps(str(Path(wasm).resolve())),
+                          Path(manifest).read_text(encoding="utf-8"))
     if count != 1:
         raise ValueError(f"{manifest}: expected one `source = ...` line, found {count}")
     copy = Path(directory) / "spin.toml"
@@ -149,11 +169,9 @@ def manifest_for(wasm, manifest, directory):
 
 
 class Host:
-    """The component served by spin-lite or real Spin. `settings`: by
-    environment name; `args`: more host options; `host_env`: more environment
-    for the host process itself (OTEL_EXPORTER_OTLP_ENDPOINT), never the
-    component's. A restart keeps the state directory and picks a new port
-    unless `port` was given."""
+    """The component served by spin-lite or real Spin. `args`: more host options;
+    `host_env`: the host process's own environment, never the component's. A
+    restart keeps the state directory, and the port only if `port` was given."""
 
     def __init__(self, kind="spin-lite", store="sqlite", settings=None, pg_url=None, wasm=None,
                  manifest=None, reuse=1, port=None, state_dir=None, workdir=None):
@@ -171,12 +189,8 @@ class Host:
         self.manifest = Path(manifest or MANIFEST).resolve()
         if wasm:
             self.manifest = manifest_for(wasm, self.manifest, tempfile.mkdtemp(dir=self.workdir))
-        self.fixed_port = port
-        self.port = None
-        self.proc = None
-        self.log_path = None
-        self.args = []
-        self.host_env = {}
+        self.fixed_port, self.port, self.proc, self.log_path = port, None, None, None
+        self.args, self.host_env = [], {}
 
     @property
     def base_url(self):
@@ -208,29 +222,27 @@ class Host:
         return command + self.args, env
 
     def start(self, timeout=90, healthy=True):
-        """Starts the host and waits until GET /health answers 200 (any HTTP
-        answer when not `healthy`)."""
+        """Starts the host; waits until GET /health answers 200 (any answer when not `healthy`)."""
         self.port = self.fixed_port or free_port()
         command, env = self.command_and_env()
-        index = len(list(self.workdir.glob("host-*.log"))) + 1
-        self.log_path = self.workdir / f"host-{index}.log"
+        self.log_path = self.workdir / f"host-{len(list(self.workdir.glob('host-*.log'))) + 1}.log"
         with open(self.log_path, "ab") as log:
             # Its own process group: `spin up` serves from a child process.
             self.proc = subprocess.Popen(command, cwd=self.workdir, env=env, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def ready():
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.kind} exited with {self.proc.returncode} before serving; "
                                    f"its log:\n{self.tail()}")
             status = self.health()
-            if status == 200 or (status and not healthy):
-                return self
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"{self.kind}: GET /health did not answer 200 within {timeout}s; "
-                           f"its log:\n{self.tail()}")
+            return status == 200 or bool(status and not healthy)
+        if wait_until(ready, timeout, 0.1) is None:
+            self.kill()
+            raise RuntimeError(f"{self.kind}: GET /health did not answer 200 within {timeout}s; "
+                               f"its log:\n{self.tail()}")
+        return self
 
     def health(self):
         """GET /health's status, or None when nothing answers."""
@@ -246,7 +258,7 @@ class Host:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout=20):
-        """SIGTERM, then SIGKILL after `timeout`; the exit status."""
+        """SIGTERM, then SIGKILL after `timeout`: the exit status."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -272,13 +284,12 @@ class Host:
     def tail(self, lines=30):
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
+        except (OSError, AttributeError):
             return ""
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                usage=__doc__.split("\n\n")[1].strip())
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], usage=__doc__.split("\n\n")[1].strip())
     add_host_options(p)
     p.add_argument("--pg-url")
     p.add_argument("--port", type=int)

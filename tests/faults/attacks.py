@@ -1,49 +1,23 @@
-#!/usr/bin/env python3
-"""Token attacks that need a real process (every token to refuse is
-tests/core/tokens.rs's): `jku`/`x5u` headers pointing at a listener on
-127.0.0.1 that must never be contacted, and a 1 MiB Authorization header
-sent 100 times, refused fast with the host's memory bounded.
+#!/usr/bin/env -S python3 -B
+"""Token attacks that need processes (every token to refuse is
+tests/core/tokens.rs's): `jku`/`x5u` naming a listener of ours that must
+never be contacted; a 1 MiB Authorization header sent 100 times, refused fast
+with the host's memory bounded.
 """
 
-import http.server
 import socket
-import sys
-import threading
 import time
 from collections import Counter
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
-from lib import b64url, jwt  # noqa: E402  (the one HS256 forger)
-
-
-class Listener(http.server.ThreadingHTTPServer):
-    """An HTTP server on 127.0.0.1 that records every request it gets."""
-
-    def __init__(self):
-        self.hits = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
-                self.server.hits.append(self.path)
-                self.send_response(200)
-                self.end_headers()
-                self.wfile.write(b'{"keys":[]}')
-
-            def log_message(self, *args):
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+import lib
+from lib import b64url, jwt  # the one HS256 forger
 
 
 def big_header_request(port):
-    """GET /books with a 1 MiB Authorization header; the answer's status
-    (0: the connection was closed or reset)."""
+    """GET /books with a 1 MiB Authorization header: the status (0: closed or reset)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(b"GET /books HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                      b"Authorization: " + b"A" * (1024 * 1024) + b"\r\n\r\n")
+            s.sendall(lib.head("GET", "/books", {"Connection": "close", "Authorization": "A" * (1 << 20)}))
             return lib.status_of(lib.read_answer(s, 10))
     except OSError:
         return 0
@@ -55,18 +29,19 @@ def run(ctx):
     t = ctx.tally
     host = ctx.host().start()
     key, good = host.secret.encode(), host.token()
-    listener = Listener()
+    hits = []
+    listener = lib.http_server(lambda request: (hits.append(request.path),
+                                                lib.reply(request, 200, b'{"keys":[]}')))
     base = f"http://127.0.0.1:{listener.server_address[1]}"
     header = {"alg": "HS256", "typ": "JWT", "jku": base + "/jwks.json", "x5u": base + "/cert.pem",
               "jwk": {"kty": "oct", "k": b64url(b"attacker")}}
     claims = {"exp": int(time.time()) + 600}
-    r = lib.try_request(host.port, "GET", "/books", token=jwt(key, claims, header))
+    r = host.call("GET", "/books", token=jwt(key, claims, header))
     t.check(r.is_envelope(200), "jku, x5u and jwk headers on a token of ours: ignored (200)", f"{r!r}")
-    r = lib.try_request(host.port, "GET", "/books", token=jwt(b"attacker", claims, header))
-    t.check(r.is_envelope(401, "Invalid token"), "signed with the key its jku/jwk names: 401",
-            f"{r!r}")
+    r = host.call("GET", "/books", token=jwt(b"attacker", claims, header))
+    t.check(r.is_envelope(401, "Invalid token"), "signed with the key its jku/jwk names: 401", f"{r!r}")
     time.sleep(0.5)
-    t.check(not listener.hits, "the jku/x5u listener received no request", f"{listener.hits}")
+    t.check(not hits, "the jku/x5u listener received no request", f"{hits}")
     listener.shutdown()
     listener.server_close()
 

@@ -1,24 +1,19 @@
-#!/usr/bin/env python3
-"""A web page on another origin drives the API in a real browser (CORS).
-
-Headless Chromium (Debian's `chromium`) loads a page served from a listed
-origin (`cors_allowed_origins`): it logs in, creates a book and reads its
-`ETag`, updates it with `If-Match`, pages the list by its `Link` header and
-deletes the book, every call a cross-origin `fetch` with its preflight. A
-page from an unlisted origin (another loopback address) can read nothing.
-The CORS rules themselves are tests/core/cors.rs's.
+#!/usr/bin/env -S python3 -B
+"""A web page on another origin drives the API in a real browser process
+(headless Chromium): from a listed origin (`cors_allowed_origins`) it logs
+in, creates a book and reads its `ETag`, updates it with `If-Match`, pages by
+`Link` and deletes, each a cross-origin `fetch` with its preflight; from an
+unlisted origin (another loopback address) it reads nothing. The CORS rules
+themselves are tests/core/cors.rs's.
 """
 
-import http.server
+import html
 import json
 import re
 import shutil
 import subprocess
-import sys
-import threading
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
+import lib
 
 PAGE = """<!doctype html><meta charset="utf-8"><pre id="result">running</pre><script>
 const q = new URLSearchParams(location.search), api = q.get("api"), out = {};
@@ -57,23 +52,9 @@ const call = async (method, path, opts = {}) => {
 </script>"""
 
 
-class Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def serve_page(address):
-    server = http.server.ThreadingHTTPServer((address, 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return lib.http_server(lambda request: lib.reply(request, 200, PAGE.encode(),
+                                                     "text/html; charset=utf-8"), address)
 
 
 def browse(url, tmp):
@@ -85,7 +66,7 @@ def browse(url, tmp):
          f"--user-data-dir={tmp}", "--virtual-time-budget=20000", "--dump-dom", url],
         capture_output=True, text=True, timeout=90).stdout
     found = re.search(r'<pre id="result">(.*?)</pre>', dom, re.S)
-    text = found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") if found else ""
+    text = html.unescape(found.group(1)) if found else ""
     try:
         return json.loads(text)
     except ValueError:
@@ -102,16 +83,14 @@ def run(ctx):
     listed, unlisted = serve_page("127.0.0.1"), serve_page("127.0.0.2")
     origin = f"http://127.0.0.1:{listed.server_address[1]}"
 
-    class CorsHost(lib.Host):
-        def settings(self):
-            return {**super().settings(), "CORS_ALLOWED_ORIGINS": origin}
-
-    host = CorsHost(ctx).start()
+    host = ctx.host()
+    host.own_settings["CORS_ALLOWED_ORIGINS"] = origin
+    host.start()
     query = (f"api=http://127.0.0.1:{host.port}&user={host.username}&pass={host.password}"
              f"&run={lib.random_text(8)}")
     try:
         got = browse(f"{origin}/?{query}", f"{ctx.tmp}/chromium-listed")
-        run_titles = lambda n: [t for t in got.get(f"page{n}", [])]  # noqa: E731
+        run_titles = lambda n: got.get(f"page{n}", [])  # noqa: E731
         t.check(got.get("login") == 200 and got.get("created") == 201,
                 "a page from the listed origin logs in and creates a book", f"{got}")
         t.check(bool(re.fullmatch(r'"\d+\.1"', got.get("etag") or "")) and got.get("updated") == 200
@@ -122,14 +101,12 @@ def run(ctx):
                 "... pages the list by its Link header to the end", f"{got}")
         t.check(got.get("deleted") == 200 and got.get("deleted2") == 200 and "error" not in got,
                 "... and deletes its books", f"{got}")
-        other = browse(f"http://127.0.0.2:{unlisted.server_address[1]}/?{query}",
-                       f"{ctx.tmp}/chromium-unlisted")
+        other = browse(f"http://127.0.0.2:{unlisted.server_address[1]}/?{query}", f"{ctx.tmp}/chromium-unlisted")
         t.check(list(other) == ["error"] and "Failed to fetch" in other["error"],
                 "a page from an unlisted origin can read nothing (its first fetch fails)", f"{other}")
     finally:
         listed.shutdown()
         unlisted.shutdown()
-    t.check(host.stop() == 0, "the host exits 0 on SIGTERM")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,12 @@
 #!/usr/bin/env python3
-"""Schema-driven fuzzing: scripts/fuzz.sh installs schemathesis into build/venv
-and runs this. Its own host (PostgreSQL: a fresh database), logged in as the
-`POST /token` example of openapi.yaml (admin / password, set explicitly), then
-`schemathesis run openapi.yaml --checks all --phases
-examples,coverage,fuzzing,stateful` with every check on (quick: -n 50
---max-time 45, which leaves the stateful phase half its time; full: -n 2000
---max-time 600, below the token's 15-minute lifetime; FUZZ_MAX_EXAMPLES /
-FUZZ_MAX_TIME / FUZZ_SEED override them). What JSON Schema cannot say
-(`1999.0` is no `year`) is handled by st_hooks.py.
-
-One test per junit testcase (each operation, and "Stateful tests"), plus:
-every operation tested, the stateful phase ran, at least MIN_CASES cases,
-exit status 0, the host up, no trap or panic in its log. Reports:
-build/fuzz/STORE/ (junit.xml, schemathesis.log).
+"""Schema-driven fuzzing (scripts/fuzz.sh installs schemathesis, then runs
+this): its own host (admin / password, openapi.yaml's login example), then
+`schemathesis run openapi.yaml --checks all` over the phases examples,
+coverage, fuzzing, stateful (quick: -n 50 --max-time 45; full: -n 2000
+--max-time 600; FUZZ_MAX_EXAMPLES, FUZZ_MAX_TIME, FUZZ_SEED override).
+st_hooks.py handles what JSON Schema cannot say. One test per junit case,
+plus: every operation tested, the stateful phase ran, at least MIN_CASES
+cases, exit 0, the host up, no trap or panic logged. Reports: build/fuzz/STORE/.
 """
 
 import os
@@ -32,16 +26,10 @@ ST = VENV / "bin" / "schemathesis"
 MIN_CASES = 1000  # a sanity floor: a run that did not really fuzz fails
 
 
-class FuzzHost(lib.Host):
-    def settings(self):
-        return dict(super().settings(), LOGIN_WINDOW_SECONDS="2")
-
-
 def run(ctx):
     t = ctx.tally
-    quick = not ctx.full
-    max_examples = os.environ.get("FUZZ_MAX_EXAMPLES") or ("50" if quick else "2000")
-    max_time = os.environ.get("FUZZ_MAX_TIME") or ("45" if quick else "600")
+    max_examples = os.environ.get("FUZZ_MAX_EXAMPLES") or ("2000" if ctx.full else "50")
+    max_time = os.environ.get("FUZZ_MAX_TIME") or ("600" if ctx.full else "45")
     out_dir = lib.ROOT / "build" / "fuzz" / ctx.store
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
@@ -53,8 +41,9 @@ def run(ctx):
     # ended, 401 again (its example login, admin / password, gets 200 and
     # clears the count). PostgreSQL: a database of its own, so the counts of
     # 127.0.0.1 never reach the hosts of the tests that follow.
-    db_url = ctx.fresh_database()
-    host = FuzzHost(ctx, username="admin", password="password", db_url=db_url).start()
+    host = ctx.host(username="admin", password="password", db_url=ctx.fresh_database())
+    host.own_settings["LOGIN_WINDOW_SECONDS"] = "2"
+    host.start()
     token = host.token()
     junit = out_dir / "junit.xml"
     # Statuses the stored state decides, whatever the request's shape: a
@@ -74,20 +63,15 @@ def run(ctx):
         'expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]\n',
         encoding="utf-8")
     cmd = [str(ST), "--no-color", "--config-file", str(config), "run", str(lib.ROOT / "openapi.yaml"),
-           "--url", f"http://127.0.0.1:{host.port}",
-           "-H", f"Authorization: {token}",
-           "--checks", "all",
-           "--phases", "examples,coverage,fuzzing,stateful",
-           "--max-examples", max_examples, "--max-time", max_time,
-           "--request-timeout", "30",
-           "--generation-database", "none",
+           "--url", host.base_url, "-H", f"Authorization: {token}", "--checks", "all",
+           "--phases", "examples,coverage,fuzzing,stateful", "--max-examples", max_examples,
+           "--max-time", max_time, "--request-timeout", "30", "--generation-database", "none",
            "--report", "junit", "--report-junit-path", str(junit)]
     if os.environ.get("FUZZ_SEED"):
         cmd += ["--seed", os.environ["FUZZ_SEED"]]
-    env = dict(os.environ)
-    env["SCHEMATHESIS_HOOKS"] = "st_hooks"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ beside st_hooks.py
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent) + os.pathsep + env.get("PYTHONPATH", "")
+    # PYTHONDONTWRITEBYTECODE: no __pycache__ beside st_hooks.py.
+    env = dict(os.environ, SCHEMATHESIS_HOOKS="st_hooks", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=str(Path(__file__).resolve().parent) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     lib.log(f"fuzz {ctx.store}: schemathesis -n {max_examples} --max-time {max_time} "
             f"against 127.0.0.1:{host.port}")
     started = time.monotonic()
@@ -108,14 +92,10 @@ def run(ctx):
     text = text_log.read_text(encoding="utf-8", errors="replace")
 
     m = re.search(r"(\d+) generated(?:, (\d+) found (\d+) unique failures?)?", text)
-    generated = int(m.group(1)) if m else 0
-    failing = int(m.group(2) or 0) if m else 0
-    unique = int(m.group(3) or 0) if m else 0
-    operations = []  # (name, ok) per junit testcase: one per API operation, and "Stateful tests"
-    if junit.exists():
-        for case in ET.parse(junit).getroot().iter("testcase"):
-            ok = case.find("failure") is None and case.find("error") is None
-            operations.append((case.get("name"), ok))
+    generated, failing, unique = (int(g or 0) for g in (m.groups() if m else (0, 0, 0)))
+    # (name, ok) per junit testcase: one per API operation, and "Stateful tests".
+    operations = [(case.get("name"), case.find("failure") is None and case.find("error") is None)
+                  for case in (ET.parse(junit).getroot().iter("testcase") if junit.exists() else [])]
     t.note(f"schemathesis: {generated} cases generated in {elapsed:.0f}s over {len(operations)} operations, "
            f"{failing} failing, {unique} unique failures, exit {status}")
     for name, ok in operations:
@@ -131,12 +111,13 @@ def run(ctx):
     t.check(generated >= MIN_CASES, f"schemathesis generated at least {MIN_CASES} cases", f"{generated}")
     t.check(status == 0, "schemathesis exits 0", f"exit status {status}; see {text_log}")
     t.check(host.serves(token), "the host is up and answers after fuzzing")
-    traps = [l for l in host.tail(100000).splitlines() if "component failed" in l or "panicked" in l]
+    log = host.tail(100000).splitlines()
+    traps = [l for l in log if "component failed" in l or "panicked" in l]
     t.check(not traps, "no trapped component or panic in the host log", "; ".join(traps[:3]))
     if ctx.store == "postgres":
         # spin-lite runs with SPIN_LITE_PG_EMPTY_QUERY_ERROR=1 (tests/launch.py):
         # a statement that returned zero rows (a hang on Spin 4.0.0-4.0.2).
-        empty = [l for l in host.tail(100000).splitlines() if "pg-empty-query-error:" in l]
+        empty = [l for l in log if "pg-empty-query-error:" in l]
         t.check(not empty, "no PostgreSQL query returned zero rows", "; ".join(empty[:3]))
     host.stop()
 

@@ -1,7 +1,7 @@
-"""Shared plumbing for the fault tests, scripts/fuzz.sh, tests/e2e.py and
-tests/hurl/run.py: the HS256 forger (`jwt`, `forge`), the tally, requests and
-a test's host. What a test starts is stopped on exit, also on a signal.
-A test module defines `run(ctx)` and ends with `lib.main("name", run)`."""
+"""Shared plumbing of the fault tests, scripts/fuzz.sh, tests/e2e.py and
+tests/hurl/run.py: the HS256 forger, the tally, requests, small servers and a
+test's host. What a test starts is stopped on exit, also on a signal. A test
+module defines `run(ctx)` and ends with `lib.main("name", run)`."""
 
 import argparse
 import atexit
@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import sqlite3
 import sys
 import tempfile
@@ -23,18 +24,20 @@ import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import launch  # noqa: E402  (the one host launcher)
-from launch import ROOT, Pg, free_port, psql, random_text  # noqa: E402, F401
+from launch import ROOT, Pg, free_port, psql, random_text, wait_until  # noqa: E402, F401
 
 WASM = ROOT / "target/wasm32-wasip2/release/book_catalog.wasm"
+ERROR = (500, "Internal server error")
+UNAVAILABLE = (503, "Service unavailable")
 
-# Client addresses for tests that make wrong logins: this run's own /48 in
-# the IPv6 documentation range; `client(n, host)` is address `host` in its
-# n-th /64 (the service counts an IPv6 client by its /64).
+# Wrong logins come from this run's own /48 of the IPv6 documentation range:
+# `client(n, host)` is address `host` of its n-th /64 (the service counts a /64).
 CLIENT_PREFIX = "2001:db8:%x:" % secrets.randbits(16)
 
 
@@ -46,52 +49,34 @@ def log(*parts):
     print(*parts, file=sys.stderr, flush=True)
 
 
-# --- Tokens ------------------------------------------------------------------
-# HS256 tokens made by hand, good and bad (the Rust tests' are in tests/support).
-
-HS256_HEADER = {"alg": "HS256", "typ": "JWT"}
-
-
 def b64url(data):
-    """base64url without padding."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def segment(value):
-    """A JSON value as a token segment (compact JSON, base64url)."""
-    return b64url(json.dumps(value, separators=(",", ":")).encode("utf-8"))
-
-
 def jwt(key, claims, header=None):
-    """`header.claims.signature`, HMAC-SHA256-signed with `key` (bytes);
-    `header` defaults to {"alg":"HS256","typ":"JWT"}."""
-    signing_input = segment(HS256_HEADER if header is None else header) + "." + segment(claims)
-    return signing_input + "." + b64url(hmac.new(key, signing_input.encode("ascii"),
-                                                 hashlib.sha256).digest())
+    """An HS256 token made by hand (the Rust tests' are in tests/core), signed with `key` (bytes)."""
+    signing_input = ".".join(b64url(json.dumps(part, separators=(",", ":")).encode("utf-8"))
+                             for part in ({"alg": "HS256", "typ": "JWT"} if header is None else header, claims))
+    return signing_input + "." + b64url(hmac.new(key, signing_input.encode("ascii"), hashlib.sha256).digest())
 
 
 def forge(secret, now):
-    """The tokens tests/hurl/wrapped/auth_forged.hurl needs, by hurl variable
-    name: one good token with a fractional `exp` (a NumericDate may carry one,
-    RFC 7519 section 2), one signed with another key and one expired (every
-    other token to refuse is tests/core/tokens.rs's)."""
+    """tests/hurl/wrapped/auth_forged.hurl's tokens: a good one with a fractional
+    `exp` (RFC 7519 allows it), another key's, an expired one."""
     key = secret.encode("utf-8")
     return {"future_fraction_token": jwt(key, {"exp": now + 600.5}),
             "wrong_key_token": jwt(b"not-the-secret-" + key[::-1], {"exp": now + 600}),
             "expired_token": jwt(key, {"exp": now - 120})}
 
 
-# --- Results -----------------------------------------------------------------
-
-
 class Tally:
-    """Named checks: each `check` is one test."""
+    """Named checks: each `check` is one test; a `note` is a figure, not a test."""
 
     def __init__(self, label, store):
         self.label, self.store = label, store
         self.passed = self.failed = 0
         self.failures = []
-        self.prefix = ""  # the module name, set by run.py
+        self.prefix = ""  # the module name, set by run_modules
 
     def check(self, ok, name, detail=""):
         name = self.prefix + name
@@ -106,23 +91,18 @@ class Tally:
         return ok
 
     def note(self, text):
-        """A figure worth recording (not a test)."""
         print(f"{self.label} {self.store}: NOTE {self.prefix}{text}", flush=True)
 
     def finish(self):
         print(f"{self.label} {self.store}: {self.passed} passed, {self.failed} failed", flush=True)
-        tally_file = os.environ.get("E2E_TALLY")
-        if tally_file:
-            with open(tally_file, "a", encoding="utf-8") as out:
+        if os.environ.get("E2E_TALLY"):
+            with open(os.environ["E2E_TALLY"], "a", encoding="utf-8") as out:
                 out.write(f"{self.passed} {self.failed}\n")
         return 0 if self.failed == 0 else 1
 
 
-# --- HTTP --------------------------------------------------------------------
-
-
 class Response:
-    """An answer; `headers` by lower-case name."""
+    """An answer; `headers` by lower-case name; status 0: no answer (`raw` says why)."""
 
     def __init__(self, status, headers, raw, elapsed):
         self.status, self.headers, self.raw, self.elapsed = status, headers, raw, elapsed
@@ -146,30 +126,41 @@ class Response:
 
 
 def request(port, method, path, body=None, token=None, headers=None, timeout=30, raw=None):
-    """One request on a fresh connection. `body` is JSON-encoded; `raw` is sent
-    as is. Raises OSError / http.client errors on connection problems."""
+    """One request on a fresh connection, `body` as JSON, `raw` as is; a
+    connection problem is a Response with status 0."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    h, data, started = dict(headers or {}), raw, time.monotonic()
+    if body is not None:
+        data = json.dumps(body).encode("utf-8")
+        h.setdefault("Content-Type", "application/json")
+    if token is not None:
+        h["Authorization"] = token
     try:
-        h = dict(headers or {})
-        data = raw
-        if body is not None:
-            data = json.dumps(body).encode("utf-8")
-            h.setdefault("Content-Type", "application/json")
-        if token is not None:
-            h["Authorization"] = token
-        started = time.monotonic()
         try:
             conn.request(method, path, body=data, headers=h)
         except (BrokenPipeError, ConnectionResetError):
-            # A host may answer (413) and close before the whole body is
-            # sent: its answer is still there to read.
-            pass
+            pass  # answered (413) and closed before the whole body was sent: still readable
         resp = conn.getresponse()
         content = resp.read()
-        headers = {name.lower(): value for name, value in resp.getheaders()}
-        return Response(resp.status, headers, content, time.monotonic() - started)
+        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, content,
+                        time.monotonic() - started)
+    except (OSError, http.client.HTTPException) as e:
+        return Response(0, {}, repr(e).encode(), time.monotonic() - started)
     finally:
         conn.close()
+
+
+def head(method, path, headers, end=True):
+    """A raw HTTP/1.1 request head (without its blank line unless `end`)."""
+    lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}" + "\r\n" * end).encode()
+
+
+def sent(port, data, timeout=10):
+    """A connection that sent `data` (a request, or a part of one) and has read nothing."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    return s
 
 
 def counts(values):
@@ -186,11 +177,9 @@ def status_of(raw):
 
 
 def read_answer(sock, timeout):
-    """A raw HTTP answer: read until the server closes or a whole
-    Content-Length body is in."""
+    """A raw HTTP answer: read until the server closes or a whole Content-Length body is in."""
     sock.settimeout(timeout)
-    data = b""
-    deadline = time.monotonic() + timeout
+    data, deadline = b"", time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             chunk = sock.recv(65536)
@@ -199,26 +188,17 @@ def read_answer(sock, timeout):
         if not chunk:
             break
         data += chunk
-        head, sep, body = data.partition(b"\r\n\r\n")
+        head_, sep, body = data.partition(b"\r\n\r\n")
         if sep:
-            for line in head.split(b"\r\n")[1:]:
+            for line in head_.split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"content-length" and len(body) >= int(value):
                     return data
     return data
 
 
-def sqlite_integrity(db):
-    """`PRAGMA integrity_check` of a SQLite file, read-only: [("ok",)] when sound."""
-    try:
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
-            return con.execute("PRAGMA integrity_check").fetchall()
-    except sqlite3.Error as e:
-        return [(repr(e),)]
-
-
 def parallel(fn, items, workers):
-    """Runs fn(item) for every item, `workers` at a time, all released at once."""
+    """fn(item) for every item, `workers` at a time, all released at once."""
     start = threading.Event()
 
     def wrapped(item):
@@ -231,16 +211,33 @@ def parallel(fn, items, workers):
         return [f.result() for f in futures]
 
 
-def try_request(*args, **kwargs):
-    """Like request, but a connection problem becomes a Response with status 0."""
-    started = time.monotonic()
-    try:
-        return request(*args, **kwargs)
-    except (OSError, http.client.HTTPException) as e:
-        return Response(0, {}, repr(e).encode(), time.monotonic() - started)
+def http_server(handle, address="127.0.0.1", port=0):
+    """A quiet HTTP server in a thread of its own; `handle(request)` answers each GET and POST."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            handle(self)
+        do_POST = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer((address, port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
-# --- The host ----------------------------------------------------------------
+def reply(handler, status, body=b"", content_type="application/json"):
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def use_venv():
+    """build/venv's packages (scripts/ensure-tools.sh installs them) importable here."""
+    v = sys.version_info
+    sys.path.insert(0, str(ROOT / f"build/venv/lib/python{v.major}.{v.minor}/site-packages"))
 
 
 class Host(launch.Host):
@@ -250,9 +247,9 @@ class Host(launch.Host):
 
     def __init__(self, ctx, state_dir=None, secret=True, username=None, password=None, db_url=None,
                  kind=None):
-        pg_url = (db_url or ctx.pg.url) if ctx.store == "postgres" else None
-        super().__init__(kind or ctx.host_kind, ctx.store, pg_url=pg_url, wasm=ctx.wasm,
-                         manifest=ctx.manifest, reuse=ctx.reuse if (kind or ctx.host_kind) != "spin" else 1,
+        kind = kind or ctx.host_kind
+        super().__init__(kind, ctx.store, pg_url=(db_url or ctx.pg.url) if ctx.store == "postgres" else None,
+                         wasm=ctx.wasm, manifest=ctx.manifest, reuse=ctx.reuse if kind != "spin" else 1,
                          state_dir=state_dir, workdir=ctx.tmp)
         self.secret = random_text(48) if secret is True else (secret or None)
         self.username = username or "faults-" + random_text(8).lower()
@@ -260,12 +257,27 @@ class Host(launch.Host):
         ctx.hosts.append(self)  # killed when its test module ends
 
     def settings(self):
-        settings = super().settings()
-        settings.update(TRUSTED_PROXY_HOPS="1", AUTH_USERNAME=self.username,
+        settings = dict(super().settings(), TRUSTED_PROXY_HOPS="1", AUTH_USERNAME=self.username,
                         AUTH_PASSWORD=self.password)
         if self.secret:
             settings["SECRET_TOKEN"] = self.secret
         return settings
+
+    def rows(self, sql):
+        """`sql`'s rows, read from this host's store directly (values as text)."""
+        if self.store == "postgres":
+            out = psql(self.pg_url, sql)
+            return [tuple(line.split("|")) for line in out.splitlines()] if out else []
+        with closing(sqlite3.connect(f"file:{self.state_dir / 'sqlite_db.db'}?mode=ro", uri=True,
+                                     timeout=5)) as con:
+            return [tuple(str(v) for v in row) for row in con.execute(sql)]
+
+    def integrity(self):
+        """SQLite's `PRAGMA integrity_check` of this host's database: [("ok",)] when sound."""
+        try:
+            return self.rows("PRAGMA integrity_check")
+        except sqlite3.Error as e:
+            return [(repr(e),)]
 
     def rss_kib(self):
         try:
@@ -279,7 +291,7 @@ class Host(launch.Host):
     def login(self, password=None, **kwargs):
         """POST /token as this host's user, with its password unless given."""
         body = {"username": self.username, "password": self.password if password is None else password}
-        return try_request(self.port, "POST", "/token", body=body, **kwargs)
+        return request(self.port, "POST", "/token", body=body, **kwargs)
 
     def token(self):
         r = self.login()
@@ -290,12 +302,18 @@ class Host(launch.Host):
     def call(self, method, path, body=None, token=None, **kwargs):
         return request(self.port, method, path, body=body, token=token, **kwargs)
 
+    def seed(self, token, books):
+        """POSTs each book: {id: book} of those answered 201."""
+        made = {}
+        for book in books:
+            r = self.call("POST", "/book", book, token)
+            if r.status == 201:
+                made[r.data["id"]] = book
+        return made
+
     def serves(self, token):
         """Up, and GET /books answers 200."""
-        return self.alive() and try_request(self.port, "GET", "/books", token=token).status == 200
-
-
-# --- Context and main --------------------------------------------------------
+        return self.alive() and self.call("GET", "/books", token=token).status == 200
 
 
 class Context:
@@ -306,16 +324,25 @@ class Context:
         self.host_kind, self.wasm, self.manifest, self.reuse = args.host, args.wasm, args.manifest, args.reuse
         self.tally = Tally(label + (" (spin up)" if args.host == "spin" else ""), self.store)
         self.tmp = tempfile.mkdtemp(prefix=f"book-faults-{self.store}.")
-        self.hosts = []
-        self.pg = None
-        self.extra_clusters = []  # clusters a test started for itself
+        self.hosts, self.pg, self.extra_clusters = [], None, []
 
     def host(self, **kwargs):
         return Host(self, **kwargs)
 
+    def replicas(self, n, host_class=Host, **kwargs):
+        """`n` hosts started on one fresh database, with one secret and one user."""
+        first = host_class(self, db_url=self.fresh_database(), **kwargs).start()
+        return [first] + [host_class(self, secret=first.secret, username=first.username,
+                                     password=first.password, db_url=first.pg_url, **kwargs).start()
+                          for _ in range(n - 1)]
+
+    def cluster(self, tls=False):
+        """A PostgreSQL cluster of the test's own, removed at the end."""
+        self.extra_clusters.append(Pg(tls=tls))
+        return self.extra_clusters[-1]
+
     def only_on(self, store, reason):
-        """Whether this run is on `store`; when not, a note says why the module
-        does nothing here."""
+        """Whether this run is on `store`; when not, a note says why the module does nothing."""
         if self.store != store:
             self.tally.note(f"{store} only ({reason}); skipped")
         return self.store == store
@@ -328,12 +355,9 @@ class Context:
         for h in self.hosts:
             h.kill()
         self.hosts = []
-        for cluster in self.extra_clusters:
+        for cluster in self.extra_clusters + [self.pg] * (self.pg is not None):
             cluster.close()
-        self.extra_clusters = []
-        if self.pg is not None:
-            self.pg.close()
-            self.pg = None
+        self.extra_clusters, self.pg = [], None
         if self.tmp and os.path.isdir(self.tmp):
             if os.environ.get("FAULTS_KEEP") == "1" or (failed and os.environ.get("FAULTS_KEEP_ON_FAILURE") == "1"):
                 log(f"{self.tally.label} {self.store}: kept {self.tmp}")
@@ -351,10 +375,6 @@ def parse_args(description, argv=None, more=None):
     if more:
         more(p)
     return p.parse_args(argv)
-
-
-def require_spin():
-    launch.host_command("spin")
 
 
 def run_modules(args, modules, label):
@@ -375,8 +395,7 @@ def run_modules(args, modules, label):
         ctx.tally.check(False, "setup", repr(e))
         sys.exit(ctx.tally.finish())
     for name, fn in modules:
-        before = (ctx.tally.passed, ctx.tally.failed)
-        started = time.monotonic()
+        before, started = (ctx.tally.passed, ctx.tally.failed), time.monotonic()
         ctx.tally.prefix = f"{name}: " if len(modules) > 1 else ""
         try:
             fn(ctx)

@@ -1,25 +1,20 @@
-#!/usr/bin/env python3
-"""Body limits, slow and stalled clients, and a request storm, on the
-connections of a real host: half-sent request heads and silent connections
-closed after HEADER_TIMEOUT; while they wait: 413 without waiting for a
-100 MiB Content-Length; bodies one byte over 1 MiB sent whole by 6 clients
-at once, each reading its 413 (the host drains the rest, so no reset); a
-chunked body growing past 1 MiB; 1-byte-per-100-ms bodies completing; a
-storm of 5,000 requests at concurrency 200 (full: 50,000) without a 5xx.
-Full size: a body stalled half way, cut off after BODY_TIMEOUT. (That
-others are served beside stalled clients is stalls.py's; the limit itself,
-413 at 1 MiB + 1, tests/core/requests.rs's.)
+#!/usr/bin/env -S python3 -B
+"""Body limits, slow and stalled clients and a storm, on a real host's
+connections: half-sent heads and silent connections closed after
+HEADER_TIMEOUT; meanwhile 413 without waiting for a 100 MiB Content-Length,
+bodies 1 byte over 1 MiB sent whole by 6 clients at once each reading its
+413 (no reset), a chunked body growing past 1 MiB, bodies at 1 byte per 100
+ms completing, a storm of 5,000 requests 200 at once (full: 50,000) without a
+5xx; full size: a body stalled half way cut off after BODY_TIMEOUT. (Others
+served beside stalled clients: stalls.py; 413 at 1 MiB + 1: tests/core.)
 """
 
 import select
-import socket
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
+import lib
 
 HEADER_TIMEOUT = 10  # host/src/http/
 BODY_TIMEOUT = 30  # host/src/http/
@@ -53,11 +48,10 @@ def close_times(socks, opened_at, limit):
 def bodies(t, ctx, port, token):
     """413 for a 100 MiB Content-Length, whole bodies over the limit and a chunked one."""
     for path in ("/book", "/token"):
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            started = time.monotonic()
-            s.sendall(head(path, token, "Content-Length: 104857600\r\n\r\n") + b'{"title":')
+        started = time.monotonic()
+        with lib.sent(port, head(path, token, "Content-Length: 104857600\r\n\r\n") + b'{"title":') as s:
             raw = lib.read_answer(s, 10)
-            took = time.monotonic() - started
+        took = time.monotonic() - started
         t.check(is_413(raw) and took < 2,
                 f"POST {path} with Content-Length 100 MiB and 9 bytes sent: 413 within 2 s",
                 f"{took:.2f}s {raw[:200]!r}")
@@ -71,8 +65,7 @@ def bodies(t, ctx, port, token):
 
     def send_over(_):
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-                s.sendall(request)
+            with lib.sent(port, request) as s:
                 return "413" if is_413(lib.read_answer(s, 10)) else "other answer"
         except OSError as error:
             return type(error).__name__
@@ -82,8 +75,7 @@ def bodies(t, ctx, port, token):
             "bodies one byte over 1 MiB sent whole, 6 clients at once: every one reads 413",
             f"{outcomes}")
 
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(head("/book", token, "Transfer-Encoding: chunked\r\n\r\n"))
+    with lib.sent(port, head("/book", token, "Transfer-Encoding: chunked\r\n\r\n")) as s:
         chunk = b"[" + b"1," * 32767 + b"1"  # 64 KiB of JSON-ish bytes
         sent = 0
         try:
@@ -101,8 +93,8 @@ def slow_bodies(port, token, results):
     body = b'{"title":"Slow","author":"Client","year":1999}'
 
     def client():
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-            s.sendall(head("/book", token, f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"))
+        with lib.sent(port, head("/book", token, f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"),
+                      30) as s:
             for i in range(len(body)):
                 s.sendall(body[i:i + 1])
                 time.sleep(0.1)
@@ -116,8 +108,7 @@ def slow_bodies(port, token, results):
 
 def storm(t, ctx, host, token):
     total, concurrency = (50000 if ctx.full else 5000), 200
-    ids = [host.call("POST", "/book", {"title": f"Storm {i}", "author": "S", "year": i}, token).data["id"]
-           for i in range(20)]
+    ids = list(host.seed(token, [{"title": f"Storm {i}", "author": "S", "year": i} for i in range(20)]))
     bad_login = {"username": "x", "password": "y"}
     client = {"X-Forwarded-For": lib.client(5)}  # wrong logins from a client of their own
     kinds = [(lambda i: ("GET", f"/book/{ids[i % len(ids)]}", None, token, None), {200}),
@@ -133,17 +124,15 @@ def storm(t, ctx, host, token):
             return None
         make, want = kinds[i % len(kinds)]
         method, path, body, auth, headers = make(i)
-        r = lib.try_request(host.port, method, path, body=body, token=auth, headers=headers, timeout=30)
+        r = host.call(method, path, body, auth, headers=headers, timeout=30)
         return r.status, r.status in want, (method, path, r)
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         results = [x for x in pool.map(one, range(total)) if x]
-    took = time.monotonic() - started
-    statuses = lib.counts(status for status, _, _ in results)
-    unexpected = [what for _, ok, what in results if not ok]
+    took, unexpected = time.monotonic() - started, [what for _, ok, what in results if not ok]
     t.note(f"storm: {len(results)} of {total} requests at concurrency {concurrency} in {took:.1f}s "
-           f"({len(results) / took:.0f}/s), statuses {statuses}")
+           f"({len(results) / took:.0f}/s), statuses {lib.counts(status for status, _, _ in results)}")
     t.check(len(results) == total, f"storm: all {total} requests sent within the time bound",
             f"{len(results)} sent")
     t.check(not unexpected, "storm: every answer is the expected one, no 5xx, no dropped connection",
@@ -156,20 +145,13 @@ def run(ctx):
         return
     t = ctx.tally
     host = ctx.host().start()
-    token = host.token()
-    port = host.port
-
+    token, port = host.token(), host.port
     # Stalled clients first: the rest runs while the host waits them out.
-    stalled = []
-    for _ in range(200 if ctx.full else 50):
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        s.sendall(b"GET /books HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthoriz")
-        stalled.append(s)
-    idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(10)]
-    limit, watched = HEADER_TIMEOUT + 5, {}
-    opened = time.monotonic()
-    watcher = threading.Thread(target=lambda: watched.update(
-        closed=close_times(stalled + idle, opened, limit)))
+    stalled = [lib.sent(port, b"GET /books HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthoriz", 30)
+               for _ in range(200 if ctx.full else 50)]
+    idle = [lib.sent(port, b"", 30) for _ in range(10)]
+    limit, watched, opened = HEADER_TIMEOUT + 5, {}, time.monotonic()
+    watcher = threading.Thread(target=lambda: watched.update(closed=close_times(stalled + idle, opened, limit)))
     watcher.start()
 
     bodies(t, ctx, port, token)
@@ -193,14 +175,12 @@ def run(ctx):
         t.note(f"stalled and idle connections closed {min(closed):.1f}-{max(closed):.1f}s after they stalled")
     for s in stalled + idle:
         s.close()
-
     if ctx.full:
         storm(t, ctx, host, token)
-        with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-            started = time.monotonic()
-            s.sendall(head("/book", token, "Content-Length: 100\r\n\r\n") + b'{"title":')
+        started = time.monotonic()
+        with lib.sent(port, head("/book", token, "Content-Length: 100\r\n\r\n") + b'{"title":', 60) as s:
             raw = lib.read_answer(s, BODY_TIMEOUT + 15)
-            took = time.monotonic() - started
+        took = time.monotonic() - started
         t.check(took < BODY_TIMEOUT + 10, f"a body stalled half way is cut off within {BODY_TIMEOUT + 10} s",
                 f"{took:.1f}s, answered {raw[:120]!r}")
 

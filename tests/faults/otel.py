@@ -1,19 +1,14 @@
-#!/usr/bin/env python3
-"""What an operator sees over OpenTelemetry when real Spin serves the component.
+#!/usr/bin/env -S python3 -B
+"""What an operator sees over OpenTelemetry: only real Spin exports it, to a
+receiver of ours on 127.0.0.1 (OTLP/HTTP protobuf, decoded with
+opentelemetry-proto: `scripts/ensure-tools.sh otel`).
 
-`spin up` with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver of our own
-on 127.0.0.1 (OTLP/HTTP with protobuf, Spin's default; decoded with
-opentelemetry-proto, which `scripts/ensure-tools.sh otel` installs into
-build/venv). A login, a wrong password, a book created and read, a missing
-book and an unmatched path; then, within 20 s (Spin exports in batches, here every 250 ms): one
-SERVER span per request with its method, path, route and status; the store's
-calls (the open and each statement) as CLIENT spans of that request's trace,
-under its server span, and none for a request that opened no store; the
-request line (docs/operations.md) as a log record and as an event of the
-request's trace; no secret, password or token anywhere in what was
-exported. Then a host whose PostgreSQL refuses it: the 500's error line as a
-log record, the failed database call marked in the trace, still no secret.
-spin-lite exports nothing: under it the module only notes that it is skipped.
+A login, a wrong one, a book created and read, a missing book, an unmatched
+path; within 20 s: one SERVER span per request (method, path, route,
+status); the store's open and statements as spans under it, none where no
+store was opened; the request line as a log record and a trace event; no
+secret exported. Then a PostgreSQL that refuses the host: the error line as
+a log record, the failed call marked in the trace, still no secret.
 """
 
 import gzip
@@ -21,16 +16,13 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
-from launch import ROOT, db_host  # noqa: E402
+import lib
+from launch import ROOT, db_host
 
-WAIT = 20.0  # a bound: the batches leave every 250 ms (served)
+WAIT = 20.0  # a bound: the batches leave every 250 ms (`served`)
 REQUEST_LINE = re.compile(r"level=info msg=request method=(\S+) route=(\S+) status=(\d{3}) "
                           r"store=(sqlite|postgres|none) duration_us=(\d+)")
 ERROR_LINE = re.compile(r'level=error msg="request failed" method=(\S+) route=(\S+) '
@@ -46,8 +38,7 @@ def otlp():
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
     except ImportError:
         subprocess.run([str(ROOT / "scripts/ensure-tools.sh"), "otel"], check=True, timeout=600)
-        v = sys.version_info
-        sys.path.insert(0, str(ROOT / f"build/venv/lib/python{v.major}.{v.minor}/site-packages"))
+        lib.use_venv()
         from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
     return {"/v1/traces": trace_service_pb2.ExportTraceServiceRequest,
@@ -63,18 +54,24 @@ def attributes(kvs):
     return {kv.key: value(kv.value) for kv in kvs}
 
 
-class Receiver(ThreadingHTTPServer):
+class Receiver:
     """An OTLP/HTTP endpoint: keeps every export, raw (decompressed) and decoded."""
 
     def __init__(self, messages):
         self.messages, self.lock = messages, threading.Lock()
         self.raw, self.spans, self.logs, self.errors = [], [], [], []
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.server = lib.http_server(self.handle)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
+    def handle(self, request):
+        body = request.rfile.read(int(request.headers.get("Content-Length") or 0))
+        try:
+            if request.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            self.take(request.path, body)
+        except Exception as e:  # noqa: BLE001 - kept, reported as a failed check
+            self.errors.append(f"{request.path}: {e!r}")
+        lib.reply(request, 200, b"", "application/x-protobuf")  # an empty Export*ServiceResponse
 
     def take(self, path, body):
         with self.lock:
@@ -88,34 +85,12 @@ class Receiver(ThreadingHTTPServer):
                               for rl in message.resource_logs for sl in rl.scope_logs
                               for r in sl.log_records]
                 return
-            for rs in message.resource_spans:
-                for ss in rs.scope_spans:
-                    for s in ss.spans:
-                        self.spans.append({
-                            "trace": s.trace_id.hex(), "id": s.span_id.hex(),
-                            "parent": s.parent_span_id.hex(), "name": s.name,
-                            "kind": s.kind, "attrs": attributes(s.attributes),
+            self.spans += [{"trace": s.trace_id.hex(), "id": s.span_id.hex(), "parent": s.parent_span_id.hex(),
+                            "name": s.name, "kind": s.kind, "attrs": attributes(s.attributes),
                             "events": [attributes(e.attributes) for e in s.events],
                             "error": s.status.code == s.status.STATUS_CODE_ERROR,
-                            "us": (s.end_time_unix_nano - s.start_time_unix_nano) // 1000})
-
-
-class Handler(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        try:
-            if self.headers.get("Content-Encoding") == "gzip":
-                body = gzip.decompress(body)
-            self.server.take(self.path, body)
-        except Exception as e:  # noqa: BLE001 - kept, reported as a failed check
-            self.server.errors.append(f"{self.path}: {e!r}")
-        self.send_response(200)  # an empty Export*ServiceResponse: zero bytes
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+                            "us": (s.end_time_unix_nano - s.start_time_unix_nano) // 1000}
+                           for rs in message.resource_spans for ss in rs.scope_spans for s in ss.spans]
 
 
 def served(receiver, host):
@@ -135,19 +110,11 @@ def request_of(span):
 
 def server_spans(receiver):
     """The SERVER spans, /health (the launcher's polls) left out."""
-    return [s for s in receiver.spans
-            if s["kind"] == 2 and s["attrs"].get("url.path") != "/health"]
+    return [s for s in receiver.spans if s["kind"] == 2 and s["attrs"].get("url.path") != "/health"]
 
 
 def lines(receiver, pattern):
     return [m for m in (pattern.fullmatch((r["body"] or "").strip()) for r in receiver.logs) if m]
-
-
-def wait_for(receiver, done):
-    deadline = time.monotonic() + WAIT
-    while not done() and time.monotonic() < deadline:
-        time.sleep(0.25)
-    return time.monotonic() - deadline + WAIT
 
 
 def under(span, top, by_id):
@@ -203,8 +170,6 @@ def run(ctx):
                         "/book/{id}", store, "FROM books WHERE id"))
     nowhere = "/nowhere-" + lib.random_text(6)
     answers.append(("GET", nowhere, host.call("GET", nowhere).status, 404, "unmatched", "none", None))
-    t.check(all(got == want for _, _, got, want, *_ in answers), f"{store}: the requests answer "
-            "as they should", f"{[(m, p, got) for m, p, got, *_ in answers]}")
     want_spans = Counter((m, p, str(s)) for m, p, _, s, *_ in answers)
     want_lines = Counter((m, route, str(s), st) for m, _, _, s, route, st, _ in answers)
 
@@ -213,8 +178,8 @@ def run(ctx):
         logged = Counter(m.group(1, 2, 3, 4) for m in lines(receiver, REQUEST_LINE))
         return got >= want_spans and logged >= want_lines
 
-    took = wait_for(receiver, complete)
-    t.note(f"{store}: exports to /v1/traces and /v1/logs within {took:.1f} s: "
+    took = lib.wait_until(complete, WAIT, 0.25)
+    t.note(f"{store}: exports to /v1/traces and /v1/logs within {took or WAIT:.1f} s: "
            f"{dict(Counter(p for p, _ in receiver.raw))}")
     t.check(not receiver.errors, f"{store}: every export decodes as OTLP protobuf", f"{receiver.errors}")
 
@@ -266,7 +231,7 @@ def run(ctx):
                "database password": urlsplit(ctx.pg.url).password if ctx.pg else None}
     no_secret(t, receiver, secrets, store, "the requests above", "FROM books WHERE id")
     host.stop()
-    receiver.shutdown()
+    receiver.server.shutdown()
 
     # A database that refuses the component: PostgreSQL with a wrong password,
     # or (on SQLite) a PostgreSQL address where nothing listens.
@@ -280,9 +245,7 @@ def run(ctx):
     broken = served(receiver, ctx.host())
     broken.own_settings.update(DB_URL=url, DB_HOST=db_host(url))
     broken.start(healthy=False)
-    r = broken.login()
-    t.check(r.status == 500, f"{store}: a login against a database that refuses the component "
-            "answers 500", f"{r!r}")
+    broken.login()  # a 500: its error line and trace follow
 
     def failed_lines():
         return ([m for m in lines(receiver, ERROR_LINE) if m.group(2) == "/token"],
@@ -291,7 +254,7 @@ def run(ctx):
     def failed_span():
         return next((s for s in server_spans(receiver) if s["attrs"].get("url.path") == "/token"), None)
 
-    wait_for(receiver, lambda: all(failed_lines()) and failed_span())
+    lib.wait_until(lambda: all(failed_lines()) and failed_span(), WAIT, 0.25)
     errors, requests = failed_lines()
     bodies = [(r["body"] or "").strip() for r in receiver.logs]
     t.check(errors and requests and errors[0].group(1, 3) == ("POST", "postgres")
@@ -310,7 +273,7 @@ def run(ctx):
     no_secret(t, receiver, {"database password": db_password, "password": broken.password,
                             "secret": broken.secret}, store, "the failing database", "request failed")
     t.check(broken.stop() == 0, f"{store}: spin up exits 0 on SIGTERM")
-    receiver.shutdown()
+    receiver.server.shutdown()
 
 
 if __name__ == "__main__":

@@ -1,46 +1,39 @@
-#!/usr/bin/env python3
-"""Store outages while the host serves, and recovery without a restart.
-
-PostgreSQL stopped (`pg-cluster.sh pause`, quick: once; full: 3 times) and
-frozen (SIGSTOP): every request gets the 500 envelope, GET /health 503, each
-within a bound, the host stays up; resumed: 200 again without a restart, the
-books from before there. SQLite: the state directory on a full 2 MiB tmpfs
-(needs root, skipped with a note otherwise), and the database file replaced
-by garbage, then by a directory; then the space freed or the file put back.
+#!/usr/bin/env -S python3 -B
+"""Store outages while the host serves, and recovery without a restart (a real
+PostgreSQL to stop and freeze, a real file system to fill). PostgreSQL stopped
+(`pg-cluster.sh pause`; quick: once, full: 3 times) and frozen (SIGSTOP):
+every request the 500 envelope, GET /health 503, each within a bound, the
+host up; resumed: 200 again, the books from before there. SQLite: the state
+directory on a full 2 MiB tmpfs (needs root, else a note), the database file
+replaced by garbage, then by a directory; then space freed, the file back.
 """
 
 import os
 import shutil
 import signal
 import subprocess
-import sys
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
+import lib
+from lib import ERROR, UNAVAILABLE, wait_until
 
 BOUND = 6.0  # seconds: the answer time promised during an outage
-ERROR = (500, "Internal server error")
-# A frozen server: the host's connect timeout (5 s) and query timeout (10 s),
+# A frozen server: the host's connect (5 s) and query (10 s) timeouts,
 # host/src/postgres/pool.rs, bound the answer.
 FROZEN_BOUND = 12.0
+HEALTHY = (200, "Service healthy")
 
 
-def create_books(host, token, n, tag):
-    made = {}
-    for i in range(n):
-        book = {"title": f"Outage {tag} {i}", "author": "Before", "year": 1990 + i}
-        r = host.call("POST", "/book", book, token)
-        if r.status == 201:
-            made[r.data["id"]] = book
-    return made
+def seed(host, token, n=5):
+    tag = lib.random_text(6)
+    return host.seed(token, [{"title": f"Outage {tag} {i}", "author": "Before", "year": 1990 + i}
+                             for i in range(n)])
 
 
 def all_present(host, token, books):
-    r = lib.try_request(host.port, "GET", "/books", token=token)
+    r = host.call("GET", "/books", token=token)
     if r.status != 200:
         return False, f"GET /books: {r!r}"
     listed = {b["id"]: b for b in r.data}
@@ -48,27 +41,16 @@ def all_present(host, token, books):
     return not wrong, f"missing or changed: {wrong[:5]}"
 
 
-def wait_until(ok, seconds):
-    """Polls `ok()` until true; returns the time it took, or None."""
-    started = time.monotonic()
-    while time.monotonic() - started < seconds:
-        if ok():
-            return time.monotonic() - started
-        time.sleep(0.2)
-    return None
-
-
 def books_ok(host, token):
-    return lambda: lib.try_request(host.port, "GET", "/books", token=token, timeout=10).status == 200
+    return lambda: host.call("GET", "/books", token=token, timeout=10).status == 200
 
 
 def health_ok(host):
-    return lambda: lib.try_request(host.port, "GET", "/health", timeout=10).is_envelope(*HEALTHY)
+    return lambda: host.call("GET", "/health", timeout=10).is_envelope(*HEALTHY)
 
 
 def judge(t, name, answers, good, what, bound):
-    """Notes the answers' statuses and slowest time; checks each is `good`
-    and came within `bound` seconds."""
+    """Each answer `good` and within `bound` seconds."""
     slowest = max(r.elapsed for r in answers)
     bad = [r for r in answers if not good(r)]
     t.note(f"{name}: {len(answers)} requests, statuses {sorted({r.status for r in answers})}, "
@@ -78,111 +60,69 @@ def judge(t, name, answers, good, what, bound):
 
 
 def outage_requests(host, token, known_id, sequential=True):
-    """Sequential and concurrent requests during an outage; returns them."""
+    """Every kind of request during an outage, one by one, then 20 at once."""
     body = {"title": "During", "author": "Outage", "year": 2000}
     calls = [("GET", "/books", None), ("GET", f"/book/{known_id}", None), ("POST", "/book", body),
              ("PUT", f"/book/{known_id}", {"year": 1}), ("DELETE", f"/book/{known_id}", None)]
-    seq = [lib.try_request(host.port, m, p, body=b, token=token, timeout=30) for m, p, b in calls] \
-        if sequential else []
+    one = lambda c: host.call(*c, token=token, timeout=30)  # noqa: E731
     with ThreadPoolExecutor(max_workers=20) as pool:
-        conc = list(pool.map(lambda c: lib.try_request(host.port, c[0], c[1], body=c[2], token=token,
-                                                       timeout=30), calls * 4))
-    return seq + conc
-
-
-HEALTHY = (200, "Service healthy")
-UNAVAILABLE = (503, "Service unavailable")
+        return ([one(c) for c in calls] if sequential else []) + list(pool.map(one, calls * 4))
 
 
 def health_answers(host, n_concurrent=8):
-    """GET /health, once alone and n_concurrent times at once."""
-    first = [lib.try_request(host.port, "GET", "/health", timeout=30)]
+    """GET /health once alone, then n_concurrent at once."""
+    one = lambda _: host.call("GET", "/health", timeout=30)  # noqa: E731
     with ThreadPoolExecutor(max_workers=n_concurrent) as pool:
-        return first + list(pool.map(lambda _: lib.try_request(host.port, "GET", "/health", timeout=30),
-                                     range(n_concurrent)))
-
-
-def health_outage(ctx, host, cycle):
-    """GET /health while PostgreSQL is stopped (the caller paused it): 503
-    within the connect timeout, no detail in the body, the host stays up."""
-    judge(ctx.tally, f"outage {cycle}: GET /health", health_answers(host),
-          lambda r: r.is_envelope(*UNAVAILABLE) and r.data is None,
-          "answers 503 'Service unavailable' (data null)", BOUND)
-    ctx.tally.check(host.alive(), f"outage {cycle}: the host stays up under health probes")
+        return [one(0)] + list(pool.map(one, range(n_concurrent)))
 
 
 def postgres(ctx):
     t = ctx.tally
     host = ctx.host().start()
     token = host.token()
-    books = create_books(host, token, 5, lib.random_text(6))
+    books = seed(host, token)
     known = next(iter(books))
-    r = lib.try_request(host.port, "GET", "/health")
-    t.check(r.is_envelope(*HEALTHY) and r.data is None,
-            "GET /health answers 200 'Service healthy' while PostgreSQL runs", f"{r!r}")
     for cycle in range(1, (3 if ctx.full else 1) + 1):
         ctx.pg.pause()
         try:
-            answers = outage_requests(host, token, known)
-            # Once more after the first wave: the pool holds no live connection now.
-            answers += outage_requests(host, token, known)
-            health_outage(ctx, host, cycle)
+            # Twice: after the first wave the pool holds no live connection.
+            answers = outage_requests(host, token, known) + outage_requests(host, token, known)
+            judge(t, f"outage {cycle}: GET /health", health_answers(host),
+                  lambda r: r.is_envelope(*UNAVAILABLE) and r.data is None,
+                  "answers 503 'Service unavailable' (data null)", BOUND)
+            t.check(host.alive(), f"outage {cycle}: the host stays up under health probes")
         finally:
             ctx.pg.resume()
-        healthy_after = wait_until(health_ok(host), 20)
-        t.check(healthy_after is not None,
-                f"outage {cycle}: GET /health is 200 again after resume, without a restart",
-                "no 200 within 20 s")
-        if healthy_after is not None:
-            t.note(f"outage {cycle}: GET /health 200 {healthy_after:.2f}s after the server was back")
+        for what, ok in (("GET /health is 200", health_ok(host)), ("the service recovers", books_ok(host, token))):
+            took = wait_until(ok, 20)
+            t.check(took is not None, f"outage {cycle}: {what} again after resume, without a restart",
+                    "not within 20 s")
+            if took is not None:
+                t.note(f"outage {cycle}: {what} {took:.2f}s after the server was back")
         judge(t, f"outage {cycle}", answers, lambda r: r.is_envelope(*ERROR),
               "every request gets the 500 'Internal server error' envelope", BOUND)
         t.check(host.alive(), f"outage {cycle}: the host stays up")
-        took = wait_until(books_ok(host, token), 20)
-        t.check(took is not None, f"outage {cycle}: the service recovers after resume, without a restart",
-                "no 200 within 20 s")
-        if took is not None:
-            t.note(f"outage {cycle}: first 200 {took:.2f}s after the server was back")
         ok, why = all_present(host, token, books)
         t.check(ok, f"outage {cycle}: the books from before are all there", why)
-        r = host.call("POST", "/book", {"title": "After", "author": "Outage", "year": cycle}, token)
-        t.check(r.status == 201, f"outage {cycle}: creates work again", f"{r!r}")
-        if r.status == 201:
-            books[r.data["id"]] = {"title": "After", "author": "Outage", "year": cycle}
+        made = host.seed(token, [{"title": "After", "author": "Outage", "year": cycle}])
+        t.check(len(made) == 1, f"outage {cycle}: creates work again")
+        books.update(made)
     frozen(ctx, host, token, books, known)
     t.check(host.stop() == 0, "the host exits 0 on SIGTERM after the outages")
 
 
-def cluster_pids(pg):
-    """The postmaster of the cluster and its children (by /proc), by pid."""
-    try:
-        master = int((Path(pg.dir) / "data" / "postmaster.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return []
-    pids = [master]
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == master:
-                pids.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
-            pass
-    return pids
-
-
 def frozen(ctx, host, token, books, known):
-    """PostgreSQL frozen (SIGSTOP on its processes, SIGCONT after): connections
-    hang instead of being refused, so the host's own timeouts must answer."""
+    """PostgreSQL frozen (SIGSTOP, then SIGCONT): connections hang instead of
+    being refused, so the host's own timeouts must answer."""
     t = ctx.tally
-    pids = cluster_pids(ctx.pg)
+    pids = ctx.pg.pids()
     if not pids:
         t.note("frozen-server test skipped: no postmaster.pid")
         return
     try:
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
-        # Requests and health probes at once: each waits out a timeout.
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        with ThreadPoolExecutor(max_workers=2) as pool:  # requests and health probes at once
             requests = pool.submit(outage_requests, host, token, known, sequential=False)
             health = pool.submit(health_answers, host)
             answers, health = requests.result(), health.result()
@@ -229,14 +169,13 @@ def sqlite_disk_full(ctx):
     try:
         host = ctx.host(state_dir=mnt / "state").start()
         token = host.token()
-        books = create_books(host, token, 5, lib.random_text(6))
-        filler = mnt / "filler"
-        fill(filler, 65536)
+        books = seed(host, token)
+        fill(mnt / "filler", 65536)
         fill(mnt / "filler2", 512)  # the space left in partial blocks
         statuses, bad, slowest = Counter(), [], 0.0
         big = {"title": "F" * 1000, "author": "A" * 1000, "year": 1}
         for _ in range(300):
-            r = lib.try_request(host.port, "POST", "/book", body=big, token=token, timeout=30)
+            r = host.call("POST", "/book", big, token, timeout=30)
             slowest = max(slowest, r.elapsed)
             statuses[r.status] += 1
             if r.status == 201:
@@ -255,19 +194,19 @@ def sqlite_disk_full(ctx):
         t.check(r.is_envelope(200) or r.is_envelope(*ERROR),
                 "disk full: reads answer 200, or the 500 envelope, never another error", f"{r.status}")
         t.check(host.alive(), "disk full: the host stays up")
-        filler.unlink()
+        (mnt / "filler").unlink()
         (mnt / "filler2").unlink()
+
         def create_one():
-            made = create_books(host, token, 1, "freed")
+            made = seed(host, token, 1)
             books.update(made)
             return made
-
         t.check(wait_until(create_one, 10) is not None,
                 "disk full: creates work again once space is freed, without a restart")
         ok, why = all_present(host, token, books)
         t.check(ok, "disk full: every book answered 201 is there", why)
         t.check(host.stop() == 0, "disk full: the host exits 0 on SIGTERM")
-        res = lib.sqlite_integrity(host.state_dir / "sqlite_db.db")
+        res = host.integrity()
         t.check(res == [("ok",)], "disk full: PRAGMA integrity_check = ok afterwards", f"{res}")
     finally:
         for h in ctx.hosts:
@@ -279,40 +218,33 @@ def sqlite_bad_file(ctx):
     t = ctx.tally
     host = ctx.host().start()
     token = host.token()
-    books = create_books(host, token, 5, lib.random_text(6))
+    books = seed(host, token)
     t.check(host.stop() == 0, "bad file: the host exits 0 on SIGTERM before the fault")
     db = host.state_dir / "sqlite_db.db"
-    saved = Path(ctx.tmp) / "saved.db"
-    shutil.copy2(db, saved)
-    for suffix in ("-wal", "-shm", "-journal"):
-        extra = Path(str(db) + suffix)
-        if extra.exists():
-            shutil.copy2(extra, Path(str(saved) + suffix))
+    files = [Path(str(db) + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+    saved = {f: f.read_bytes() for f in files if f.exists()}
     for fault in ("garbage", "directory"):
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            p = Path(str(db) + suffix)
+        for p in files:
             if p.is_dir():
                 shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
+            p.unlink(missing_ok=True)
         if fault == "garbage":
             db.write_bytes(os.urandom(64 * 1024))
         else:
             db.mkdir()
         host.start(healthy=False)
-        # The earlier token stays valid (same secret). A login needs the
+        # The earlier token stays valid (same secret); a login needs the
         # database too (the failed-login check), so it fails closed.
-        answers = [host.login(),
-                   host.call("GET", "/books", token=token),
+        answers = [host.login(), host.call("GET", "/books", token=token),
                    host.call("POST", "/book", {"title": "x", "author": "y", "year": 1}, token),
                    host.call("GET", f"/book/{next(iter(books))}", token=token)]
         judge(t, f"database file replaced by {fault}", answers, lambda r: r.is_envelope(*ERROR),
               "500 'Internal server error' envelope", BOUND)
         t.check(host.alive(), f"database file replaced by {fault}: the host stays up")
         t.check(host.stop() == 0, f"database file replaced by {fault}: the host exits 0 on SIGTERM")
-    # Restore.
     shutil.rmtree(db)
-    shutil.copy2(saved, db)
+    for f, content in saved.items():
+        f.write_bytes(content)
     host.start()
     token = host.token()
     ok, why = all_present(host, token, books)
@@ -320,7 +252,7 @@ def sqlite_bad_file(ctx):
     r = host.call("POST", "/book", {"title": "Restored", "author": "File", "year": 3}, token)
     t.check(r.status == 201, "restored: creates work again", f"{r!r}")
     t.check(host.stop() == 0, "restored: the host exits 0 on SIGTERM")
-    res = lib.sqlite_integrity(db)
+    res = host.integrity()
     t.check(res == [("ok",)], "restored: PRAGMA integrity_check = ok", f"{res}")
 
 

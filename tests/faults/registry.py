@@ -1,21 +1,14 @@
-#!/usr/bin/env python3
-"""The app through a real registry, as a user ships it.
+#!/usr/bin/env -S python3 -B
+"""The app through a real registry process, as a user ships it (real Spin only).
 
-Debian's `docker-registry` (the distribution registry) on 127.0.0.1, with a
-configuration and storage of its own. The app is pushed by the push step of
-deploy/spinkube/deploy.sh, the command its README documents (MANIFEST, IMAGE,
-INSECURE_REGISTRY=1 for plain HTTP); then `spin up -f REF --insecure` serves
-it from an empty directory with a cache of its own, every setting as
-SPIN_VARIABLE_<NAME>, and the plain hurl suite runs against it as
-tests/e2e.py runs it (each file one test). SQLite: the default build
-(spin.toml), its catalog in --state-dir; and, without --state-dir, Spin
-keeps that database in memory and a book is gone on the next request (why
-the README's command sets it). PostgreSQL: the PostgreSQL-only build
-(deploy/postgres-only/spin.toml; `make variants`) on a fresh database.
-What was pushed is complete: the registry's image holds the built
-component byte for byte and the app's manifest with every variable.
-Real Spin only (--host spin); needs docker-registry
-(scripts/ensure-tools.sh registry).
+Debian's `docker-registry` on 127.0.0.1 (scripts/ensure-tools.sh registry).
+deploy/spinkube/deploy.sh's push step pushes the build (MANIFEST, IMAGE,
+INSECURE_REGISTRY=1); the image holds the built component byte for byte and
+the manifest with every variable. `spin up -f REF --insecure` serves it from
+an empty directory and cache, every setting as SPIN_VARIABLE_<NAME>, and the
+plain hurl files pass (each one test). SQLite: spin.toml's build, its catalog
+in --state-dir; without it Spin keeps the database in memory (why the README
+sets it). PostgreSQL: the PostgreSQL-only build (`make variants`).
 """
 
 import hashlib
@@ -26,16 +19,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import lib  # noqa: E402
-from lib import ROOT, launch  # noqa: E402
+import lib
+from lib import ROOT, launch
 
 BUILDS = {"sqlite": ROOT / "spin.toml", "postgres": ROOT / "deploy/postgres-only/spin.toml"}
 PUSH = ROOT / "deploy/spinkube/deploy.sh"
@@ -54,55 +42,30 @@ http:
 """
 
 
-class Registry:
-    """A docker-registry process on loopback; stopped with the test's hosts."""
+class Registry(launch.Host):
+    """A docker-registry process on loopback, started and stopped as a host is."""
 
     def __init__(self, ctx):
-        binary = shutil.which("docker-registry")
-        if not binary:
+        if not shutil.which("docker-registry"):
             raise RuntimeError("no docker-registry (scripts/ensure-tools.sh registry)")
-        home = Path(tempfile.mkdtemp(prefix="registry.", dir=ctx.tmp))
-        self.port = lib.free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        config = home / "config.yml"
-        config.write_text(CONFIG.format(storage=home / "storage", port=self.port), encoding="utf-8")
-        self.log_path = home / "registry.log"
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([binary, "serve", str(config)], stdout=log,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+        super().__init__(workdir=tempfile.mkdtemp(prefix="registry.", dir=ctx.tmp))
         ctx.hosts.append(self)  # stopped when the module ends
-        deadline = time.monotonic() + 30
-        while self.get("/v2/") is None:
-            if not self.alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"docker-registry did not answer on {self.address}:\n"
-                                   f"{self.tail()}")
-            time.sleep(0.1)
+        self.kind = "docker-registry"
+        self.start(30)
+        self.address = f"127.0.0.1:{self.port}"
+
+    def command_and_env(self):
+        config = self.workdir / "config.yml"
+        config.write_text(CONFIG.format(storage=self.workdir / "storage", port=self.port), encoding="utf-8")
+        return [shutil.which("docker-registry"), "serve", str(config)], dict(os.environ)
+
+    def health(self):
+        return 200 if self.get("/v2/") is not None else None
 
     def get(self, path, accept=None):
         """The body of GET `path` on the registry, or None."""
-        request = urllib.request.Request(f"http://{self.address}{path}",
-                                         headers={"Accept": accept} if accept else {})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as r:
-                return r.read()
-        except (OSError, urllib.error.HTTPError):
-            return None
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def kill(self):
-        if self.alive():
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def tail(self, lines=30):
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        r = lib.request(self.port, "GET", path, headers={"Accept": accept} if accept else {}, timeout=10)
+        return r.raw if r.status == 200 else None
 
 
 class PulledApp(lib.Host):
@@ -142,8 +105,7 @@ def check_image(ctx, registry, name, tag, manifest):
     t = ctx.tally
     app = tomllib.loads(manifest.read_text(encoding="utf-8"))
     (component,) = app["component"].values()
-    built = (manifest.parent / component["source"]).resolve().read_bytes()
-    built = "sha256:" + hashlib.sha256(built).hexdigest()
+    built = "sha256:" + hashlib.sha256((manifest.parent / component["source"]).resolve().read_bytes()).hexdigest()
     image = registry.get(f"/v2/{name}/manifests/{tag}", OCI_MANIFEST_TYPE)
     layers = json.loads(image or b"{}").get("layers", [])
     wasm = [layer["digest"] for layer in layers if layer["mediaType"] == WASM_TYPE]
@@ -179,14 +141,9 @@ def gone_without_state_dir(ctx, ref):
     """Without --state-dir, a book created is not there on the next request."""
     host = PulledApp(ctx, ref, state=False).start()
     token = host.token()
-    book = {"title": "Kept?", "author": "Nobody", "year": 2000}
-    created = host.call("POST", "/book", book, token)
-    read = None
-    if created.status == 201:
-        read = host.call("GET", f"/book/{created.data['id']}", token=token)
-    log = Path(host.log_path).read_text(errors="replace")
-    ctx.tally.check(created.status == 201 and read is not None and read.status == 404
-                    and "in-memory database" in log,
+    created = host.call("POST", "/book", {"title": "Kept?", "author": "Nobody", "year": 2000}, token)
+    read = host.call("GET", f"/book/{(created.data or {}).get('id')}", token=token)
+    ctx.tally.check(created.status == 201 and read.status == 404 and "in-memory database" in host.tail(1000),
                     "without --state-dir, Spin keeps the default SQLite database in memory: a book "
                     "created is gone on the next request (the README's command sets --state-dir)",
                     f"{created!r} {read!r}")
@@ -220,7 +177,7 @@ def run(ctx):
         db = host.state_dir / "sqlite_db.db"
         t.check(db.is_file() and db.stat().st_size > 0, "its catalog is <state-dir>/sqlite_db.db",
                 f"{sorted(p.name for p in host.state_dir.iterdir())}")
-    t.check(host.stop() == 0, "it exits 0 on SIGTERM")
+    host.stop()
     if ctx.store == "sqlite":
         gone_without_state_dir(ctx, ref)
 

@@ -1,20 +1,17 @@
-#!/usr/bin/env python3
-"""Three spin-lite processes on one PostgreSQL database (like SpinKube
-replicas behind a Service: one secret, one database). Workers run a mixed
-load over the three; halfway through one host is SIGKILLed. Each worker only
-touches its own books, so the expected catalog is known exactly, except where
-the kill cut a request off (its outcome is then either). quick: 6 workers for
-4 s; full: 16 for 30 s. With --store sqlite nothing is shared: no check.
+#!/usr/bin/env -S python3 -B
+"""Three spin-lite processes on one PostgreSQL database (SpinKube replicas:
+one secret, one database) under a mixed load, one SIGKILLed halfway. Each
+worker touches only its own books, so the catalog is known exactly but where
+the kill cut a request off (then either outcome). quick: 6 workers for 4 s;
+full: 16 for 30 s. SQLite replicas share nothing: no check.
 """
 
 import random
-import sys
 import threading
 import time
 from collections import Counter
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
+import lib
 
 HOSTS = 3
 VICTIM = 1  # the host SIGKILLed halfway
@@ -29,8 +26,7 @@ class Worker:
         self.cut = set()  # ids a request the kill cut off touched: left alone since
         self.unanswered = {}  # title -> book of a create whose answer was lost
         self.server_errors, self.survivor_failures, self.unexpected = [], [], []
-        self.counts = Counter()
-        self.k = 0
+        self.counts, self.k = Counter(), 0
 
     def call(self, method, path, body=None):
         """The request on the next live host in this worker's rotation; a
@@ -40,8 +36,7 @@ class Worker:
         index = next((i for i in order if self.hosts[i].alive()), None)
         if index is None:
             return lib.Response(0, {}, b"no host alive", 0.0)
-        r = lib.try_request(self.hosts[index].port, method, path, body=body, token=self.token,
-                            timeout=30)
+        r = self.hosts[index].call(method, path, body, self.token, timeout=30)
         self.counts[f"{method} {path.split('/')[1]}"] += 1
         if r.status >= 500:
             self.server_errors.append((index, method, path, r.status, r.raw[:200]))
@@ -93,22 +88,14 @@ def run(ctx):
     if not ctx.only_on("postgres", "SQLite replicas would share no database"):
         return
     workers_n, seconds = (16, 30.0) if ctx.full else (6, 4.0)
-    url = ctx.pg.fresh_database()
-    secret = lib.random_text(48)
-    username = "replica-" + lib.random_text(8).lower()
-    password = "Replica." + lib.random_text(16)
-    hosts = [ctx.host(secret=secret, username=username, password=password, db_url=url).start()
-             for _ in range(HOSTS)]
+    hosts = ctx.replicas(HOSTS)
 
     # Any replica accepts a token another one issued (one secret, no state).
     token = hosts[0].token()
     r = hosts[2].call("GET", "/books", token=token)
     t.check(r.status == 200, "a token issued by one replica is accepted by another", f"{r!r}")
-    t.check(all(h.call("GET", "/health").status == 200 for h in hosts),
-            "every replica answers GET /health 200 before the load")
 
-    tag = lib.random_text(6)
-    seed = random.randrange(1 << 30)
+    tag, seed = lib.random_text(6), random.randrange(1 << 30)
     t.note(f"{HOSTS} hosts, {workers_n} workers for {seconds:.0f} s, host {VICTIM} SIGKILLed at "
            f"{seconds / 2:.0f} s (seed {seed})")
     workers = [Worker(w, hosts, token, tag, random.Random(seed + w)) for w in range(workers_n)]
@@ -132,21 +119,16 @@ def run(ctx):
     totals = sum((w.counts for w in workers), Counter())
     t.note(f"requests: {dict(sorted(totals.items()))}; load went on "
            f"{max(stop_at - killed_at, 0):.1f} s after the kill")
-    server_errors = [e for w in workers for e in w.server_errors]
-    t.check(not server_errors, "no 5xx from any replica", f"{len(server_errors)}, e.g. {server_errors[:3]}")
-    failures = [f for w in workers for f in w.survivor_failures]
-    t.check(not failures, "the surviving replicas never failed a connection",
-            f"{len(failures)}, e.g. {failures[:3]}")
-    unexpected = [u for w in workers for u in w.unexpected]
-    t.check(not unexpected, "every answer is the one the catalog model predicts",
-            f"{len(unexpected)}, e.g. {unexpected[:3]}")
+    for kind, what in (("server_errors", "no 5xx from any replica"),
+                       ("survivor_failures", "the surviving replicas never failed a connection"),
+                       ("unexpected", "every answer is the one the catalog model predicts")):
+        found = [x for w in workers for x in getattr(w, kind)]
+        t.check(not found, what, f"{len(found)}, e.g. {found[:3]}")
     t.check(all(h.alive() for h in survivors), "the surviving replicas are still up")
 
     # The catalog as each survivor lists it.
-    lists = []
-    for h in survivors:
-        r = lib.try_request(h.port, "GET", "/books", token=token, timeout=60)
-        lists.append(r.data if r.status == 200 and isinstance(r.data, list) else None)
+    lists = [r.data if r.status == 200 and isinstance(r.data, list) else None
+             for r in (h.call("GET", "/books", token=token, timeout=60) for h in survivors)]
     t.check(all(lst is not None for lst in lists), "the survivors list the books",
             f"{[type(x).__name__ for x in lists]}")
     if any(lst is None for lst in lists):
@@ -166,8 +148,7 @@ def run(ctx):
             if stored.get(book_id) not in states:
                 wrong.append((book_id, stored.get(book_id), states))
     maybe = {title: book for w in workers for title, book in w.unanswered.items()}
-    extra = [(i, b) for i, b in stored.items()
-             if i not in expected_ids and maybe.get(b["title"]) != b]
+    extra = [(i, b) for i, b in stored.items() if i not in expected_ids and maybe.get(b["title"]) != b]
     t.note(f"{len(stored)} books stored; {acknowledged} books whose every request was answered; "
            f"{sum(len(w.cut) for w in workers)} touched by a request the kill cut off; "
            f"{len(maybe)} creates without an answer")

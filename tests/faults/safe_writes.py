@@ -1,26 +1,21 @@
-#!/usr/bin/env python3
-"""Safe writes (docs/api.md): each failure performed. Two editors PUT (every
-other round eight; and a DELETE races a PUT) with one If-Match, sent to the
-byte at once: one winner, no loser's change stored. A POST with an
-Idempotency-Key whose connection is cut before the answer, then retried; the
-host SIGKILLed between write and answer, restarted, retried; one key sent at
-once 12 times to one host and 9 times to 3 replicas on one PostgreSQL: one
-book, every answer 201, same bytes. quick/full rounds: races 100/500, cuts
-10/50, kills 9/30, one key to one host 20/100, to the replicas 20/100.
+#!/usr/bin/env -S python3 -B
+"""Safe writes (docs/api.md) under the failures only processes show. Two or
+eight PUTs, and a DELETE racing a PUT, with one If-Match, sent to the byte at
+once: one winner, no loser's change stored. A keyed POST whose connection is
+cut, then retried; the host SIGKILLed between write and answer, restarted,
+retried; one key 12 times at once to one host and 9 times to 3 replicas on
+one PostgreSQL: one book, every answer 201, same bytes. Rounds quick/full:
+races 100/500, cuts 10/50, kills 9/30, one key at once 20/100.
 """
 
 import http.client
 import json
 import random
-import socket
-import sqlite3
-import sys
 import time
 import uuid
 from contextlib import closing
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
+import lib
 
 PRECONDITION_FAILED = b'{"status":412,"message":"Precondition failed","data":null}'
 
@@ -36,52 +31,35 @@ def key_book(ctx, field):
     return f"json_extract(body, '$.data.{field}')"
 
 
-def query(ctx, host, sql):
-    """`sql`'s rows on the host's own store, read directly (values as text)."""
-    if ctx.store == "postgres":
-        out = lib.psql(host.pg_url, sql)
-        return [tuple(line.split("|")) for line in out.splitlines()] if out else []
-    db = host.state_dir / "sqlite_db.db"
-    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
-        return [tuple(str(v) for v in row) for row in con.execute(sql)]
-
-
 def titled(host, token, title):
-    """The books whose title is exactly `title` (GET /books?title=...)."""
-    r = lib.try_request(host.port, "GET", f"/books?title={title.replace(' ', '+')}", token=token)
+    """The books whose title is exactly `title`."""
+    r = host.call("GET", f"/books?title={title.replace(' ', '+')}", token=token)
     assert r.status == 200, f"GET /books?title=: {r!r}"
     return [b for b in r.data if b["title"] == title]
 
 
-def keyed_post(port, token, key, body):
-    return lib.try_request(port, "POST", "/book", body=body, token=token, headers={"Idempotency-Key": key})
+def keyed_post(host, token, key, body):
+    return host.call("POST", "/book", body, token, headers={"Idempotency-Key": key})
 
 
-def message(port, token, method, path, headers, body):
+def message(token, method, path, headers, body):
     """A request's bytes (one per connection)."""
     data = b"" if body is None else json.dumps(body).encode()
-    headers = dict(headers, Host=f"127.0.0.1:{port}", Authorization=token, Connection="close",
+    headers = dict(headers, Authorization=token, Connection="close",
                    **({"Content-Type": "application/json", "Content-Length": len(data)} if data else {}))
-    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-    return f"{method} {path} HTTP/1.1\r\n{head}\r\n".encode() + data
+    return lib.head(method, path, headers) + data
 
 
 def send_and_leave(port, token, key, body):
-    """Sends a keyed POST on a raw socket and returns it unread."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(message(port, token, "POST", "/book", {"Idempotency-Key": key}, body))
-    return s
+    """A keyed POST sent, its answer unread."""
+    return lib.sent(port, message(token, "POST", "/book", {"Idempotency-Key": key}, body))
 
 
 def at_once(token, requests):
     """Each (port, method, path, headers, body) on its own connection, sent
     but for its last byte; then every last byte, back to back: the answers."""
-    sent = []
-    for port, *rest in requests:
-        data = message(port, token, *rest)
-        s = socket.create_connection(("127.0.0.1", port), timeout=60)
-        s.sendall(data[:-1])
-        sent.append((s, data[-1:]))
+    messages = [(port, message(token, *rest)) for port, *rest in requests]
+    sent = [(lib.sent(port, data[:-1], 60), data[-1:]) for port, data in messages]
     started = time.monotonic()
     for s, last in sent:
         s.sendall(last)
@@ -97,8 +75,8 @@ def at_once(token, requests):
 
 def created_once(r, body, book_id=None):
     """A 201 with the book as sent (id `book_id` if given) and ETag "<id>.1"."""
-    ok = r.status == 201 and r.is_envelope(201, "Book created successfully")
-    ok = ok and isinstance(r.data, dict) and r.data == dict(body, id=r.data.get("id"))
+    ok = r.is_envelope(201, "Book created successfully") and isinstance(r.data, dict)
+    ok = ok and r.data == dict(body, id=r.data.get("id"))
     return ok and book_id in (None, r.data["id"]) and r.headers.get("etag") == f'"{r.data["id"]}.1"'
 
 
@@ -117,7 +95,7 @@ def races(ctx, host, token):
         path, etag = f"/book/{first.data['id']}", first.headers.get("etag")
         edits = [dict(book(tag, k), title=f"Edit {tag} {k} {side}") for side in "ABCDEFGH"[:2 + k % 2 * 6]]
         answers = at_once(token, [(host.port, "PUT", path, {"If-Match": etag}, e) for e in edits])
-        final = lib.try_request(host.port, "GET", path, token=token)
+        final = host.call("GET", path, token=token)
         won = [(e, r) for e, r in zip(edits, answers) if r.status == 200]
         lost = [r for r in answers if refused(r)]
         new_tag = f'"{first.data["id"]}.2"'
@@ -131,7 +109,7 @@ def races(ctx, host, token):
         edit = dict(book(tag, k), title=f"Kept {tag} {k}")
         deleted, put = at_once(token, [(host.port, "DELETE", path, {"If-Match": etag}, None),
                                        (host.port, "PUT", path, {"If-Match": etag}, edit)])
-        final = lib.try_request(host.port, "GET", path, token=token)
+        final = host.call("GET", path, token=token)
         if deleted.status == 200 and put.status in (404, 412) and final.status == 404:
             del_won += 1
         elif not (put.status == 200 and refused(deleted)
@@ -170,7 +148,7 @@ def cut_connections(ctx, host, token):
         send_and_leave(host.port, token, key, body).close()
         time.sleep(random.uniform(0, 0.05))
         before += len(titled(host, token, body["title"])) == 1
-        retries = [keyed_post(host.port, token, key, body) for _ in range(2)]
+        retries = [keyed_post(host, token, key, body) for _ in range(2)]
         stored = titled(host, token, body["title"])
         if not (len(stored) == 1 and all(created_once(r, body, stored[0]["id"]) for r in retries)
                 and retries[0].raw == retries[1].raw):
@@ -186,23 +164,20 @@ def kills(ctx):
     t, tag, rounds = ctx.tally, lib.random_text(6), 30 if ctx.full else 9
     host = ctx.host(db_url=ctx.fresh_database()).start()
     token = host.token()
-    keyed_post(host.port, token, str(uuid.uuid4()), book(tag, -1))  # the schema exists
+    keyed_post(host, token, str(uuid.uuid4()), book(tag, -1))  # the schema exists
     cases, wrong = {"stored, then killed": 0, "killed before the store": 0}, []
 
     def rows(title, key):  # the book, and the book its key holds
-        return (query(ctx, host, f"SELECT id, title, author, year FROM books WHERE title = '{title}'"),
-                query(ctx, host, f"SELECT {', '.join(key_book(ctx, f) for f in ('id', 'title', 'author', 'year'))} "
-                      "FROM idempotency_keys "
-                      f"WHERE key = '{key}'"))
+        return (host.rows(f"SELECT id, title, author, year FROM books WHERE title = '{title}'"),
+                host.rows(f"SELECT {', '.join(key_book(ctx, f) for f in ('id', 'title', 'author', 'year'))} "
+                          f"FROM idempotency_keys WHERE key = '{key}'"))
 
     for k in range(rounds):
         key, body = str(uuid.uuid4()), book(tag, k)
         sock = send_and_leave(host.port, token, key, body)
         # k % 3 == 0: SIGKILL at once
         if k % 3 == 1:  # SIGKILL once the book is in the store (or after 5 s)
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and not rows(body["title"], key)[0]:
-                pass
+            lib.wait_until(lambda: rows(body["title"], key)[0], 5, 0)
         elif k % 3 == 2:  # at once, or up to 2 ms later
             time.sleep(random.uniform(0, 0.002))
         host.kill()
@@ -211,7 +186,7 @@ def kills(ctx):
         cases["stored, then killed" if books else "killed before the store"] += 1
         host.start()
         token = host.token()
-        retries = [keyed_post(host.port, token, key, body) for _ in range(2)]
+        retries = [keyed_post(host, token, key, body) for _ in range(2)]
         stored = titled(host, token, body["title"])
         book_id = stored[0]["id"] if len(stored) == 1 else None
         if not (books == keys and books in ([], [tuple(str(v) for v in stored[0].values())])
@@ -221,10 +196,10 @@ def kills(ctx):
     t.check(not wrong, f"{rounds} SIGKILLs with a keyed POST in flight, each retried after a restart: "
             "right after the kill its book and its key both stored or neither; one book, the retries "
             "201 with its id and the same bytes", f"{len(wrong)} wrong, e.g. {wrong[:2]}")
-    orphans = query(ctx, host, "SELECT 'book', CAST(id AS TEXT) FROM books WHERE id NOT IN "
-                    f"(SELECT CAST({key_book(ctx, 'id')} AS BIGINT) FROM idempotency_keys) UNION ALL "
-                    f"SELECT 'key', key FROM idempotency_keys WHERE CAST({key_book(ctx, 'id')} AS BIGINT) "
-                    "NOT IN (SELECT id FROM books)")
+    orphans = host.rows("SELECT 'book', CAST(id AS TEXT) FROM books WHERE id NOT IN "
+                        f"(SELECT CAST({key_book(ctx, 'id')} AS BIGINT) FROM idempotency_keys) UNION ALL "
+                        f"SELECT 'key', key FROM idempotency_keys WHERE CAST({key_book(ctx, 'id')} AS BIGINT) "
+                        "NOT IN (SELECT id FROM books)")
     t.check(not orphans, "no book without its key and no key without its book", f"{orphans[:5]}")
     t.note(f"kills: {cases}")
     t.check(host.stop() == 0, "the restarted host exits 0 on SIGTERM")
@@ -237,17 +212,12 @@ def run(ctx):
     cut_connections(ctx, host, token)
     same_key_at_once(ctx, [host], token, 100 if ctx.full else 20, 12, "one host")
     t = ctx.tally
-    t.check(host.alive(), "the host is still up")
-    host.stop()
+    t.check(host.stop() == 0, "the host is still up and exits 0 on SIGTERM")
     kills(ctx)
     if not ctx.only_on("postgres", "3 replicas with one key: SQLite replicas share no database"):
         return
-    url, secret = ctx.fresh_database(), lib.random_text(48)
-    user, password = "sw-" + lib.random_text(8).lower(), "Safe." + lib.random_text(16)
-    hosts = [ctx.host(secret=secret, username=user, password=password, db_url=url).start()
-             for _ in range(3)]
-    same_key_at_once(ctx, hosts, hosts[0].token(), 100 if ctx.full else 20, 3,
-                     "3 replicas on one PostgreSQL")
+    hosts = ctx.replicas(3)
+    same_key_at_once(ctx, hosts, hosts[0].token(), 100 if ctx.full else 20, 3, "3 replicas on one PostgreSQL")
     t.check(all(h.stop() == 0 for h in hosts), "the replicas exit 0 on SIGTERM")
 
 

@@ -1,23 +1,17 @@
-#!/usr/bin/env python3
-"""spin-lite and real Spin, side by side: the same requests, the same answers.
-
-Both serve the component with one secret, credentials and settings, each on
-an empty store of its own, and get the same seeded sequence (quick: 600;
-full: 3,000) of valid, invalid and hostile requests, one pair at a time.
-Status, envelope (an issued token's string aside) and COMPARED_HEADERS must
-be identical, except that `Retry-After` may differ by one (whole seconds,
-read on two clocks a few milliseconds apart). `If-Match` and `Idempotency-Key`
-are among the headers sent, `ETag` among those compared. Needs real Spin.
+#!/usr/bin/env -S python3 -B
+"""spin-lite and real Spin, side by side, each on an empty store with the same
+secret, credentials and settings, get the same seeded requests (quick: 600;
+full: 3,000), valid, invalid and hostile, one pair at a time: status,
+envelope (a token's string aside) and COMPARED_HEADERS identical, but
+`Retry-After` may differ by one (two clocks). Needs real Spin.
 """
 
 import json
 import random
-import sys
 import time
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
-from lib import jwt  # noqa: E402  (the one HS256 forger)
+import lib
+from lib import jwt  # the one HS256 forger
 
 COMPARED_HEADERS = ("content-type", "allow", "link", "retry-after", "cache-control", "etag")
 SEED = 20261123
@@ -28,15 +22,13 @@ class Sequence:
     headers with "{token}" standing for the host's own token)."""
 
     def __init__(self, rng, secret, username, password):
-        self.rng, self.secret = rng, secret.encode()
-        self.username, self.password = username, password
-        self.created = 0  # books created so far (ids 1..created, same on both)
-        self.clients = 0
+        self.rng, self.secret, self.username, self.password = rng, secret.encode(), username, password
+        self.created = self.clients = 0  # books created so far (ids 1..created, same on both)
         self.queued = []  # requests that must follow one another
 
     def token_header(self):
-        r, now = self.rng.random(), int(time.time())
-        if r < 0.75:
+        now = int(time.time())
+        if self.rng.random() < 0.75:
             return {"Authorization": "{token}"}
         return {"Authorization": self.rng.choice([
             "", "   ", "Bearer {token}", "{token}x", "not.a.token", "a.b", "a.b.c.d",
@@ -47,8 +39,7 @@ class Sequence:
             "{token}=", "x" * 5000])}
 
     def book_id(self):
-        r = self.rng.random()
-        if r < 0.6 and self.created:
+        if self.rng.random() < 0.6 and self.created:
             return str(self.rng.randint(1, self.created))
         return self.rng.choice(["0", "-1", "abc", "1.5", "01", "99999999", "9223372036854775807",
                                 "9223372036854775808", "%31", "1/2", "", "%D9%A1"])
@@ -66,12 +57,10 @@ class Sequence:
         return self.rng.choice([2147483648, 1999.0, 1.5, "1999", None, True])
 
     def book_body(self, partial):
-        fields = {"title": self.text, "author": self.text, "year": self.year}
         body = {}
-        for name, value in fields.items():
-            if not partial or self.rng.random() < 0.5:
-                if self.rng.random() < 0.9:
-                    body[name] = value()
+        for name, value in {"title": self.text, "author": self.text, "year": self.year}.items():
+            if (not partial or self.rng.random() < 0.5) and self.rng.random() < 0.9:
+                body[name] = value()
         if self.rng.random() < 0.1:
             body["id"] = 777
         if self.rng.random() < 0.05:
@@ -113,8 +102,7 @@ class Sequence:
         """Twelve wrong logins in a row from one client of its own: ten
         answer 401, then 429 with Retry-After; then its right password, 429."""
         self.clients += 1
-        client = {"X-Forwarded-For": f"198.51.100.{self.clients % 250}",
-                  "Content-Type": "application/json"}
+        client = {"X-Forwarded-For": f"198.51.100.{self.clients % 250}", "Content-Type": "application/json"}
         wrong = json.dumps({"username": self.username, "password": "guess"}).encode()
         right = json.dumps({"username": self.username, "password": self.password}).encode()
         self.queued = [("POST", "/token", wrong, client)] * 11 + [("POST", "/token", right, client)]
@@ -162,8 +150,7 @@ class Sequence:
             headers["Idempotency-Key"] = rng.choice(["k1", "k2", "k3", '"q"', "", "a b", "x" * 256])
         elif kind in ("put", "delete") and rng.random() < 0.3:
             tag = f'{path.rsplit("/", 1)[1]}.{rng.randint(1, 3)}'
-            headers["If-Match"] = rng.choice([f'"{tag}"', f'"{tag}"', "*", f'W/"{tag}"', tag,
-                                              f'"0.1", "{tag}"'])
+            headers["If-Match"] = rng.choice([f'"{tag}"', f'"{tag}"', "*", f'W/"{tag}"', tag, f'"0.1", "{tag}"'])
         return (method, path, body, headers)
 
     def learn(self, request, answer):
@@ -176,7 +163,7 @@ class Sequence:
 def answer(host, token, request):
     method, path, body, headers = request
     headers = {k: v.replace("{token}", token) for k, v in headers.items()}
-    r = lib.try_request(host.port, method, path, raw=body, headers=headers, timeout=60)
+    r = host.call(method, path, raw=body, headers=headers, timeout=60)
     envelope = r.json
     if isinstance(envelope, dict) and isinstance(envelope.get("data"), dict) \
             and isinstance(envelope["data"].get("token"), str):
@@ -186,28 +173,23 @@ def answer(host, token, request):
 
 
 def same(a, b):
-    if a["status"] != b["status"] or a["body"] != b["body"]:
-        return False
-    for name in COMPARED_HEADERS:
-        x, y = a["headers"][name], b["headers"][name]
+    def alike(name, x, y):  # Retry-After: whole seconds read on two clocks
         if name == "retry-after" and x and y and x.isdigit() and y.isdigit():
-            if abs(int(x) - int(y)) > 1:
-                return False
-        elif x != y:
-            return False
-    return True
+            return abs(int(x) - int(y)) <= 1
+        return x == y
+    return a["status"] == b["status"] and a["body"] == b["body"] and all(
+        alike(name, a["headers"][name], b["headers"][name]) for name in COMPARED_HEADERS)
 
 
 def run(ctx, seed=SEED):
     t = ctx.tally
-    lib.require_spin()
+    lib.launch.host_command("spin")  # an error that says how to get Spin
 
     spin_lite = lib.Host(ctx, kind="spin-lite", db_url=ctx.fresh_database()).start()
     spin_up = lib.Host(ctx, kind="spin", db_url=ctx.fresh_database(), secret=spin_lite.secret,
                        username=spin_lite.username, password=spin_lite.password).start()
     tokens = [spin_lite.token(), spin_up.token()]
-    rng = random.Random(seed)
-    sequence = Sequence(rng, spin_lite.secret, spin_lite.username, spin_lite.password)
+    sequence = Sequence(random.Random(seed), spin_lite.secret, spin_lite.username, spin_lite.password)
     count = 3000 if ctx.full else 600
     differences, statuses = [], []
     for i in range(count):
@@ -223,8 +205,7 @@ def run(ctx, seed=SEED):
     t.check(not differences,
             f"{count} seeded requests (valid, invalid, hostile; every endpoint): spin-lite and "
             f"spin up answer alike", f"{len(differences)} differ:\n{detail}")
-    t.check(len(set(statuses)) >= 8, "the sequence reached at least 8 kinds of answer",
-            f"{lib.counts(statuses)}")
+    t.check(len(set(statuses)) >= 8, "the sequence reached at least 8 kinds of answer", f"{lib.counts(statuses)}")
     for host in (spin_lite, spin_up):
         host.stop()
 

@@ -1,32 +1,11 @@
-"""Schemathesis hooks for scripts/fuzz.sh (loaded through SCHEMATHESIS_HOOKS).
-
-What schemathesis would flag in a correct answer, handled here rather than
-by dropping a check:
-
-* `year` is "a JSON integer literal (no fraction, no exponent)" (docs/api.md,
-  "Book rules"), so `1999.0` is refused with
-  400 "Invalid input". JSON Schema (draft 6 and later, hence OpenAPI 3.1)
-  counts any number with a zero fraction as an `integer`, and no keyword can
-  tell `1999.0` from `1999`. Schemathesis therefore sends `"year": 1999.0` as
-  *valid* data and its `positive_data_acceptance` check (ST202) fails on our
-  400. We spell such whole floats back as integers before they are sent: the
-  value stays the same number, every other generated body is untouched, and
-  the check keeps judging everything else. The refusal of `1999.0` itself is
-  covered by tests/hurl/validation.hurl and the native tests.
-
-* A repeated `Idempotency-Key` answers the first 201 again, even for a book
-  deleted since (docs/api.md, "Safe writes"). Hypothesis replays data across
-  stateful scenarios, so a replayed create links to a book an earlier
-  scenario deleted and ST302 ("created resource not found") fails on the
-  correct 404. In the stateful phase only, each keyed create gets a fresh
-  UUID; the other phases keep the drawn keys (replays, 422 and 400 included).
-
-* Valid data whose `title` or `author` the component refuses by its own rule
-  (blank, NUL, an unpaired surrogate, over 1,000 characters): openapi.yaml
-  states the rule, but the generator does not always keep to a `pattern`
-  (seen: a "valid" title holding NUL; `author` values are masked in its
-  reports, as they contain "auth"). Such a positive case is dropped, not
-  sent; negative cases are untouched.
+"""Schemathesis hooks for scripts/fuzz.sh: what it would flag in a correct
+answer, handled here rather than by dropping a check. `1999.0` is no `year`
+(docs/api.md) but JSON Schema calls it an integer (ST202 fails on our 400):
+whole floats are sent as integers. A repeated Idempotency-Key replays the
+first 201 even for a book deleted since (ST302 fails on the right 404 in
+replayed scenarios): stateful keyed creates get a fresh UUID. Positive cases
+whose title or author the component refuses by its rule (the generator does
+not always keep to `pattern`) are dropped; negative cases untouched.
 """
 
 import uuid

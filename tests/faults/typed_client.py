@@ -1,29 +1,21 @@
-#!/usr/bin/env python3
-"""A client generated from openapi.yaml, as a user would make one, is typed
-and drives the API.
-
-openapi-python-client (`scripts/ensure-tools.sh client` installs it into
-build/venv) generates a client from openapi.yaml without a warning (a
-response it cannot read would be left out of the client). Its models type
-the envelopes: a `Book` for a book's `data`, a list of `Book` for a list's,
-a `str` token, and each error's exact status and message. Then the generated
-client, imported as is, drives the lifecycle against a started host: login,
-create (201, its ETag), get, update with If-Match (and a stale one: 412),
-list a page with `Link` and follow it, delete, and a 404 parsed into its
-model. The component answers alike on either store: SQLite only.
+#!/usr/bin/env -S python3 -B
+"""A client generated from openapi.yaml by openapi-python-client (installed
+into build/venv by `scripts/ensure-tools.sh client`) without a warning: its
+models type the envelopes (`Book`, a list of `Book`, a `str` token, an
+error's exact status and message), and, imported as is, it drives the
+lifecycle against a started host. The component answers alike on either
+store: SQLite only.
 """
 
 import importlib
 import os
-import re
 import subprocess
 import sys
 import typing
 import uuid
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
-from launch import ROOT  # noqa: E402
+import lib
+from launch import ROOT
 
 VENV = ROOT / "build/venv"
 GENERATOR = VENV / "bin/openapi-python-client"
@@ -31,22 +23,13 @@ PACKAGE = "book_catalog_client"
 
 
 def generate(ctx):
-    """Generates the client into the run's temp dir; the generator's output."""
+    """Generates the client into the run's temp dir: (exit status, output)."""
     # Its formatting step runs build/venv's ruff, else it warns that ruff is missing.
     env = {**os.environ, "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     out = subprocess.run([str(GENERATOR), "generate", "--path", str(ROOT / "openapi.yaml"),
                           "--output-path", os.path.join(ctx.tmp, PACKAGE), "--meta", "none"],
-                         check=False, capture_output=True, text=True, timeout=300, env=env,
-                         cwd=ctx.tmp)
+                         capture_output=True, text=True, timeout=300, env=env, cwd=ctx.tmp)
     return out.returncode, out.stdout + out.stderr
-
-
-def load(ctx):
-    """The generated package, imported with build/venv's httpx and attrs."""
-    v = sys.version_info
-    sys.path.insert(0, str(VENV / f"lib/python{v.major}.{v.minor}/site-packages"))
-    sys.path.insert(0, ctx.tmp)
-    return importlib.import_module(PACKAGE)
 
 
 def api(name):
@@ -54,8 +37,7 @@ def api(name):
 
 
 def model(models, name):
-    """A generated model; if the generator made none of that name, a class
-    nothing is an instance of (so the checks on it fail, not the module)."""
+    """A generated model, or a class nothing is an instance of (its checks fail, not the module)."""
     return getattr(models, name, None) or type(f"Missing{name}", (), {})
 
 
@@ -65,25 +47,15 @@ def check_types(t, models):
         return typing.get_type_hints(cls, localns=vars(models))
 
     book = hints(models.BookEnvelope)
-    t.check(book.get("data") is models.Book,
-            "a book's envelope types `data` as the generated `Book`", f"{book}")
-    t.check(hints(models.Book) == {"id": int, "title": str, "author": str, "year": int},
-            "... whose fields are typed (id, title, author, year)", f"{hints(models.Book)}")
+    t.check(book.get("data") is models.Book and hints(models.Book) == {
+        "id": int, "title": str, "author": str, "year": int},
+        "a book's envelope types `data` as the generated `Book`, its fields typed",
+        f"{book} {hints(models.Book)}")
     listed = hints(models.BookListEnvelope).get("data")
-    t.check(listed == list[models.Book], "a list's envelope types `data` as a list of `Book`",
-            f"{listed}")
+    t.check(listed == list[models.Book], "a list's envelope types `data` as a list of `Book`", f"{listed}")
     token = hints(models.TokenEnvelope).get("data")
     t.check(token is model(models, "TokenData") and hints(token) == {"token": str},
-            "the login's envelope types `data` as `TokenData` with a `str` token",
-            f"{token}")
-    envelopes = (models.BookEnvelope, models.BookListEnvelope, models.TokenEnvelope)
-    t.check(all((hints(m)["status"], hints(m)["message"]) == (int, str) for m in envelopes),
-            "every success envelope types `status` as `int` and `message` as `str`")
-    missing = hints(model(models, "GetBookResponse404"))
-    t.check((missing.get("status"), missing.get("message"), missing.get("data"))
-            == (typing.Literal[404], typing.Literal["Book not found"], type(None)),
-            "a missing book's envelope is typed exactly: 404, \"Book not found\", null",
-            f"{missing}")
+            "the login's envelope types `data` as `TokenData` with a `str` token", f"{token}")
 
 
 def drive(t, host, client_module, models):
@@ -96,62 +68,42 @@ def drive(t, host, client_module, models):
     login = r.parsed.data if isinstance(r.parsed, models.TokenEnvelope) else None
     token = login.token if isinstance(login, model(models, "TokenData")) else None
     t.check(r.status_code == 200 and isinstance(token, str) and token.count(".") == 2,
-            "login: 200, parsed into a `TokenEnvelope` whose `TokenData` has a `str` token",
-            f"{r}")
+            "login: 200, parsed into a `TokenEnvelope` whose `TokenData` has a `str` token", f"{r}")
     if token is None:
         return
     # The API takes the bare token (no "Bearer " prefix), as its security scheme says.
     client = client_module.AuthenticatedClient(base_url=host.base_url, token=token, prefix="",
                                                raise_on_unexpected_status=True)
-
     title = "Typed " + uuid.uuid4().hex
     r = create_book.sync_detailed(client=client, body=models.NewBook(title, "A. Client", 2001),
                                   idempotency_key=str(uuid.uuid4()))
     made = r.parsed.data if isinstance(r.parsed, models.BookEnvelope) else None
+    etag = r.headers.get("etag")
     t.check(r.status_code == 201 and isinstance(made, models.Book) and isinstance(made.id, int)
-            and (made.title, made.author, made.year) == (title, "A. Client", 2001),
-            "create: 201, `data` parsed into a `Book` with the fields sent", f"{r.parsed!r}")
+            and (made.title, made.author, made.year) == (title, "A. Client", 2001)
+            and etag == f'"{made.id}.1"',
+            "create: 201, `data` parsed into a `Book` with the fields sent, its ETag", f"{r.parsed!r} {etag}")
     if made is None:
         return
-    etag = r.headers.get("etag")
-    t.check(etag == f'"{made.id}.1"', "... with the ETag of its first version", f"{etag!r}")
-
     r = get_book.sync_detailed(made.id, client=client)
     t.check(r.status_code == 200 and isinstance(r.parsed, models.BookEnvelope)
             and r.parsed.data == made and r.headers.get("etag") == etag,
             "get: 200, the same `Book` and ETag", f"{r.parsed!r} {r.headers.get('etag')!r}")
-
-    r = update_book.sync_detailed(made.id, client=client, body=models.BookChanges(year=2002),
-                                  if_match=etag)
+    r = update_book.sync_detailed(made.id, client=client, body=models.BookChanges(year=2002), if_match=etag)
     updated = r.parsed.data if isinstance(r.parsed, models.BookEnvelope) else None
     new_etag = r.headers.get("etag")
     t.check(r.status_code == 200 and isinstance(updated, models.Book) and updated.year == 2002
             and updated.title == title and new_etag == f'"{made.id}.2"',
-            "update with If-Match: 200, the changed `Book` and its next ETag",
-            f"{r.parsed!r} {new_etag!r}")
-    r = update_book.sync_detailed(made.id, client=client, body=models.BookChanges(year=1),
-                                  if_match=etag)
+            "update with If-Match: 200, the changed `Book` and its next ETag", f"{r.parsed!r} {new_etag!r}")
+    r = update_book.sync_detailed(made.id, client=client, body=models.BookChanges(year=1), if_match=etag)
     t.check(r.status_code == 412 and isinstance(r.parsed, model(models, "UpdateBookResponse412"))
             and r.parsed.message == "Precondition failed" and r.parsed.data is None,
             "update with the stale ETag: 412, parsed into its error model", f"{r.parsed!r}")
-
-    second = create_book.sync_detailed(client=client,
-                                       body=models.NewBook(title + " II", "A. Client", 2003))
     r = list_books.sync_detailed(client=client, limit=1)
     page = r.parsed.data if isinstance(r.parsed, models.BookListEnvelope) else None
-    link = r.headers.get("link", "")
-    t.check(second.status_code == 201 and r.status_code == 200 and page is not None
-            and len(page) == 1 and isinstance(page[0], models.Book) and page[0].id == made.id
-            and link == f'</books?limit=1&after={made.id}>; rel="next"',
-            "list with limit 1: a page of one `Book` and a `Link` to the next",
-            f"{r.parsed!r} {link!r}")
-    after = re.search(r"after=(\d+)", link)
-    r = list_books.sync_detailed(client=client, limit=1, after=int(after.group(1)) if after else 0)
-    page = r.parsed.data if isinstance(r.parsed, models.BookListEnvelope) else None
-    t.check(r.status_code == 200 and page is not None and [b.title for b in page] == [title + " II"]
-            and "link" not in r.headers,
-            "... whose next page is the last book, without `Link`", f"{r.parsed!r} {r.headers}")
-
+    t.check(r.status_code == 200 and page is not None and len(page) == 1
+            and isinstance(page[0], models.Book) and page[0].id == made.id,
+            "list with limit 1: a page of one `Book`", f"{r.parsed!r}")
     r = delete_book.sync_detailed(made.id, client=client, if_match=new_etag)
     t.check(r.status_code == 200 and isinstance(r.parsed, model(models, "DeleteBookResponse200"))
             and r.parsed.data is None, "delete with If-Match: 200, `data` None", f"{r.parsed!r}")
@@ -174,12 +126,12 @@ def run(ctx):
             output[-2000:])
     if code != 0:
         return
-    package = load(ctx)
-    models = importlib.import_module(f"{PACKAGE}.models")
+    lib.use_venv()  # the generated package imports build/venv's httpx and attrs
+    sys.path.insert(0, ctx.tmp)
+    package, models = importlib.import_module(PACKAGE), importlib.import_module(f"{PACKAGE}.models")
     check_types(t, models)
     host = ctx.host().start()
     drive(t, host, package, models)
-    t.check(host.stop() == 0, "the host exits 0 on SIGTERM")
 
 
 if __name__ == "__main__":

@@ -1,43 +1,26 @@
-#!/usr/bin/env python3
-"""A store the component cannot reach answers 500, and the host keeps serving.
-
-Each case serves the component with a store it cannot use: GET /books with a
-valid token and POST /token get the 500 envelope, GET /health 503 "Service
-unavailable", the host answers again afterwards, its log names the cause and
-holds no password from DB_URL. The cases:
-- a store missing from the build: the PostgreSQL-only build
-  (target/variants/, `make variants`) asked for SQLite, and the SQLite-only
-  build asked for PostgreSQL;
-- a manifest whose component may open no SQLite database
-  (`sqlite_databases = []`);
-- a PostgreSQL address the manifest's allowed_outbound_hosts does not admit.
-The cases choose their own store, so they run once, on --store sqlite.
+#!/usr/bin/env -S python3 -B
+"""A store the build or manifest cannot reach, served by a real host: GET
+/books and POST /token answer the 500 envelope, /health 503, the host keeps
+serving, its log names the cause and never DB_URL's password. Cases: the
+PostgreSQL-only build asked for SQLite and the SQLite-only build for
+PostgreSQL (`make variants`), `sqlite_databases = []`, a PostgreSQL address
+outside allowed_outbound_hosts. Each chooses its store: run on SQLite only.
 """
 
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
-from lib import ROOT, launch  # noqa: E402
+import lib
+from lib import ROOT, launch
 
 VARIANTS = ROOT / "target/variants"
 PASSWORD = "S3cretPw"
 
 
-def no_databases(text):
-    text, count = re.subn(r"(?m)^sqlite_databases\s*=.*$", "sqlite_databases = []", text)
-    if count != 1:
-        raise ValueError(f"expected one sqlite_databases line, found {count}")
-    return text
-
-
 def unavailable(ctx, name, wasm, manifest, log_says, db_url=None, db_host=None, change=None):
-    """Serves `wasm` by a copy of `manifest` (`change` applied) with DB_URL
-    `db_url` and checks what the module's docstring says."""
+    """Serves `wasm` by a copy of `manifest` (`change` applied) with DB_URL `db_url`."""
     t = ctx.tally
     if not Path(wasm).exists():
         t.check(False, f"{name}: {Path(wasm).relative_to(ROOT)} is built (make variants)")
@@ -50,14 +33,13 @@ def unavailable(ctx, name, wasm, manifest, log_says, db_url=None, db_host=None, 
     host.own_settings.update({k: v for k, v in (("DB_URL", db_url), ("DB_HOST", db_host)) if v is not None})
     host.start(healthy=False)
     token = lib.jwt(host.secret.encode("utf-8"), {"exp": int(time.time()) + 600})
-    answers = [lib.try_request(host.port, "GET", "/books", token=token), host.login()]
-    t.check(all(r.is_envelope(500, "Internal server error") and r.data is None for r in answers),
+    answers = [host.call("GET", "/books", token=token), host.login()]
+    t.check(all(r.is_envelope(*lib.ERROR) and r.data is None for r in answers),
             f"{name}: GET /books with a valid token and POST /token answer the 500 envelope",
             f"{answers}")
-    health = lib.try_request(host.port, "GET", "/health")
-    t.check(health.is_envelope(503, "Service unavailable"), f"{name}: GET /health answers 503",
-            f"{health!r}")
-    again = lib.try_request(host.port, "GET", "/books", token=token)
+    health = host.call("GET", "/health")
+    t.check(health.is_envelope(*lib.UNAVAILABLE), f"{name}: GET /health answers 503", f"{health!r}")
+    again = host.call("GET", "/books", token=token)
     t.check(host.alive() and again.is_envelope(500), f"{name}: the host keeps serving", f"{again!r}")
     time.sleep(0.3)  # let the host's log catch up
     # Spin also writes the component's stdio under the state directory.
@@ -81,7 +63,8 @@ def run(ctx):
                 db_url=f"postgres://user:{PASSWORD}@{address}/db", db_host=address)
     wasm = ctx.wasm or lib.WASM
     unavailable(ctx, "sqlite_databases = []", wasm, launch.MANIFEST,
-                r'opening SQLite database \"default\": Error::AccessDenied', change=no_databases)
+                r'opening SQLite database \"default\": Error::AccessDenied',
+                change=lambda text: re.sub(r"(?m)^sqlite_databases\s*=.*$", "sqlite_databases = []", text))
     unavailable(ctx, "PostgreSQL address outside allowed_outbound_hosts", wasm, launch.MANIFEST,
                 "address postgres://127.0.0.2:5999 is not permitted",
                 db_url=f"postgres://user:{PASSWORD}@127.0.0.2:5999/db", db_host="127.0.0.1:5999")

@@ -4,28 +4,15 @@
     tests/hurl/run.py [--variable NAME=VALUE]... [--secret NAME=VALUE]...
                       [--label TEXT] [--counts FILE] [--strict] [FILE.hurl ...]
 
-The plain files, tests/hurl/*.hurl, need hurl alone:
-    hurl --test --variables-file tests/hurl/example.env --secret password=... tests/hurl/*.hurl
-This runs them and the files of wrapped/, adding:
-- the variables of wrapped/: auth_forged.hurl's tokens (forged with the
-  signing secret by tests/faults/lib.py's forge), throttle.hurl's clients (a
-  fresh IPv6 /48 per run). A wrapped file whose `# needs:` is not given is
-  skipped and listed: `secret` (SECRET_TOKEN), `forwarded-for`
-  (TRUSTED_PROXY_HOPS=1 or TRUST_FORWARDED_FOR=true: the deployment trusts
-  one proxy);
-- no secret shown: the password, the signing secret and the signed forged
-  tokens are hurl secrets, in every escaped form hurl prints; after the run
-  none of them may show in hurl's output, its JSON report or the raw bodies
-  it stores, nor any JWT or unredacted capture named *token* in its output
-  or report;
-- no book left: every book a POST /book answered 201 for must be gone at the
-  end (one left fails the run and is deleted); --strict (a deployment nobody
-  else uses): the catalog ends exactly as it began.
-base_url, username, password and secret_token come from --variable/--secret,
-else HURL_BASE_URL, HURL_USERNAME, HURL_PASSWORD and SECRET_TOKEN;
-LOGIN_WINDOW_SECONDS is the deployment's (default 900). One test per request
-(those a failure stopped count as failed) and per check; the last line is
-`hurl LABEL: N passed, M failed` (--counts FILE appends `N M`).
+Runs tests/hurl/*.hurl and wrapped/*.hurl with their variables (forged tokens,
+a fresh IPv6 /48 of clients); a wrapped file whose `# needs:` is unmet is
+skipped: `secret` (SECRET_TOKEN), `forwarded-for` (TRUSTED_PROXY_HOPS=1 or
+TRUST_FORWARDED_FOR=true). Then: no secret or signed token (as hurl prints
+it), JWT or unredacted *token* capture in hurl's output, report or bodies; no
+book a POST /book made left; --strict: the catalog exactly as before. Inputs:
+--variable/--secret base_url, username, password, secret_token, else
+HURL_BASE_URL, HURL_USERNAME, HURL_PASSWORD, SECRET_TOKEN; LOGIN_WINDOW_SECONDS
+(900). One test per request and check; last line `hurl LABEL: N passed, M failed`.
 """
 
 import argparse
@@ -97,8 +84,7 @@ def wrapped_variables(secret):
 
 def tally(results, files):
     """(passed, failed), one test per request, from hurl's JSON report."""
-    expected = {os.path.realpath(f): len(REQUEST_LINE.findall(Path(f).read_text("utf-8")))
-                for f in files}
+    expected = {os.path.realpath(f): len(REQUEST_LINE.findall(Path(f).read_text("utf-8"))) for f in files}
     passed = failed = 0
     for result in results:
         name = os.path.realpath(result["filename"])
@@ -117,8 +103,7 @@ def tally(results, files):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for kind in ("variable", "secret"):
         parser.add_argument(f"--{kind}", dest="given", action="append", default=[],
                             metavar="NAME=VALUE", help=f"{', '.join(INPUTS)}; repeatable")
@@ -126,8 +111,7 @@ def main():
     parser.add_argument("--counts", help="append `N M` (passed, failed) to this file")
     parser.add_argument("--strict", action="store_true",
                         help="the deployment is ours alone: the catalog must be exactly as before")
-    parser.add_argument("files", nargs="*",
-                        help="default: tests/hurl/*.hurl tests/hurl/wrapped/*.hurl")
+    parser.add_argument("files", nargs="*", help="default: tests/hurl/*.hurl tests/hurl/wrapped/*.hurl")
     args = parser.parse_args()
     given = dict(text.partition("=")[::2] for text in args.given)
     if set(given) - set(INPUTS):
@@ -152,8 +136,7 @@ def main():
 
     def catalog(when):
         try:
-            login = {"username": username, "password": password}
-            token = api(base_url, "POST", "/token", body=login)["token"]
+            token = api(base_url, "POST", "/token", body={"username": username, "password": password})["token"]
             return token, {book["id"]: book for book in api(base_url, "GET", "/books", token)}
         except (OSError, KeyError, TypeError, ValueError) as error:
             check(False, f"log in and list the books at {base_url} {when} the suite", repr(error))
@@ -166,8 +149,7 @@ def main():
     met = {"secret": bool(secret),
            "forwarded-for": os.environ.get("TRUSTED_PROXY_HOPS", "").strip() == "1"
            or trust in ("1", "true", "yes", "on")}
-    files = [Path(f) for f in args.files] or (sorted(HERE.glob("*.hurl"))
-                                              + sorted(HERE.glob("wrapped/*.hurl")))
+    files = [Path(f) for f in args.files] or (sorted(HERE.glob("*.hurl")) + sorted(HERE.glob("wrapped/*.hurl")))
     run = []
     for path in files:
         needs = {n.strip() for m in NEEDS_LINE.findall(path.read_text("utf-8"))
@@ -184,8 +166,7 @@ def main():
         return finish()
     variables, hidden = wrapped_variables(secret)
     hidden["password"] = password
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HURL_VARIABLE_", "HURL_SECRET_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HURL_VARIABLE_", "HURL_SECRET_"))}
     for name, value in hidden.items():
         for index, form in enumerate(secret_forms(value)):
             env[f"HURL_SECRET_{name}" + (f"_escaped{index}" if index else "")] = form
@@ -193,9 +174,8 @@ def main():
                       if len(value) >= MIN_SEARCHABLE for form in secret_forms(value)),
                      key=lambda n: -len(n[0]))
     command = ["hurl", "--test", "--jobs", "1", "--no-color", "--max-time", "60",
-               "--variables-file", str(HERE / "example.env"),
-               "--variable", f"base_url={base_url}", "--variable", f"username={username}"]
-    for name, value in variables.items():
+               "--variables-file", str(HERE / "example.env")]
+    for name, value in dict(variables, base_url=base_url, username=username).items():
         command += ["--variable", f"{name}={value}"]
     say(f"{label}: {len(run)} files against {base_url}")
     with tempfile.TemporaryDirectory(prefix="book-hurl.") as tmp:
@@ -216,14 +196,12 @@ def main():
             sys.stderr.write(JWT.sub("***", line))
         status = process.wait()
         try:
-            text = (report / "report.json").read_text("utf-8", errors="replace")
-            results = json.loads(text)
+            results = json.loads(text := (report / "report.json").read_text("utf-8", errors="replace"))
         except (OSError, ValueError) as error:
             say(f"  no hurl report ({error!r})")
             text, results = "", []
         passed, failed = tally(results, run)
-        counts[0] += passed
-        counts[1] += failed
+        counts[:] = counts[0] + passed, counts[1] + failed
         if status != 0 and failed == 0:
             check(False, "hurl exit status", str(status))  # hurl itself failing
 
