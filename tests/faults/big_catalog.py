@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env -S python3 -B
 """The whole list of a catalog too big for one buffered result.
 
 2,000,000 books (143.6 MB of JSON, past the 128 MiB Spin refuses to
@@ -19,13 +19,11 @@ import json
 import os
 import socket
 import sqlite3
-import sys
 import time
 from contextlib import closing
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import lib  # noqa: E402
+import lib
 
 BOOKS = 2_000_000
 SPIN_BUFFERED_LIMIT = 128 * 1024 * 1024  # Spin's MAX_HOST_BUFFERED_BYTES
@@ -211,15 +209,13 @@ def run(ctx):
             "the books table gone after the first page: the connection is cut, no closing `]}`, "
             "what arrived not well-formed JSON",
             f"{cut.status}, {cut.count:,} books, cut {cut.cut}, ends {cut.end!r}, {cut.rest}")
-    deadline = time.monotonic() + 10
-    while CUT_LINE not in host.tail(1000) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    lib.wait_until(lambda: CUT_LINE in host.tail(1000), 10, step=0.1)
     reason = next((line for line in host.tail(1000).splitlines() if CUT_LINE in line), None)
     t.check(reason is not None and "books" in reason, "... and the log says why", f"{host.tail(10)}")
     t.note(f"the log: {reason}")
     if broken:
         store.sql("ALTER TABLE books_away RENAME TO books")
-    r = lib.try_request(host.port, "GET", f"/books?after={BOOKS - 1}", token=token)
+    r = lib.request(host.port, "GET", f"/books?after={BOOKS - 1}", token=token)
     t.check(r.status == 200 and [b["id"] for b in r.data or []] == [BOOKS],
             "with the table back the service answers again", f"{r!r}")
     if db_url:  # its few hundred MB out of a cluster the next tests share
