@@ -60,46 +60,49 @@ pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Bo
     };
     let after = query.after.map_or(0, BookId::get);
     books(rows(db, |kind| {
-        let mut sql = match &driver {
-            None => {
-                let mut sql = Sql::new(format!("SELECT {BOOK_COLUMNS} FROM books WHERE true"));
-                if query.after.is_some() {
-                    sql.push_bound(" AND id > {}", SqlParam::Int64(after));
-                }
-                sql
-            }
-            // A title is under the book's id, an author under its negation:
-            // each column's rows apart, in the order of ids (an author's
-            // downwards), from `after` on.
-            Some((author, trigrams)) => {
-                let (sign, beyond, bound) = if *author { ("-", "<", -after) } else { ("", ">", after) };
-                let mut sql = Sql::new(format!(
-                    "SELECT {BOOK_COLUMNS} FROM books_trigrams JOIN books \
-                     ON books.id = {sign}books_trigrams.rowid WHERE books_trigrams MATCH "
-                ));
-                let placeholder = sql.bind(SqlParam::Text(trigrams));
-                sql.text.push_str(&placeholder);
-                let range = format!(" AND books_trigrams.rowid {beyond} {{}}");
-                sql.push_bound(&range, SqlParam::Int64(bound));
-                sql
-            }
-        };
+        let mut sql = Sql::default();
+        // The filters' conditions, the same in each part of the statement.
+        let mut conditions = String::new();
         for ((column, _), pattern) in filters.iter().zip(&patterns) {
             let placeholder = sql.bind(SqlParam::Text(pattern));
-            sql.text.push_str(" AND ");
-            sql.text.push_str(&contains(kind, column, &placeholder));
+            conditions.push_str(&format!(" AND {}", contains(kind, column, &placeholder)));
         }
         if let Some(year) = query.year {
-            sql.push_bound(" AND year = {}", SqlParam::Int32(year));
+            conditions.push_str(&format!(" AND year = {}", sql.bind(SqlParam::Int32(year))));
         }
-        sql.text.push_str(match driver {
-            None => " ORDER BY id",
-            Some((false, _)) => " ORDER BY books_trigrams.rowid",
-            Some((true, _)) => " ORDER BY books_trigrams.rowid DESC",
-        });
-        if let Some(fetch) = query.limit {
-            sql.push_bound(" LIMIT {}", SqlParam::Int64(fetch.into()));
-        }
+        let limit =
+            query.limit.map(|fetch| format!(" LIMIT {}", sql.bind(SqlParam::Int64(fetch.into()))));
+        let limit = limit.unwrap_or_default();
+        sql.text = match &driver {
+            None => {
+                let range = query
+                    .after
+                    .map(|after| format!(" AND id > {}", sql.bind(SqlParam::Int64(after.get()))));
+                let range = range.unwrap_or_default();
+                format!("SELECT {BOOK_COLUMNS} FROM books WHERE true{range}{conditions} ORDER BY id{limit}")
+            }
+            // The index's candidates (a title under the book's id, an author
+            // under its negation: read in the order of ids, an author's
+            // downwards) and the books written since it last took them in
+            // (`books_unindexed`, at most 32), merged in that order: a page
+            // stops at its limit however common the filter.
+            Some((author, trigrams)) => {
+                let (sign, beyond, order) =
+                    if *author { ("-", "<", "DESC") } else { ("", ">", "") };
+                let matching = sql.bind(SqlParam::Text(trigrams));
+                let bound = sql.bind(SqlParam::Int64(if *author { -after } else { after }));
+                let after_id = sql.bind(SqlParam::Int64(after));
+                format!(
+                    "SELECT {BOOK_COLUMNS} FROM books JOIN (SELECT books_trigrams.rowid AS k \
+                     FROM books_trigrams JOIN books ON books.id = {sign}books_trigrams.rowid \
+                     WHERE books_trigrams MATCH {matching} AND books_trigrams.rowid {beyond} {bound} \
+                     AND books.id NOT IN (SELECT id FROM books_unindexed){conditions} \
+                     UNION ALL SELECT {sign}id AS k FROM books_unindexed CROSS JOIN books USING (id) \
+                     WHERE id > {after_id}{conditions} ORDER BY k {order}{limit}) AS candidates \
+                     ON books.id = {sign}candidates.k ORDER BY candidates.k {order}"
+                )
+            }
+        };
         sql.build(kind)
     })?)
 }
