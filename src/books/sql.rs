@@ -32,8 +32,8 @@ pub fn list(
 /// Text filters are substring matches (`contains`), served by trigram
 /// indexes (`migrations/sqlite/0007_*`, `migrations/postgres/0006_*`).
 /// SQLite: the longest filter of 3 or more characters drives the statement
-/// through the FTS5 table, in id order, so a page stops at its limit however
-/// common the filter; shorter filters scan in id order. PostgreSQL:
+/// through the FTS5 table and the books written since it took them in;
+/// shorter filters scan in id order. PostgreSQL:
 /// `pg_trgm` serves the `LIKE` when the extension could be created, and the
 /// planner weighs it against the primary key.
 pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
