@@ -29,12 +29,13 @@ pub fn list(
 /// A catalog query: the books matching its filters with an id above
 /// `after`, in ascending id order, at most `query.limit` of them.
 ///
-/// Text filters are substring matches (`contains`). On PostgreSQL
-/// `pg_trgm` serves them (`migrations/postgres/0006_*`) when the extension
-/// could be created, and the planner weighs it against the primary key. On
-/// SQLite they scan in id order, stopping at the page's limit: an FTS5
-/// trigram index kept by triggers made every write under Spin dearer
-/// (measured: `docs/performance.md`), so it is not there.
+/// Text filters are substring matches (`contains`), served by trigram
+/// indexes (`migrations/sqlite/0007_*`, `migrations/postgres/0006_*`).
+/// SQLite: the longest filter of 3 or more characters drives the statement
+/// through the FTS5 table and the books written since it took them in;
+/// shorter filters scan in id order. PostgreSQL:
+/// `pg_trgm` serves the `LIKE` when the extension could be created, and the
+/// planner weighs it against the primary key.
 pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
     let filters: Vec<(&str, &str)> = [("title", &query.title), ("author", &query.author)]
         .into_iter()
@@ -49,25 +50,79 @@ pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Bo
             StoreKind::Postgres => like_anywhere(folded),
         })
         .collect();
+    let driver = match kind {
+        StoreKind::Sqlite => filters
+            .iter()
+            .filter(|(_, folded)| folded.chars().count() >= TRIGRAM)
+            .max_by_key(|(_, folded)| folded.chars().count())
+            .map(|(column, folded)| (*column == "author", trigram_query(folded))),
+        StoreKind::Postgres => None,
+    };
+    let after = query.after.map_or(0, BookId::get);
     books(rows(db, |kind| {
-        let mut sql = Sql::new(format!("SELECT {BOOK_COLUMNS} FROM books WHERE true"));
-        if let Some(after) = query.after {
-            sql.push_bound(" AND id > {}", SqlParam::Int64(after.get()));
-        }
+        let mut sql = Sql::default();
+        // The filters' conditions, the same in each part of the statement.
+        let mut conditions = String::new();
         for ((column, _), pattern) in filters.iter().zip(&patterns) {
             let placeholder = sql.bind(SqlParam::Text(pattern));
-            sql.text.push_str(" AND ");
-            sql.text.push_str(&contains(kind, column, &placeholder));
+            conditions.push_str(&format!(" AND {}", contains(kind, column, &placeholder)));
         }
         if let Some(year) = query.year {
-            sql.push_bound(" AND year = {}", SqlParam::Int32(year));
+            conditions.push_str(&format!(" AND year = {}", sql.bind(SqlParam::Int32(year))));
         }
-        sql.text.push_str(" ORDER BY id");
-        if let Some(fetch) = query.limit {
-            sql.push_bound(" LIMIT {}", SqlParam::Int64(fetch.into()));
-        }
+        let limit =
+            query.limit.map(|fetch| format!(" LIMIT {}", sql.bind(SqlParam::Int64(fetch.into()))));
+        let limit = limit.unwrap_or_default();
+        sql.text = match &driver {
+            None => {
+                let range = query
+                    .after
+                    .map(|after| format!(" AND id > {}", sql.bind(SqlParam::Int64(after.get()))));
+                let range = range.unwrap_or_default();
+                format!("SELECT {BOOK_COLUMNS} FROM books WHERE true{range}{conditions} ORDER BY id{limit}")
+            }
+            // The index's candidates (a title under the book's id, an author
+            // under its negation: read in the order of ids, an author's
+            // downwards) and the books written since it last took them in
+            // (`books_unindexed`, at most 32), merged in that order: a page
+            // stops at its limit however common the filter.
+            Some((author, trigrams)) => {
+                let (sign, beyond, order) =
+                    if *author { ("-", "<", "DESC") } else { ("", ">", "") };
+                let matching = sql.bind(SqlParam::Text(trigrams));
+                let bound = sql.bind(SqlParam::Int64(if *author { -after } else { after }));
+                let after_id = sql.bind(SqlParam::Int64(after));
+                format!(
+                    "SELECT {BOOK_COLUMNS} FROM books JOIN (SELECT books_trigrams.rowid AS k \
+                     FROM books_trigrams JOIN books ON books.id = {sign}books_trigrams.rowid \
+                     WHERE books_trigrams MATCH {matching} AND books_trigrams.rowid {beyond} {bound} \
+                     AND books.id NOT IN (SELECT id FROM books_unindexed){conditions} \
+                     UNION ALL SELECT {sign}id AS k FROM books_unindexed CROSS JOIN books USING (id) \
+                     WHERE id > {after_id}{conditions} ORDER BY k {order}{limit}) AS candidates \
+                     ON books.id = {sign}candidates.k ORDER BY candidates.k {order}"
+                )
+            }
+        };
         sql.build(kind)
     })?)
+}
+
+/// The fewest characters the trigram index can look up: a shorter filter
+/// is matched by reading the books in id order.
+const TRIGRAM: usize = 3;
+
+/// An FTS5 query for the rows holding every trigram of `text` (`detail=none`
+/// keeps no positions): `"abc" AND "bcd"`, each a string (`"` doubled). A
+/// candidate, not a match: a row may hold them apart, so `contains` decides.
+fn trigram_query(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut trigrams: Vec<String> = chars
+        .windows(TRIGRAM)
+        .map(|window| format!("\"{}\"", window.iter().collect::<String>().replace('"', "\"\"")))
+        .collect();
+    trigrams.sort_unstable();
+    trigrams.dedup();
+    trigrams.join(" AND ")
 }
 
 /// `column` contains the placeholder's text, ASCII letters folded, nothing
