@@ -140,17 +140,11 @@ impl DbUrl {
     /// A refused PostgreSQL address (`... is not permitted`), with its fix:
     /// the manifests allow `postgres://{{ db_host }}` only.
     pub fn not_permitted_fix(&self) -> String {
-        match self.host_port() {
-            Some(host_port) => format!(
-                "the manifest allows outbound PostgreSQL only to postgres://{{{{ db_host }}}}: \
-                 set the variable db_host (SPIN_VARIABLE_DB_HOST) to {host_port}, the host and \
-                 port of db_url"
-            ),
-            None => "the manifest allows outbound PostgreSQL only to postgres://{{ db_host }}: \
-                     set the variable db_host (SPIN_VARIABLE_DB_HOST) to the host and port of \
-                     db_url"
-                .to_string(),
-        }
+        let value = self.host_port().map_or(String::new(), |host_port| host_port + ", ");
+        format!(
+            "the manifest allows outbound PostgreSQL only to postgres://{{{{ db_host }}}}: set \
+             the variable db_host (SPIN_VARIABLE_DB_HOST) to {value}the host and port of db_url"
+        )
     }
 
     /// How the store is named in logs: never with a password.
