@@ -53,10 +53,7 @@ pub fn handle<'h>(ctx: &mut impl Context, head: &RequestHead<'h>, body: impl Bod
     let response = match result {
         Ok(response) => response,
         Err(error) => {
-            if let ApiError::Internal(detail)
-            | ApiError::ServiceUnavailable(detail)
-            | ApiError::StoreBusy(detail) = &error
-            {
+            if let Some(detail) = error.detail() {
                 ctx.log(&log::failure(&fields, detail));
             }
             Response::error(&error)
@@ -161,7 +158,6 @@ fn read_body(body: impl Body, unreadable: ApiError) -> Result<Vec<u8>, ApiError>
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
-    /// `GET /health`: whether the configured store answers.
     Health,
     IssueToken,
     CreateBook,
@@ -175,30 +171,21 @@ pub enum Endpoint {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     pub protected: bool,
+    /// For log lines: never the path itself.
+    pub pattern: &'static str,
     pub endpoint: Result<Endpoint, ApiError>,
 }
 
 const BOOK_ITEM_PREFIX: &str = "/book/";
-
-/// The health check's path: public, for load balancers and Kubernetes probes.
+/// Public, for load balancers and Kubernetes probes.
 pub const HEALTH_PATH: &str = "/health";
-
-/// The login path.
 pub const TOKEN_PATH: &str = "/token";
-
 pub const IF_MATCH: &str = "if-match";
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
-/// The route pattern a path matches, for log lines: never the path itself.
+/// The route pattern a path matches (for any method), for log lines.
 pub fn pattern(path: &str) -> &'static str {
-    match path {
-        HEALTH_PATH => HEALTH_PATH,
-        TOKEN_PATH => TOKEN_PATH,
-        "/book" => "/book",
-        "/books" => "/books",
-        _ if path.starts_with(BOOK_ITEM_PREFIX) => "/book/{id}",
-        _ => "unmatched",
-    }
+    route("", path).map_or("unmatched", |route| route.pattern)
 }
 
 /// Routes a request; `path` excludes the query string.
@@ -210,11 +197,11 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
             Err(ApiError::MethodNotAllowed(allowed))
         }
     };
-    let (protected, endpoint) = match path {
-        HEALTH_PATH => (false, only("GET", Endpoint::Health)),
-        TOKEN_PATH => (false, only("POST", Endpoint::IssueToken)),
-        "/book" => (true, only("POST", Endpoint::CreateBook)),
-        "/books" => (true, only("GET", Endpoint::ListBooks)),
+    let (protected, pattern, endpoint) = match path {
+        HEALTH_PATH => (false, HEALTH_PATH, only("GET", Endpoint::Health)),
+        TOKEN_PATH => (false, TOKEN_PATH, only("POST", Endpoint::IssueToken)),
+        "/book" => (true, "/book", only("POST", Endpoint::CreateBook)),
+        "/books" => (true, "/books", only("GET", Endpoint::ListBooks)),
         _ => {
             let Some(id) = path.strip_prefix(BOOK_ITEM_PREFIX) else {
                 return Err(ApiError::RouteNotFound);
@@ -228,19 +215,16 @@ pub fn route(method: &str, path: &str) -> Result<Route, ApiError> {
             // An id that is not canonical names no book.
             let endpoint =
                 item.and_then(|item| BookId::parse(id).map(item).ok_or(ApiError::BookNotFound));
-            (true, endpoint)
+            (true, "/book/{id}", endpoint)
         }
     };
-    Ok(Route { protected, endpoint })
+    Ok(Route { protected, pattern, endpoint })
 }
 
 /// The path of a request target, without its query string, and the query
 /// string after the first `?`, if any.
 pub fn split_target(target: &str) -> (&str, Option<&str>) {
-    match target.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (target, None),
-    }
+    target.split_once('?').map_or((target, None), |(path, query)| (path, Some(query)))
 }
 
 #[cfg(test)]

@@ -11,16 +11,13 @@ use crate::error::ApiError;
 pub const COMMON_HEADERS: [(&str, &str); 2] =
     [("content-type", "application/json"), ("cache-control", "no-store")];
 
-/// A response as the core decides it; an adapter writes `headers()` and
-/// `body` as they are.
+/// A response as the core decides it; an adapter writes `headers()` and `body` as they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
     pub body: Vec<u8>,
-    /// The headers of this response besides `COMMON_HEADERS` (`allow` on a
-    /// 405, `link` on a page with a next one, `retry-after` on a 429 or a
-    /// busy store's 503), with
-    /// lower-case names.
+    /// Besides `COMMON_HEADERS`, lower-case names: `allow` on a 405, `link`
+    /// on a page with a next one, `retry-after` on a 429 or a busy store's 503.
     pub extra_headers: Vec<(&'static str, String)>,
     /// The whole catalog's list, too long for one piece: `body` is its
     /// start, and the rest follows page by page from the book after this one
@@ -42,11 +39,9 @@ const INTERNAL_ERROR_BODY: &[u8] =
 impl Response {
     /// A success response; `data` of `None` serialises as `null`.
     pub fn ok<T: Serialize>(status: u16, message: &str, data: Option<T>) -> Response {
-        match serde_json::to_vec(&Envelope { status, message, data }) {
-            Ok(body) => Response { status, body, extra_headers: Vec::new(), continues_after: None },
-            // Unreachable for our plain data types; answer 500 rather than panic.
-            Err(_) => Response::internal_error(),
-        }
+        // Failing is unreachable for our plain data types: 500 rather than a panic.
+        serde_json::to_vec(&Envelope { status, message, data })
+            .map_or_else(|_| Response::internal_error(), |body| Response::new(status, body))
     }
 
     pub fn error(error: &ApiError) -> Response {
@@ -63,12 +58,12 @@ impl Response {
     }
 
     pub fn internal_error() -> Response {
-        Response {
-            status: 500,
-            body: INTERNAL_ERROR_BODY.to_vec(),
-            extra_headers: Vec::new(),
-            continues_after: None,
-        }
+        Response::new(500, INTERNAL_ERROR_BODY.to_vec())
+    }
+
+    /// A response with only `COMMON_HEADERS`.
+    pub fn new(status: u16, body: Vec<u8>) -> Response {
+        Response { status, body, extra_headers: Vec::new(), continues_after: None }
     }
 
     /// This response with one more header (`name` in lower case).

@@ -5,11 +5,9 @@ use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
-    /// `POST /token` body is not a login object.
     InvalidLoginPayload,
-    /// Book body cannot be read as a (partial) book.
     InvalidBook,
-    /// `GET /books` parameters: a known one repeated or out of its rules.
+    /// A known `GET /books` parameter repeated or out of its rules.
     InvalidQuery,
     InvalidCredentials,
     TokenRequired,
@@ -20,29 +18,24 @@ pub enum ApiError {
     /// The path exists but not with this method; carries the `Allow` value.
     MethodNotAllowed(&'static str),
     BodyTooLarge,
-    /// `If-Match` names no version the book has (`safe_writes`).
     PreconditionFailed,
-    /// `If-Match` is required (`require_if_match`) and missing.
+    /// `require_if_match` is on and `If-Match` missing.
     PreconditionRequired,
-    /// An `Idempotency-Key` that is not 1 to 255 visible ASCII characters.
     InvalidIdempotencyKey,
-    /// An `Idempotency-Key` already used to create a different book.
+    /// The key already created a different book.
     IdempotencyKeyReused,
-    /// No signing secret, or signing itself failed.
+    /// No signing secret, or signing failed.
     TokenNotIssued,
-    /// `POST /token` from an address over its failed-login limit; carries
-    /// the seconds until its window ends (the `Retry-After` value).
+    /// Carries the seconds until the client's window ends (`Retry-After`).
     TooManyLoginAttempts {
         retry_after: u64,
     },
     /// Anything unexpected (store unreachable, query error, bad setting).
-    /// The detail goes to the log, never to the client.
+    /// The detail of this and the two below goes to the log, never to the client.
     Internal(String),
-    /// `GET /health`: the configured store did not answer a trivial query.
-    /// The reason goes to the log, never to the client.
+    /// `GET /health`: the configured store did not answer.
     ServiceUnavailable(String),
-    /// A write waited for SQLite's write lock past its deadline (`StoreBusy`):
-    /// 503 with `Retry-After`. The reason goes to the log.
+    /// A write waited for SQLite's write lock past its deadline (`StoreBusy`).
     StoreBusy(String),
 }
 
@@ -67,46 +60,48 @@ impl std::error::Error for StoreBusy {}
 
 impl ApiError {
     pub fn status(&self) -> u16 {
-        match self {
-            ApiError::InvalidLoginPayload
-            | ApiError::InvalidBook
-            | ApiError::InvalidQuery
-            | ApiError::InvalidIdempotencyKey => 400,
-            ApiError::InvalidCredentials | ApiError::TokenRequired | ApiError::InvalidToken => 401,
-            ApiError::BookNotFound | ApiError::RouteNotFound => 404,
-            ApiError::MethodNotAllowed(_) => 405,
-            ApiError::PreconditionFailed => 412,
-            ApiError::BodyTooLarge => 413,
-            ApiError::IdempotencyKeyReused => 422,
-            ApiError::PreconditionRequired => 428,
-            ApiError::TooManyLoginAttempts { .. } => 429,
-            ApiError::TokenNotIssued | ApiError::Internal(_) => 500,
-            ApiError::ServiceUnavailable(_) | ApiError::StoreBusy(_) => 503,
-        }
+        self.answer().0
     }
 
     pub fn message(&self) -> &'static str {
+        self.answer().1
+    }
+
+    /// Each error's status and envelope message.
+    fn answer(&self) -> (u16, &'static str) {
         match self {
-            ApiError::InvalidLoginPayload => "Invalid request payload",
-            ApiError::InvalidBook => "Invalid input",
-            ApiError::InvalidQuery => "Invalid query parameters",
-            ApiError::InvalidCredentials => "Invalid credentials",
-            ApiError::TokenRequired => "Authorization token required",
-            ApiError::InvalidToken => "Invalid token",
-            ApiError::BookNotFound => "Book not found",
-            ApiError::RouteNotFound => "Not found",
-            ApiError::MethodNotAllowed(_) => "Method not allowed",
-            ApiError::BodyTooLarge => "Request body too large",
-            ApiError::PreconditionFailed => "Precondition failed",
-            ApiError::PreconditionRequired => "Precondition required",
-            ApiError::InvalidIdempotencyKey => "Invalid Idempotency-Key",
+            ApiError::InvalidLoginPayload => (400, "Invalid request payload"),
+            ApiError::InvalidBook => (400, "Invalid input"),
+            ApiError::InvalidQuery => (400, "Invalid query parameters"),
+            ApiError::InvalidIdempotencyKey => (400, "Invalid Idempotency-Key"),
+            ApiError::InvalidCredentials => (401, "Invalid credentials"),
+            ApiError::TokenRequired => (401, "Authorization token required"),
+            ApiError::InvalidToken => (401, "Invalid token"),
+            ApiError::BookNotFound => (404, "Book not found"),
+            ApiError::RouteNotFound => (404, "Not found"),
+            ApiError::MethodNotAllowed(_) => (405, "Method not allowed"),
+            ApiError::PreconditionFailed => (412, "Precondition failed"),
+            ApiError::BodyTooLarge => (413, "Request body too large"),
             ApiError::IdempotencyKeyReused => {
-                "Idempotency-Key already used for a different request"
+                (422, "Idempotency-Key already used for a different request")
             }
-            ApiError::TooManyLoginAttempts { .. } => "Too many login attempts",
-            ApiError::TokenNotIssued => "Could not generate token",
-            ApiError::Internal(_) => "Internal server error",
-            ApiError::ServiceUnavailable(_) | ApiError::StoreBusy(_) => "Service unavailable",
+            ApiError::PreconditionRequired => (428, "Precondition required"),
+            ApiError::TooManyLoginAttempts { .. } => (429, "Too many login attempts"),
+            ApiError::TokenNotIssued => (500, "Could not generate token"),
+            ApiError::Internal(_) => (500, "Internal server error"),
+            ApiError::ServiceUnavailable(_) | ApiError::StoreBusy(_) => {
+                (503, "Service unavailable")
+            }
+        }
+    }
+
+    /// The reason of a 500 or 503, for the log only.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            ApiError::Internal(detail)
+            | ApiError::ServiceUnavailable(detail)
+            | ApiError::StoreBusy(detail) => Some(detail),
+            _ => None,
         }
     }
 
@@ -128,13 +123,9 @@ impl From<anyhow::Error> for ApiError {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ApiError::Internal(detail)
-            | ApiError::ServiceUnavailable(detail)
-            | ApiError::StoreBusy(detail) => {
-                write!(f, "{}: {detail}", self.message())
-            }
-            _ => f.write_str(self.message()),
+        match self.detail() {
+            Some(detail) => write!(f, "{}: {detail}", self.message()),
+            None => f.write_str(self.message()),
         }
     }
 }

@@ -1,9 +1,6 @@
-//! The component's log lines, one per event, in logfmt (`key=value`, a value
-//! quoted when it holds a space, `"`, `\` or `=`), so that an operator can
-//! filter them (docs/operations.md): after every request, its line; before
-//! it, on a 500 or 503, the reason; a setting's warning when it is read.
-//! No line ever holds a secret: callers pass routes, not paths, and reasons
-//! whose addresses are already masked.
+//! The component's log lines, one per event, in logfmt (docs/operations.md).
+//! No line holds a secret: callers pass routes, not paths, and reasons whose
+//! addresses are already masked.
 
 use std::fmt::Write;
 
@@ -31,9 +28,8 @@ fn value(text: &str) -> String {
     quoted
 }
 
-/// What a request was, for its log lines: its method, the route pattern it
-/// matched (`router::pattern`) and the store it opened (`none` if it opened
-/// none).
+/// What a request was, for its log lines: its method, its route pattern
+/// (`app::pattern`) and the store it opened (`none` if none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestFields<'a> {
     pub method: &'a str,

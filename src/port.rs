@@ -1,7 +1,5 @@
-//! The host port: everything the core needs from the host it runs on (Spin,
-//! through `spin/`; the tests' host; the native benchmark), and the request
-//! as the core sees it. Handlers import this module; it imports nothing of
-//! theirs.
+//! The host port: what the core needs from its host (Spin through `spin/`,
+//! the tests' host, the native benchmark), and the request as the core sees it.
 
 use crate::db::Connection;
 use crate::error::ApiError;
@@ -10,14 +8,12 @@ use crate::settings::{self, DbUrl, SettingSource, StoreKind};
 /// Request bodies are refused past 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// What the core needs from its host: its settings and log
-/// (`SettingSource`), the clock and the database. Settings and the store are
-/// asked for only when a request needs them, as each may be a host call.
+/// Settings and log (`SettingSource`), the clock and the database, each asked
+/// for only when a request needs it, as each may be a host call.
 pub trait Context: SettingSource {
     /// Unix time in seconds.
     fn now(&self) -> u64;
-    /// The database `database` names. Connecting may be deferred to its
-    /// first statement.
+    /// Connecting may be deferred to the first statement.
     fn open_store(&mut self, database: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>>;
 }
 
@@ -59,24 +55,29 @@ pub struct RequestHead<'a> {
     pub method: &'a str,
     /// The path, without the query string.
     pub path: &'a str,
-    /// The query string after `?`, without the `?`; `None` when the target
-    /// has no `?`. Only `GET /books` reads it.
+    /// After `?`; `None` without one. Only `GET /books` reads it.
     pub query: Option<&'a str>,
     /// The `Authorization` value; several fields are joined (`join_values`).
     pub authorization: Option<&'a [u8]>,
     /// The `Origin` value: a browser's request from a page.
     pub origin: Option<&'a [u8]>,
-    /// The request's header fields, names in lower case, in the order
-    /// received.
+    /// Names in lower case, in the order received.
     pub headers: &'a [(String, Vec<u8>)],
 }
 
 impl RequestHead<'_> {
-    /// Every value of header `name` (lower case), joined; `None` when the
-    /// request has none.
+    /// Every value of header `name` (lower case), joined.
     pub fn header(&self, name: &str) -> Option<Vec<u8>> {
-        join_values(self.headers.iter().filter(|(field, _)| field == name).map(|(_, value)| value))
+        join_values(header_values(self.headers, name))
     }
+}
+
+/// Every value of the header `name` (lower case), in the order received.
+pub fn header_values<'a>(
+    fields: &'a [(String, Vec<u8>)],
+    name: &'a str,
+) -> impl DoubleEndedIterator<Item = &'a [u8]> {
+    fields.iter().filter(move |(field, _)| field == name).map(|(_, value)| value.as_slice())
 }
 
 /// A header's values joined with ", ", as HTTP combines repeated fields;

@@ -1,7 +1,5 @@
-//! HS256 JSON Web Tokens: issue and verify (docs/api.md, "Tokens").
-//!
-//! Deliberately narrow: one algorithm, one claim. Anything this module does
-//! not fully understand is rejected rather than guessed at.
+//! HS256 JSON Web Tokens (docs/api.md, "Tokens"): one algorithm, one claim;
+//! anything not fully understood is rejected rather than guessed at.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -15,11 +13,9 @@ use crate::settings;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// Checks the `Authorization` header of a protected request: the bare token.
-/// A token signed with the signing secret is accepted; while a previous
-/// secret is set, so is one signed with it (docs/configuration.md, "Rotating
-/// the signing secret"), until it expires. New tokens are only ever signed
-/// with the current secret.
+/// Checks the `Authorization` header of a protected request, the bare token:
+/// signed with the signing secret or, while one is set, the previous one
+/// (docs/configuration.md, "Rotating the signing secret").
 pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<(), ApiError> {
     let token = header.map(<[u8]>::trim_ascii).unwrap_or_default();
     if token.is_empty() {

@@ -18,7 +18,7 @@ use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::port::{open_store, Context};
 
-/// A response carrying one book, with its ETag.
+/// A response carrying one book, with its ETag (none on a failed 500).
 fn with_book(status: u16, message: &str, book: Book) -> Response {
     let tag = etag(book.id, book.version);
     let response = Response::ok(status, message, Some(book));
@@ -33,9 +33,8 @@ fn created(book: Book) -> Response {
     with_book(201, "Book created successfully", book)
 }
 
-/// With a key, the book is stored once per key: a repeat of the same
-/// request answers as the first did, another request with the key is
-/// refused.
+/// With a key, the book is stored once per key: a repeat of the request
+/// answers as the first did, another request with the key is refused.
 pub fn create(
     db: &mut dyn Connection,
     body: &[u8],
@@ -95,13 +94,10 @@ pub fn list(db: &mut dyn Connection, query: &BookQuery) -> Result<Response, ApiE
     })
 }
 
-/// The next piece of the whole list after book `after`: each book of the
-/// next page after a comma, and, once the catalog ends, the envelope's
-/// closing `]}`; with where the piece after it begins (`None`: the body is
-/// complete). Each piece is one statement, in autocommit: a book created
-/// while the list is written is in it if its id is past the page being
-/// read, a book deleted may or may not be (docs/api.md); each book at most
-/// once, in ascending id order.
+/// The next piece of the whole list after book `after`: the next page's
+/// books, each after a comma, and once the catalog ends the closing `]}`;
+/// with where the next piece begins (`None`: complete). One autocommit
+/// statement a piece: docs/api.md says what a concurrent write does to it.
 pub fn rest_of_list(
     ctx: &mut impl Context,
     after: BookId,

@@ -1,10 +1,6 @@
 //! Catalog queries on `GET /books` (docs/api.md, "Catalog queries"): the
-//! query string read into a `BookQuery` (percent-decoding, `+` as a space,
-//! repeated parameters refused, every value checked), and the `Link` header
-//! of a page that has a next one. The SQL of a query is `sql::page`.
-//!
-//! Without any known parameter, `GET /books` is the whole list
-//! (`books::list`), byte for byte what the specification shows.
+//! query string read into a `BookQuery`, and the `Link` header of a page
+//! that has a next one. The SQL of a query is `sql::page`.
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
@@ -15,7 +11,7 @@ use crate::error::ApiError;
 pub const MAX_LIMIT: u32 = 1000;
 
 /// A text filter: the text as given (for the `Link` header) and its ASCII
-/// lowercase form (what is compared).
+/// lowercase form (what is compared: only ASCII letters lowered).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextFilter {
     given: String,
@@ -28,12 +24,11 @@ impl TextFilter {
         TextFilter { given, folded }
     }
 
-    /// The text as the client sent it (percent-decoded).
+    /// As the client sent it (percent-decoded).
     pub fn text(&self) -> &str {
         &self.given
     }
 
-    /// The text with only ASCII letters lowered; every other character as is.
     pub fn folded(&self) -> &str {
         &self.folded
     }
@@ -42,9 +37,8 @@ impl TextFilter {
 /// The parameters of a `GET /books`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BookQuery {
-    /// Only books with a larger id.
     pub after: Option<BookId>,
-    /// At most this many books (1 ..= `MAX_LIMIT`).
+    /// 1 ..= `MAX_LIMIT`.
     pub limit: Option<u32>,
     pub title: Option<TextFilter>,
     pub author: Option<TextFilter>,
@@ -168,9 +162,8 @@ pub fn percent_decode(raw: &str) -> Option<String> {
                 i += 1;
             }
             b'%' => {
-                let high = hex_digit(*bytes.get(i + 1)?)?;
-                let low = hex_digit(*bytes.get(i + 2)?)?;
-                decoded.push(high << 4 | low);
+                let hex = |at: usize| (*bytes.get(at)? as char).to_digit(16);
+                decoded.push((hex(i + 1)? << 4 | hex(i + 2)?) as u8);
                 i += 3;
             }
             byte => {
@@ -180,15 +173,6 @@ pub fn percent_decode(raw: &str) -> Option<String> {
         }
     }
     String::from_utf8(decoded).ok()
-}
-
-fn hex_digit(byte: u8) -> Option<u8> {
-    match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        b'A'..=b'F' => Some(byte - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Every byte but the unreserved characters (RFC 3986: letters, digits,

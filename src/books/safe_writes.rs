@@ -11,13 +11,11 @@ pub fn etag(id: BookId, version: i64) -> String {
     format!("\"{}.{version}\"", id.get())
 }
 
-/// What an `If-Match` value allows, for one book (RFC 9110 section 13.1.1).
+/// What an `If-Match` value allows, for one book (RFC 9110 section 13.1.1):
+/// `*`, or these versions only (none when it names no strong tag of this book).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IfMatch {
-    /// `*`: any version of the book, as long as it exists.
     Any,
-    /// These versions only (strong tags of this book); empty when the value
-    /// names none of them, unparsable values included: nothing matches.
     Versions(Vec<i64>),
 }
 
@@ -75,21 +73,18 @@ impl Precondition {
     }
 }
 
-/// What a `PUT` or `DELETE` may replace.
+/// What a `PUT` or `DELETE` may replace: the book at any version, only at
+/// one of these, or nothing (the write must not be tried: 428).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replaceable<'a> {
-    /// The book at any version, as long as it exists.
     AnyVersion,
-    /// The book only at one of these versions (none: nothing matches).
     Versions(&'a [i64]),
-    /// Nothing: the write must not be tried (428).
     Nothing,
 }
 
-/// Longest `Idempotency-Key`, in characters.
 pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
 
-/// How long a key is remembered at least: a day, in seconds.
+/// How long a key is remembered at least, in seconds.
 pub const IDEMPOTENCY_KEY_SECONDS: u64 = 24 * 60 * 60;
 
 /// Keys past that age forgotten by each keyed create, at most.

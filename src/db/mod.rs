@@ -19,10 +19,8 @@ use crate::settings::StoreKind;
 pub trait Connection {
     /// Which database it is, and so the dialect of its statements.
     fn kind(&self) -> StoreKind;
-    /// Runs `statement` and returns its rows, in the statement's order.
     fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>>;
-    /// Runs `sql`, which has no parameters and whose rows are not read:
-    /// schema changes and transaction control.
+    /// Without parameters or rows read: schema changes and transaction control.
     fn execute(&mut self, sql: &str) -> anyhow::Result<()>;
     /// Called before each SQLite write: Spin's connection sets its busy
     /// timeout (`BUSY_TIMEOUT_MS`) before its first.
@@ -55,7 +53,6 @@ impl<C: Connection + ?Sized> Connection for &mut C {
     }
 }
 
-/// A value bound to a placeholder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SqlParam<'a> {
     Text(&'a str),
@@ -112,7 +109,6 @@ impl<'a> Sql<'a> {
     }
 }
 
-/// A statement whose values are all given up front.
 pub fn statement<'a>(kind: StoreKind, text: &str, params: Vec<SqlParam<'a>>) -> Statement<'a> {
     let mut sql = Sql::new(text);
     sql.params = params;
@@ -167,21 +163,14 @@ fn run(db: &mut dyn Connection, statement: &Statement) -> anyhow::Result<Vec<Row
     wait_for_the_lock(db, |db| db.query(statement))
 }
 
-/// How long one SQLite write waits for the lock inside the host
-/// (`PRAGMA busy_timeout`, set by Spin's connection before its first write),
-/// in milliseconds. Inside it SQLite's busy handler sleeps 1, 2, 5, 10 ms
-/// between tries; after it, the waiting is ours (`wait_for_the_lock`), a try
-/// about every millisecond. So a writer that has waited longer tries more
-/// often than a newcomer, the nearest we get to first come, first served;
-/// and each of our tries is a host call, so a longer timeout costs less CPU.
-/// Measured under Spin 4.0.2, `POST /book` on SQLite (`docs/performance.md`):
-/// 2 ms gave the best p99 at 16 clients but a third more CPU per write and
-/// the worst p99 at 64; 10, 25 and 50 ms were alike within the noise.
+/// How long one SQLite write waits for the lock inside the host, in ms
+/// (`PRAGMA busy_timeout`, set by Spin's connection before its first write);
+/// after it, the waiting is ours (`wait_for_the_lock`), so a writer that has
+/// waited longer tries more often than a newcomer. Why 25: docs/performance.md.
 pub const BUSY_TIMEOUT_MS: u64 = 25;
 
 /// How long a write waits for SQLite's write lock in all before it gives up
-/// (503 "Service unavailable" with `Retry-After`, nothing written): as long
-/// as rusqlite's default busy timeout, which Spin leaves in place.
+/// (503 with `Retry-After`, nothing written): rusqlite's default busy timeout.
 pub const WRITE_LOCK_DEADLINE_MS: u64 = 5_000;
 
 /// SQLite's errors for a lock held elsewhere: `SQLITE_BUSY` (the database)
@@ -341,16 +330,8 @@ mod tests {
         // BEGIN IMMEDIATE waits the same way; the transaction then runs once.
         let mut db = Contended::new(StoreKind::Sqlite, 2);
         in_transaction(&mut db, |db| db.execute("UPDATE books SET year = 1")).unwrap();
-        assert_eq!(
-            db.tries,
-            [
-                "BEGIN IMMEDIATE",
-                "BEGIN IMMEDIATE",
-                "BEGIN IMMEDIATE",
-                "UPDATE books SET year = 1",
-                "COMMIT"
-            ]
-        );
+        let begin = ["BEGIN IMMEDIATE"; 3];
+        assert_eq!(db.tries, [&begin[..], &["UPDATE books SET year = 1", "COMMIT"]].concat());
     }
 
     #[test]

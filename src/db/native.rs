@@ -1,7 +1,5 @@
-//! An in-process SQLite database (rusqlite) as a `sql::Connection`, for
-//! native builds only (the `rusqlite` feature): the core's tests run the real
-//! statements and migrations on it in memory, and the native benchmark serves
-//! from it. The component never links it.
+//! An in-process SQLite database (rusqlite) as a `db::Connection`, native
+//! builds only: the core's tests run on it in memory, bench/native serves it.
 
 use anyhow::Context as _;
 use rusqlite::types::{Value, ValueRef};

@@ -1,22 +1,14 @@
-//! Who the client of a request is, for counting failed logins per client
-//! (docs/configuration.md, "Login protection"), and the key its count is kept under.
-//!
-//! In order:
-//! 1. The client address header, if configured: a header an edge in front of the service
-//!    overwrites with the address it saw (`true-client-ip` on Akamai,
-//!    `cf-connecting-ip` on Cloudflare); missing or unparsable, the next rule.
-//! 2. N >= 1 trusted proxy hops: the address N places from the right of
-//!    "every `X-Forwarded-For` entry, then the peer address". Each trusted
-//!    proxy appends the address it received the request from, so the entries
-//!    a client wrote itself are always to the left of those: the leftmost
-//!    entry is whatever the client chose, and is never trusted.
-//! 3. The peer address the platform saw (Spin's `spin-client-addr`).
-//!
-//! The key is an IPv4 address whole (IPv4-mapped IPv6 counts as IPv4) and an
-//! IPv6 address by its /64 prefix: one end site holds at least a /64, so
-//! counting single IPv6 addresses would give it 2^64 budgets.
+//! Who the client of a request is, for counting failed logins per client,
+//! in the order docs/configuration.md ("Who the client is") gives: the
+//! client address header, else with N trusted proxies the address N places
+//! from the right of "every `X-Forwarded-For` entry, then the peer" (the
+//! entries a client wrote itself are left of those its proxies appended),
+//! else the peer. An IPv6 address counts by its /64: one end site holds at
+//! least a /64, so single addresses would give it 2^64 budgets.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+use crate::port::header_values;
 
 /// The shared key of every client whose address cannot be read.
 pub const UNKNOWN_CLIENT: &str = "unknown";
@@ -85,14 +77,6 @@ impl ClientIdentity {
         let chosen = entries.len().checked_sub(1)?.saturating_sub(hops);
         entries.get(chosen).copied().and_then(parse_address)
     }
-}
-
-/// Every value of the header `name` (lower case), in the order received.
-fn header_values<'a>(
-    fields: &'a [(String, Vec<u8>)],
-    name: &'a str,
-) -> impl DoubleEndedIterator<Item = &'a [u8]> {
-    fields.iter().filter(move |(candidate, _)| candidate == name).map(|(_, value)| value.as_slice())
 }
 
 /// `1.2.3.4`, `1.2.3.4:5678`, `::1`, `[::1]`, `[::1]:5678` -> the IP,

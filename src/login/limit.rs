@@ -1,24 +1,10 @@
-//! The failed-login limit (docs/configuration.md, "Login protection"): login
-//! attempts are counted per client (see `client`) in the configured store; once
-//! the limit's number of attempts of a window have been checked and failed,
-//! every `POST /token` from that client answers 429 "Too many login
-//! attempts" with `Retry-After`, until the window ends. A successful login
-//! clears the client's count.
-//!
-//! An attempt is counted before its password is checked, in one atomic
-//! statement, so that however many logins arrive at once (from one host or
-//! from replicas on one database), at most that many passwords of
-//! a client are checked per window: the statement hands each concurrent
-//! attempt its own number, and an attempt numbered past the limit is refused
-//! unchecked. What a login costs the store (each item one statement):
-//! - a login with a readable body: count the attempt (an upsert that also
-//!   restarts an ended window); then
-//!   - right credentials: delete the client's count;
-//!   - wrong credentials that began a new window: delete up to
-//!     `PRUNE_BATCH` ended windows of any client through the `window_end`
-//!     index, so old rows go without a scan on every request;
-//! - a login whose body cannot be read checks no password and is not
-//!   counted: one read, to answer 429 rather than 400 to a blocked client.
+//! The failed-login limit (docs/configuration.md, "Login protection"),
+//! counted per client (`client`) in the store. An attempt is counted before
+//! its password is checked, in one atomic statement that hands each
+//! concurrent attempt its own number, so at most the limit's number of
+//! passwords of a client are checked per window, whatever arrives at once.
+//! A failure that began a new window also deletes up to `PRUNE_BATCH` ended
+//! windows through the `window_end` index, so old rows go without a scan.
 
 /// Ended windows deleted at most per cleanup.
 pub const PRUNE_BATCH: u32 = 100;

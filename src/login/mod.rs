@@ -1,16 +1,12 @@
 //! `POST /token`: credentials in, a signed token out, under the failed-login
-//! limit (`limit`): the attempt is counted before its password is checked,
-//! and a client past the limit gets 429 whatever it sends. Who the client is:
-//! `client`; the configured password and its check: `password`; the
-//! statements: `sql`.
+//! limit (`limit`): a client past it gets 429 whatever it sends.
 
 pub mod client;
 pub mod limit;
 pub mod password;
 pub mod sql;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::envelope::Response;
 use crate::error::ApiError;
@@ -18,11 +14,6 @@ use crate::port::{open_store, Context, RequestHead};
 use crate::settings::{self, StoreKind};
 use crate::token;
 use limit::PRUNE_BATCH;
-
-#[derive(Serialize)]
-struct IssuedToken {
-    token: String,
-}
 
 /// `POST /token`. `body` is the request body as read (or why it could not
 /// be); the store, if the limit needs it, is noted in `opened`.
@@ -84,7 +75,7 @@ fn sign(ctx: &mut impl Context) -> Result<Response, ApiError> {
         return Err(ApiError::TokenNotIssued);
     };
     let token = token::issue(secret.as_bytes(), ctx.now()).map_err(|_| ApiError::TokenNotIssued)?;
-    Ok(Response::ok(200, "Token generated successfully", Some(IssuedToken { token })))
+    Ok(Response::ok(200, "Token generated successfully", Some(json!({ "token": token }))))
 }
 
 /// A JSON object with string `username` and `password`; other fields ignored.

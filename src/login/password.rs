@@ -8,13 +8,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// The largest Argon2 memory accepted, in KiB (64 MiB, RFC 9106's second
-/// recommended setting). Verification allocates this much in the
-/// component's memory; far larger values could exhaust it and trap, so such
-/// a hash is refused as invalid instead.
+/// recommended setting): verifying allocates it in the component's memory,
+/// and far more could exhaust it and trap.
 pub const MAX_MEMORY_KIB: u32 = 64 * 1024;
-/// The most passes accepted. A login costs the passes times the memory in
-/// CPU; OWASP's settings use 1 to 5, and a cost of 100 would make every
-/// login seconds of CPU, an easy way to tie up the service.
+/// The most passes accepted: a login costs passes times memory in CPU
+/// (OWASP's settings use 1 to 5; 100 would tie the service up).
 pub const MAX_TIME_COST: u32 = 10;
 /// The most lanes accepted. A component computes them one after another (no
 /// threads), so more lanes only cost more time.
@@ -135,15 +133,17 @@ mod tests {
     const REFERENCE: &str =
         "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc";
 
-    /// OWASP's parameters (m=19456, t=2, p=1), made with this crate.
-    fn owasp_hash() -> String {
+    /// `password` hashed by this crate with salt `salt` (base64) and `params`.
+    fn hash(password: &str, salt: &str, params: Params) -> String {
         use argon2::password_hash::{PasswordHasher, SaltString};
-        let salt = SaltString::from_b64("c29tZXNhbHRzb21lc2FsdA").unwrap();
-        let params = Params::new(19456, 2, 1, None).unwrap();
-        Argon2::new(Algorithm::Argon2id, argon2::Version::V0x13, params)
-            .hash_password(b"password", &salt)
-            .unwrap()
-            .to_string()
+        let salt = SaltString::from_b64(salt).unwrap();
+        let argon2 = Argon2::new(Algorithm::Argon2id, argon2::Version::V0x13, params);
+        argon2.hash_password(password.as_bytes(), &salt).unwrap().to_string()
+    }
+
+    /// OWASP's parameters (m=19456, t=2, p=1).
+    fn owasp_hash() -> String {
+        hash("password", "c29tZXNhbHRzb21lc2FsdA", Params::new(19456, 2, 1, None).unwrap())
     }
 
     #[test]
@@ -166,13 +166,7 @@ mod tests {
 
     #[test]
     fn parameters_come_from_the_string() {
-        use argon2::password_hash::{PasswordHasher, SaltString};
-        let salt = SaltString::from_b64("YW5vdGhlcnNhbHQ").unwrap();
-        let params = Params::new(64, 1, 2, Some(16)).unwrap();
-        let phc = Argon2::new(Algorithm::Argon2id, argon2::Version::V0x13, params)
-            .hash_password(b"s3cret", &salt)
-            .unwrap()
-            .to_string();
+        let phc = hash("s3cret", "YW5vdGhlcnNhbHQ", Params::new(64, 1, 2, Some(16)).unwrap());
         assert!(phc.contains("m=64,t=1,p=2"), "{phc}");
         let hashed = HashedPassword::parse(&phc).unwrap();
         assert!(hashed.verify("s3cret"));
@@ -218,13 +212,8 @@ mod tests {
 
     #[test]
     fn costs_at_the_bounds_are_accepted() {
-        use argon2::password_hash::{PasswordHasher, SaltString};
-        let salt = SaltString::from_b64("Ym91bmRzYm91bmRz").unwrap();
         let params = Params::new(64, MAX_TIME_COST, MAX_PARALLELISM, None).unwrap();
-        let phc = Argon2::new(Algorithm::Argon2id, argon2::Version::V0x13, params)
-            .hash_password(b"edge", &salt)
-            .unwrap()
-            .to_string();
+        let phc = hash("edge", "Ym91bmRzYm91bmRz", params);
         assert!(HashedPassword::parse(&phc).unwrap().verify("edge"));
         let max_memory = phc.replacen("m=64", &format!("m={MAX_MEMORY_KIB}"), 1);
         assert!(HashedPassword::parse(&max_memory).is_ok());

@@ -1,8 +1,6 @@
-//! `DB_URL`, the store setting: which database to open. Forms: empty, `sqlite:` or `sqlite://default` -> Spin's `default` SQLite
-//! database; `sqlite://LABEL` -> the SQLite database LABEL; `postgres://...`
-//! or `postgresql://...` -> that PostgreSQL database. Anything else is
-//! refused, and described without its text. Also the one redaction of a
-//! password in a PostgreSQL address, for logs.
+//! `DB_URL`, which database to open (docs/configuration.md): anything but
+//! its forms is refused, described without its text. Also the one redaction
+//! of a password in a PostgreSQL address, for logs.
 
 use std::fmt;
 
@@ -16,12 +14,10 @@ pub fn database(ctx: &mut impl SettingSource) -> Result<DbUrl, ApiError> {
     DbUrl::parse(value.as_deref()).map_err(ApiError::internal)
 }
 
-/// The store `DB_URL` names: its kind and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbUrl {
     pub kind: StoreKind,
-    /// A Spin SQLite database's label, or a PostgreSQL connection URL
-    /// (passed to `spin:postgres` as is).
+    /// A Spin SQLite database's label, or a PostgreSQL URL (passed as is).
     pub address: String,
 }
 
@@ -60,8 +56,7 @@ impl fmt::Display for UnsupportedDbUrl {
     }
 }
 
-/// The kinds of store, each a Cargo feature of the component, and each its
-/// own SQL dialect.
+/// The kinds of store, each a Cargo feature and its own SQL dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
     Sqlite,
@@ -69,7 +64,7 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
-    /// Its name in log lines.
+    /// In log lines.
     pub fn name(self) -> &'static str {
         match self {
             StoreKind::Sqlite => "sqlite",
@@ -145,17 +140,11 @@ impl DbUrl {
     /// A refused PostgreSQL address (`... is not permitted`), with its fix:
     /// the manifests allow `postgres://{{ db_host }}` only.
     pub fn not_permitted_fix(&self) -> String {
-        match self.host_port() {
-            Some(host_port) => format!(
-                "the manifest allows outbound PostgreSQL only to postgres://{{{{ db_host }}}}: \
-                 set the variable db_host (SPIN_VARIABLE_DB_HOST) to {host_port}, the host and \
-                 port of db_url"
-            ),
-            None => "the manifest allows outbound PostgreSQL only to postgres://{{ db_host }}: \
-                     set the variable db_host (SPIN_VARIABLE_DB_HOST) to the host and port of \
-                     db_url"
-                .to_string(),
-        }
+        let value = self.host_port().map_or(String::new(), |host_port| host_port + ", ");
+        format!(
+            "the manifest allows outbound PostgreSQL only to postgres://{{{{ db_host }}}}: set \
+             the variable db_host (SPIN_VARIABLE_DB_HOST) to {value}the host and port of db_url"
+        )
     }
 
     /// How the store is named in logs: never with a password.
@@ -226,17 +215,9 @@ mod tests {
 
     #[test]
     fn anything_else_is_refused_without_echoing_a_password() {
-        for bad in [
-            "mysql://u:hunter2@h/db",
-            "sqlite://",
-            "sqlite://a/b",
-            "file.db",
-            "redis://x",
-            "hunter2",
-            "host=db password=hunter2",
-            "postgress://u:hunter2@h/db",
-            "postgres:u:hunter2@h",
-        ] {
+        let bad = "mysql://u:hunter2@h/db sqlite:// sqlite://a/b file.db redis://x hunter2 \
+                   postgress://u:hunter2@h/db postgres:u:hunter2@h";
+        for bad in bad.split(' ').chain(["host=db password=hunter2"]) {
             let error = target(bad).unwrap_err().to_string();
             assert!(error.starts_with("DB_URL"), "{error}");
             assert!(!error.contains("hunter2"), "{error}");

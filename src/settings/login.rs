@@ -1,10 +1,8 @@
-//! The settings of logins and tokens: the signing secrets, the
-//! credentials, the failed-login limit and who the client is. Each reader
-//! reads only what its answer needs.
+//! The settings of logins and tokens; each reader reads only what its answer needs.
 
 use super::{
-    parse_flag, parse_header_name, parse_max_failures, parse_proxy_hops, parse_window_seconds,
-    read, Setting, SettingSource, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS,
+    parse_flag, parse_header_name, parse_proxy_hops, parse_window_seconds, read, whole_number,
+    Setting, SettingSource, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS,
     DEFAULT_PASSWORD, DEFAULT_USERNAME, MAX_LOGIN_WINDOW_SECONDS, MAX_TRUSTED_PROXY_HOPS,
     MIN_SECRET_BYTES,
 };
@@ -13,9 +11,7 @@ use crate::login::client::ClientIdentity;
 use crate::login::limit::LoginLimit;
 use crate::login::password::{Credentials, ExpectedPassword, HashedPassword};
 
-/// `secret_token`, the key tokens are signed and checked with, if fit for
-/// HS256 (`fit_secret`); unset is logged too: no token is issued or
-/// accepted.
+/// `secret_token`, if fit for HS256 (`fit_secret`); unset is logged too.
 pub fn signing_secret(ctx: &mut impl SettingSource) -> Result<Option<String>, ApiError> {
     let secret = ctx.setting(Setting::SecretToken)?;
     if secret.is_none() {
@@ -27,17 +23,15 @@ pub fn signing_secret(ctx: &mut impl SettingSource) -> Result<Option<String>, Ap
     Ok(fit_secret(ctx, Setting::SecretToken, secret))
 }
 
-/// `secret_token_previous`, the key tokens signed before a rotation are
-/// still checked with (docs/configuration.md, "Rotating the signing
-/// secret"), if set and fit for HS256.
+/// `secret_token_previous` (docs/configuration.md, "Rotating the signing
+/// secret"), if fit for HS256.
 pub fn previous_signing_secret(ctx: &mut impl SettingSource) -> Result<Option<String>, ApiError> {
     let secret = ctx.setting(Setting::SecretTokenPrevious)?;
     Ok(fit_secret(ctx, Setting::SecretTokenPrevious, secret))
 }
 
-/// A secret shorter than 32 bytes, which RFC 7518 section 3.2 forbids,
-/// counts as unset (docs/configuration.md, "Failing closed"), with a log
-/// line that never holds the secret.
+/// A secret shorter than RFC 7518 allows counts as unset, with a log line
+/// (docs/configuration.md, "Failing closed").
 fn fit_secret(
     ctx: &mut impl SettingSource,
     setting: Setting,
@@ -56,10 +50,9 @@ fn fit_secret(
     Some(secret)
 }
 
-/// `auth_username` (default `admin`) and the password: `auth_password_hash`,
-/// when set, replaces `auth_password` (and then no default-password
-/// warning). A hash that cannot be used makes every login a 500; the
-/// reason, never the hash, goes to the log.
+/// `auth_username` and the password: `auth_password_hash`, when set,
+/// replaces `auth_password`. A hash that cannot be used makes every login a
+/// 500; the reason, never the hash, goes to the log.
 pub fn credentials(ctx: &mut impl SettingSource) -> Result<Credentials, ApiError> {
     let username =
         ctx.setting(Setting::AuthUsername)?.unwrap_or_else(|| DEFAULT_USERNAME.to_string());
@@ -93,7 +86,7 @@ pub fn login_limit(ctx: &mut impl SettingSource) -> Result<LoginLimit, ApiError>
     let max_failures = read(
         ctx,
         Setting::LoginMaxFailures,
-        parse_max_failures,
+        whole_number,
         "not a whole number from 0 to 4294967295",
         default,
         &format!("using the default, {default}"),
@@ -117,8 +110,7 @@ pub fn login_limit(ctx: &mut impl SettingSource) -> Result<LoginLimit, ApiError>
 }
 
 /// `client_ip_header`, then `trusted_proxy_hops` (or its older form,
-/// `trust_forwarded_for=true`, as one hop). Invalid values are logged and
-/// left out: no header, no trusted proxy.
+/// `trust_forwarded_for=true`, one hop); invalid values are logged and left out.
 pub fn client_identity(ctx: &mut impl SettingSource) -> Result<ClientIdentity, ApiError> {
     let ip_header = read(
         ctx,
@@ -134,8 +126,6 @@ pub fn client_identity(ctx: &mut impl SettingSource) -> Result<ClientIdentity, A
     let proxy_hops =
         match read(ctx, Setting::TrustedProxyHops, parse_proxy_hops, &rule, 0, untrusted)? {
             Some(hops) => hops,
-            // `trust_forwarded_for`, the setting `trusted_proxy_hops` replaced:
-            // `true` means one trusted proxy.
             None => {
                 let rule = "neither true nor false";
                 match read(ctx, Setting::TrustForwardedFor, parse_flag, rule, false, untrusted)? {

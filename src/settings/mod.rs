@@ -1,12 +1,8 @@
 //! Every setting of the service (docs/configuration.md), and the only place
-//! that names one: its Spin variable and environment names (declared once,
-//! in `settings!` below), where it is read from and in which order, its
-//! default, parsing, validation and warnings. The handlers get typed values
-//! from the readers here and in `login` and `db_url`.
-//!
-//! Reading a value is left to the host (`SettingSource`: Spin variables and
-//! the component environment); a reader asks for a setting only when the
-//! request needs it, since under Spin each read is a host call.
+//! that names one: its names (`settings!`), sources and their order, default,
+//! rule and warning; the handlers get typed values from the readers here and
+//! in `login` and `db_url`. Each is read only when a request needs it: under
+//! Spin each read is a host call.
 
 mod db_url;
 mod login;
@@ -23,8 +19,7 @@ use crate::error::ApiError;
 
 /// Where settings come from: the host (`port::Context` is one).
 pub trait SettingSource {
-    /// The resolved, non-empty value of a setting (see `resolve`), or why
-    /// its source could not give one.
+    /// The non-empty value (`resolve`), or why its source could not give one.
     fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable>;
     /// A line for the operator's log (`crate::log`). Never given a secret.
     fn log(&mut self, line: &str);
@@ -38,7 +33,6 @@ pub trait SettingSource {
 /// `spin.toml`) and plain environment name (`spin up -e NAME=...`).
 macro_rules! settings {
     ($($setting:ident => $variable:literal, $env:literal;)*) => {
-        /// A setting of the service.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Setting {
             $($setting,)*
@@ -47,14 +41,12 @@ macro_rules! settings {
         impl Setting {
             pub const ALL: [Setting; [$($variable),*].len()] = [$(Setting::$setting),*];
 
-            /// The Spin variable (declared in `spin.toml`).
             pub fn variable_name(self) -> &'static str {
                 match self {
                     $(Setting::$setting => $variable,)*
                 }
             }
 
-            /// The plain environment name (`spin up -e NAME=...`).
             pub fn env_name(self) -> &'static str {
                 match self {
                     $(Setting::$setting => $env,)*
@@ -80,10 +72,9 @@ settings! {
     CorsAllowedOrigins => "cors_allowed_origins", "CORS_ALLOWED_ORIGINS";
 }
 
-/// A setting whose source failed (a Spin variables provider that answered
-/// with an error, as opposed to one without a value). It is never replaced
-/// by a fallback or a default: the request that needs it answers 500
-/// (docs/configuration.md, "Failing closed"). `reason` never holds the value.
+/// A setting whose source failed (a Spin variables provider's error, not a
+/// missing value): never replaced by a fallback or a default, the request
+/// answers 500 (docs/configuration.md, "Failing closed"). Never holds the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingUnavailable {
     pub setting: Setting,
@@ -103,7 +94,6 @@ impl std::fmt::Display for SettingUnavailable {
     }
 }
 
-/// A request that needs a setting its source cannot give answers 500.
 impl From<SettingUnavailable> for ApiError {
     fn from(error: SettingUnavailable) -> Self {
         ApiError::Internal(error.to_string())
@@ -141,30 +131,21 @@ pub const DEFAULT_PASSWORD: &str = "password";
 /// RFC 7518 section 3.2: an HS256 key should be at least as long as the hash.
 pub const MIN_SECRET_BYTES: usize = 32;
 
-/// Failed logins one client address may make within a window (docs/configuration.md,
-/// "Login protection"); 0 turns the limit off.
+/// Failed logins per client and window (docs/configuration.md, "Login protection").
 pub const DEFAULT_LOGIN_MAX_FAILURES: u32 = 10;
-/// The window failed logins are counted in, from the first failure.
 pub const DEFAULT_LOGIN_WINDOW_SECONDS: u64 = 900;
-/// The longest window accepted: one year.
+/// One year.
 pub const MAX_LOGIN_WINDOW_SECONDS: u64 = 365 * 24 * 60 * 60;
 /// The most proxies `trusted_proxy_hops` may name; real chains have one to
 /// three (a CDN, a load balancer, an ingress).
 pub const MAX_TRUSTED_PROXY_HOPS: u32 = 32;
 
-/// A decimal integer of type `T`, surrounding whitespace ignored; no sign,
-/// no other characters.
+/// A decimal integer of type `T` (`login_max_failures`: `u32`), surrounding
+/// whitespace ignored; no sign, no other characters.
 fn whole_number<T: std::str::FromStr>(value: &str) -> Option<T> {
     let value = value.trim();
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value.parse().ok()
-}
-
-/// `login_max_failures`: a decimal integer 0..=4294967295.
-pub fn parse_max_failures(value: &str) -> Option<u32> {
-    whole_number(value)
+    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| value.parse().ok())?
 }
 
 /// `login_window_seconds`: a decimal integer 1..=`MAX_LOGIN_WINDOW_SECONDS`.
@@ -217,14 +198,11 @@ pub fn cors_origins(ctx: &mut impl SettingSource) -> Result<AllowedOrigins, ApiE
     Ok(origins.unwrap_or(AllowedOrigins::Off))
 }
 
-/// A set, non-empty Spin variable wins; otherwise the set, non-empty
-/// environment value; otherwise nothing (the caller applies the default).
-/// Empty counts as unset so that the manifest's empty defaults fall through,
-/// and so that an empty secret can never become a signing key.
-/// `variable` is `Ok(None)` when the platform has no such variable (a
-/// manifest that does not declare it), `Err(reason)` when its provider
-/// failed: then neither the environment nor a default stands in for it.
-/// The environment is read only when the variable gives nothing.
+/// A non-empty Spin variable wins, else a non-empty environment value (read
+/// only then), else nothing. Empty is unset, so that the manifest's empty
+/// defaults fall through and an empty secret never becomes a signing key.
+/// `variable` is `Ok(None)` for a variable the manifest does not declare,
+/// `Err` when its provider failed: then nothing stands in for it.
 pub fn resolve(
     setting: Setting,
     variable: Result<Option<String>, String>,
@@ -291,11 +269,11 @@ mod tests {
 
     #[test]
     fn login_limits_parse_strictly() {
-        assert_eq!(parse_max_failures("10"), Some(10));
-        assert_eq!(parse_max_failures(" 0 "), Some(0));
-        assert_eq!(parse_max_failures("4294967295"), Some(u32::MAX));
+        assert_eq!(whole_number::<u32>("10"), Some(10));
+        assert_eq!(whole_number::<u32>(" 0 "), Some(0));
+        assert_eq!(whole_number::<u32>("4294967295"), Some(u32::MAX));
         for bad in ["", " ", "-1", "+3", "1.5", "ten", "4294967296", "1e3", "0x10"] {
-            assert_eq!(parse_max_failures(bad), None, "{bad:?}");
+            assert_eq!(whole_number::<u32>(bad), None, "{bad:?}");
         }
         assert_eq!(parse_window_seconds("900"), Some(900));
         assert_eq!(parse_window_seconds("1"), Some(1));

@@ -1,8 +1,7 @@
-//! The Spin adapters: the HTTP entry point, configuration from Spin
-//! variables and the component environment, and the two stores.
+//! The Spin adapters: the HTTP entry point, settings from Spin variables and
+//! the environment, and the two stores, each only with its Cargo feature (a
+//! variant imports no interface of the store it lacks).
 
-// Each store is in the build only with its Cargo feature, so that a variant
-// imports no interface of the store it lacks.
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
@@ -20,7 +19,7 @@ use wasi::io::streams::{OutputStream, StreamError};
 use crate::app;
 use crate::db::Connection;
 use crate::envelope::Response;
-use crate::port::{join_values, Body, BodyError, Context, RequestHead};
+use crate::port::{header_values, join_values, Body, BodyError, Context, RequestHead};
 use crate::settings::{self, DbUrl, Setting, SettingSource, SettingUnavailable, StoreKind};
 
 /// How much of the body one host call reads.
@@ -35,9 +34,7 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let headers = request.headers();
     // Every field in one host call: cheaper than asking for each by name.
     let fields = headers.entries();
-    let named = |name: &str| {
-        join_values(fields.iter().filter(|(field, _)| field == name).map(|(_, value)| value))
-    };
+    let named = |name| join_values(header_values(&fields, name));
     let (authorization, origin) = (named("authorization"), named("origin"));
 
     let head = RequestHead {
@@ -54,11 +51,6 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let status = response.status;
     send(&mut ctx, response_out, response);
     log(&crate::log::request(&fields, status, started.elapsed().as_micros()));
-}
-
-/// All values of a header, joined (`join_values`).
-fn joined_header(headers: &Fields, name: &str) -> Option<Vec<u8>> {
-    join_values(headers.get(name))
 }
 
 /// Writes the response. A body the host takes in one write (wasmtime's
@@ -150,10 +142,7 @@ fn write_all(stream: &OutputStream, mut bytes: &[u8]) -> Result<(), StreamError>
 
 /// One write per line, so concurrent instances' lines never interleave.
 fn log(line: &str) {
-    let mut text = String::with_capacity(line.len() + 1);
-    text.push_str(line);
-    text.push('\n');
-    let _ = std::io::stderr().write_all(text.as_bytes());
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 /// The request body, streamed from the host and cut off past the limit.
@@ -166,7 +155,7 @@ struct RequestBody {
 
 impl Body for RequestBody {
     fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
-        let declared = joined_header(&self.headers, "content-length")
+        let declared = join_values(self.headers.get("content-length"))
             .and_then(|value| std::str::from_utf8(&value).ok()?.trim().parse::<u64>().ok());
         // A declared length far over the limit is refused before reading a
         // byte. One a few times the limit is read to its end and dropped:

@@ -1,5 +1,5 @@
 //! PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`, in every Spin
-//! since 2.0) as a `sql::Connection`.
+//! since 2.0) as a `db::Connection`.
 
 use anyhow::anyhow;
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
@@ -7,19 +7,11 @@ use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet
 use crate::db::{self, Column, SqlParam, Statement};
 use crate::settings::{redact_password, DbUrl, StoreKind};
 
-/// Wraps `statement` so that it yields at least one row, whatever the data.
-///
-/// Why: Spin 4.0.0 to 4.0.2 never return from a PostgreSQL `query` that
-/// yields no rows (Spin issue #3671, in all three PostgreSQL interfaces), so a
-/// request for a missing book, or a list of an empty catalog, would hang until
-/// the client gave up. Every statement this store sends through `query` is
-/// built here: the statement becomes a CTE, left-joined to a one-row `VALUES`,
-/// which gives the statement's rows or, when it has none, one row of NULLs
-/// (that `rows_of` then drops). Data-modifying statements (`INSERT`, `UPDATE`,
-/// `DELETE ... RETURNING`) work as CTEs too, and still run exactly once. The
-/// join does not keep a CTE's order, so the outer query orders by the first
-/// column: every statement's first column is its key (`id` for books, the
-/// order the lists need).
+/// Wraps `statement` so that it yields at least one row, whatever the data:
+/// Spin 4.0.0 to 4.0.2 never return from a `query` that yields none (Spin
+/// issue #3671; docs/operations.md). Data-modifying statements run once as
+/// CTEs too. The join loses the CTE's order, so the outer query orders by
+/// the first column, every statement's key (`id` for books, as lists need).
 pub(crate) fn at_least_one_row(statement: &str) -> String {
     format!(
         "WITH result AS ({statement}) \
@@ -44,9 +36,7 @@ impl PostgresConnection {
     pub fn new(database: &DbUrl) -> PostgresConnection {
         PostgresConnection { database: database.clone(), connection: None }
     }
-}
 
-impl PostgresConnection {
     fn connection(&mut self) -> anyhow::Result<&Connection> {
         match &mut self.connection {
             Some(connection) => Ok(connection),
@@ -95,8 +85,7 @@ impl db::Connection for PostgresConnection {
     }
 }
 
-/// An error for the log; host messages may quote the address, so any
-/// password in it is masked.
+/// An error for the log, any password in a quoted address masked.
 fn describe(error: &Error) -> String {
     let text = match error {
         Error::ConnectionFailed(text)

@@ -1,5 +1,4 @@
-//! A Spin SQLite database (`fermyon:spin/sqlite@2.0.0`) as a
-//! `sql::Connection`.
+//! A Spin SQLite database (`fermyon:spin/sqlite@2.0.0`) as a `db::Connection`.
 
 use anyhow::anyhow;
 use spin_sdk::sqlite::{Connection, QueryResult, Value};
@@ -76,7 +75,6 @@ fn bind(params: &[SqlParam]) -> Vec<Value> {
         .collect()
 }
 
-/// The rows of a result, as the shared readers of `sql` take them.
 fn rows(result: QueryResult) -> Vec<Vec<Column>> {
     result.rows.into_iter().map(|row| row.values.into_iter().map(column).collect()).collect()
 }
