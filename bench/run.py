@@ -110,38 +110,10 @@ class Store:
             self.add(n - self.max_id())
 
 
-def descendants(pid):
-    """`pid` and every process under it (`spin up` serves from a child)."""
-    parents = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            parents.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(entry))
-        except OSError:
-            pass
-    tree, todo = [], [pid]
-    while todo:
-        tree.append(todo.pop())
-        todo += parents.get(tree[-1], [])
-    return tree
-
-
-def rss_kib(pid):
-    """The resident memory of `pid` and its descendants, KiB."""
-    total = 0
-    for p in descendants(pid):
-        try:
-            total += next(int(line.split()[1]) for line in Path(f"/proc/{p}/status").read_text().splitlines()
-                          if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            pass
-    return total
-
-
 def proc_tree(pid):
     """(CPU ticks, context switches) of `pid` and its descendants."""
     ticks = switches = 0
-    for p in descendants(pid):
+    for p in launch.process_tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             ticks += int(fields[11]) + int(fields[12])  # utime + stime
@@ -291,11 +263,11 @@ def catalog(targets, books):
             for target, seconds in times.items():
                 record(target, n, label, median(seconds) * 1000, max_ms=max(seconds) * 1000)
         for target in targets:
-            before = peak = rss_kib(target.pid)
+            before = peak = launch.status_kib(launch.process_tree(target.pid))
 
             def watch():
                 nonlocal peak
-                peak = max(peak, rss_kib(target.pid))
+                peak = max(peak, launch.status_kib(launch.process_tree(target.pid)))
             seconds, answered = timed_get(target, "", token, watch)
             record(target, n, "whole list", seconds * 1000, books=answered, rss_before_mib=before / 1024,
                    peak_rss_mib=peak / 1024)

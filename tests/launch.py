@@ -87,6 +87,34 @@ def wait_until(ok, seconds, step=0.2):
     return None
 
 
+def process_tree(pid):
+    """`pid` and every process under it (`spin up` serves from a child)."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            children.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(entry))
+        except OSError:
+            pass
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    return tree
+
+
+def status_kib(pids, field="VmRSS"):
+    """The sum of a /proc/PID/status field (VmRSS, VmHWM) over `pids`, KiB."""
+    total = 0
+    for pid in pids:
+        try:
+            total += next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if line.startswith(field + ":"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
 def psql(url, sql):
     """`sql` run by the newest psql installed: its rows, one a line, fields split by `|`."""
     bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: [

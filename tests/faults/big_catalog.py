@@ -16,7 +16,6 @@ answers again. Either store, either host.
 import codecs
 import http.client
 import json
-import os
 import socket
 import sqlite3
 import time
@@ -56,34 +55,6 @@ class Store:
                      f"'Author ' || (i % 997), 1900 + i % 125 FROM {source}")
         if self.db_url:  # the identity sequence past them, as the API would leave it
             self.sql(f"SELECT setval(pg_get_serial_sequence('books', 'id'), {count})")
-
-
-def process_tree(pid):
-    """`pid` and every process under it (`spin up` serves from a child)."""
-    children = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            children.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(entry))
-        except OSError:
-            pass
-    tree, todo = [], [pid]
-    while todo:
-        tree.append(todo.pop())
-        todo += children.get(tree[-1], [])
-    return tree
-
-
-def memory_kib(pids, field):
-    """The sum of a /proc/PID/status field (VmRSS, VmHWM) over `pids`."""
-    total = 0
-    for pid in pids:
-        try:
-            total += next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                          if line.startswith(field + ":"))
-        except (OSError, StopIteration):
-            pass
-    return total
 
 
 class Listing:
@@ -178,12 +149,12 @@ def run(ctx):
     store.seed(BOOKS)
     t.note(f"{BOOKS:,} books seeded in {time.monotonic() - started:.1f} s")
 
-    pids = process_tree(host.proc.pid)
-    before = memory_kib(pids, "VmRSS")
+    pids = lib.launch.process_tree(host.proc.pid)
+    before = lib.launch.status_kib(pids)
     for pid in pids:  # VmHWM from here on
         Path(f"/proc/{pid}/clear_refs").write_text("5")
     whole = Listing(host.port, token)
-    peak = memory_kib(pids, "VmHWM")
+    peak = lib.launch.status_kib(pids, "VmHWM")
     t.note(f"GET /books: {whole.status}, {whole.count:,} books, {whole.size / 1e6:.1f} MB in "
            f"{whole.took:.2f} s; RSS of {len(pids)} processes {before // 1024} MiB before, peak {peak // 1024} MiB")
     t.check(whole.status == 200 and whole.well_formed and not whole.cut and whole.size > SPIN_BUFFERED_LIMIT,

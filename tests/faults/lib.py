@@ -280,13 +280,7 @@ class Host(launch.Host):
             return [(repr(e),)]
 
     def rss_kib(self):
-        try:
-            for line in open(f"/proc/{self.proc.pid}/status", encoding="ascii"):
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        except OSError:
-            pass
-        return None
+        return launch.status_kib([self.proc.pid]) or None
 
     def login(self, password=None, **kwargs):
         """POST /token as this host's user, with its password unless given."""
