@@ -227,8 +227,9 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
     for (answer, _) in &answers {
         assert_plain(500, answer.clone());
     }
-    assert!(took[0] >= 0.9 && took[1] < 1.9, "the first two at about 1 s: {took:?}");
-    assert!(took[2] >= 1.8 && took[2] < 3.5, "the third a deadline later: {took:?}");
+    // Margins for a loaded machine (2.35 s for the second seen at load 10).
+    assert!(took[0] >= 0.9 && took[1] < 2.6, "the first two at about 1 s: {took:?}");
+    assert!(took[2] >= 1.8 && took[2] < 4.5, "the third a deadline later: {took:?}");
     assert!(
         host.stderr().contains("still running after 1 s (--request-timeout)"),
         "{}",
