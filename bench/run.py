@@ -8,7 +8,6 @@ build/bench/results.md (the table)."""
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -49,65 +48,6 @@ Target = namedtuple("Target", "comparator store base pid")
 
 def log(text):
     print(f"[bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
-
-
-class Store:
-    """Puts books straight into the server's database (much faster than the
-    API, and out of the measured runs), once the component has created its
-    tables (it migrates on first use)."""
-
-    def __init__(self, pg_url, state_dir):
-        self.pg_url = pg_url
-        self.sqlite = None if pg_url else sqlite3.connect(Path(state_dir) / "sqlite_db.db", timeout=30,
-                                                          isolation_level=None)
-
-    def sql(self, statement):
-        """The first column of the first row, as text."""
-        if self.sqlite:
-            row = self.sqlite.execute(statement).fetchone()
-            return str(row[0]) if row else ""
-        return launch.psql(self.pg_url, statement)
-
-    def max_id(self):
-        return int(self.sql("SELECT COALESCE(MAX(id), 0) FROM books"))
-
-    def add(self, count, gap=0):
-        """Adds `count` books `gap` ids after the highest (room for writes the
-        host still finishes after a run); returns the first id. The id counter
-        (AUTOINCREMENT's, the identity sequence) moves past them."""
-        first = self.max_id() + 1 + gap
-        if self.sqlite:
-            rows = ((i, f"Title {i}", f"Author {i % 997}", 1900 + i % 125)
-                    for i in range(first, first + count))
-            # The triggers that keep the trigram index set aside, and the new
-            # books indexed in one go as migration 0007 fills it: a note and
-            # a merge a book would take many minutes for millions of books.
-            self.sqlite.execute("BEGIN IMMEDIATE")
-            triggers = [sql for (sql,) in self.sqlite.execute(
-                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'books'")]
-            for sql in triggers:
-                self.sqlite.execute("DROP TRIGGER " + sql.split()[2])
-            self.sqlite.executemany("INSERT INTO books (id, title, author, year) VALUES (?, ?, ?, ?)", rows)
-            if triggers:
-                for column, sign, order in (("author", "-", "DESC"), ("title", "", "")):
-                    self.sqlite.execute(f"INSERT INTO books_trigrams (rowid, folded) SELECT {sign}id, "
-                                        f"lower({column}) FROM books WHERE id >= ? ORDER BY id {order}", (first,))
-                self.sqlite.execute("INSERT INTO books_trigrams (books_trigrams) VALUES ('optimize')")
-            for sql in triggers:
-                self.sqlite.execute(sql)
-            self.sqlite.execute("COMMIT")
-        else:
-            self.sql(f"INSERT INTO books (id, title, author, year) SELECT g, 'Title ' || g, "
-                     f"'Author ' || (g % 997), 1900 + g % 125 FROM generate_series({first}, {first + count - 1}) g; "
-                     "SELECT setval(pg_get_serial_sequence('books', 'id'), (SELECT MAX(id) FROM books))")
-            # As autovacuum soon would after so many rows: statistics, and
-            # the trigram indexes' pending entries merged.
-            self.sql("VACUUM ANALYZE books")
-        return first
-
-    def ensure(self, n):
-        if self.max_id() < n:
-            self.add(n - self.max_id())
 
 
 def proc_tree(pid):
@@ -169,7 +109,7 @@ def prepare(base, state_dir, pg_url):
     token = request(base, "POST", "/token", {"username": USER, "password": PASSWORD})["data"]["token"]
     os.environ.update(BENCH_TOKEN=token, BENCH_USER=USER, BENCH_PASS=PASSWORD, BENCH_IDS=str(BOOKS))
     request(base, "GET", "/books?limit=1", token=token)  # the component creates its tables
-    books = Store(pg_url, state_dir)
+    books = launch.BookStore(pg_url, state_dir)
     books.ensure(BOOKS)
     return books
 

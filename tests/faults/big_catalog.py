@@ -17,7 +17,6 @@ import codecs
 import http.client
 import json
 import socket
-import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
@@ -28,33 +27,6 @@ BOOKS = 2_000_000
 SPIN_BUFFERED_LIMIT = 128 * 1024 * 1024  # Spin's MAX_HOST_BUFFERED_BYTES
 GROWTH_BOUND_KIB = 64 * 1024
 CUT_LINE = "error: the list was cut short: "
-
-
-class Store:
-    """The host's database, from outside: seeded, its `books` table renamed."""
-
-    def __init__(self, host, db_url):
-        self.host, self.db_url = host, db_url
-
-    def sql(self, statement):
-        if self.db_url:
-            return lib.psql(self.db_url, statement)
-        with closing(sqlite3.connect(self.host.state_dir / "sqlite_db.db", timeout=30,
-                                     isolation_level=None)) as con:
-            return con.execute(statement).fetchall()
-
-    def seed(self, count, step=400_000):
-        """Books 1..count as bench/run.py seeds them, `step` a statement
-        (each well within psql's minute, through PostgreSQL's trigram indexes)."""
-        for first in range(1, count + 1, step):
-            last = min(first + step - 1, count)
-            source = (f"generate_series({first}, {last}) AS g(i)" if self.db_url else
-                      f"(WITH RECURSIVE g(i) AS (SELECT {first} UNION ALL SELECT i + 1 FROM g "
-                      f"WHERE i < {last}) SELECT i FROM g)")
-            self.sql("INSERT INTO books (id, title, author, year) SELECT i, 'Title ' || i, "
-                     f"'Author ' || (i % 997), 1900 + i % 125 FROM {source}")
-        if self.db_url:  # the identity sequence past them, as the API would leave it
-            self.sql(f"SELECT setval(pg_get_serial_sequence('books', 'id'), {count})")
 
 
 class Listing:
@@ -144,9 +116,9 @@ def run(ctx):
     db_url = ctx.fresh_database()
     host = ctx.host(db_url=db_url).start()
     token = host.token()  # the first statement migrates the store
-    store = Store(host, db_url)
+    store = lib.launch.BookStore(db_url, host.state_dir)
     started = time.monotonic()
-    store.seed(BOOKS)
+    store.add(BOOKS)
     t.note(f"{BOOKS:,} books seeded in {time.monotonic() - started:.1f} s")
 
     pids = lib.launch.process_tree(host.proc.pid)
