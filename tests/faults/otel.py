@@ -14,7 +14,6 @@ a log record, the failed call marked in the trace, still no secret.
 import gzip
 import re
 import subprocess
-import sys
 import threading
 from collections import Counter
 from urllib.parse import urlsplit
