@@ -17,11 +17,12 @@ const SIGNING_SECRETS: [&str; 2] = ["secret_token", "secret_token_previous"];
 const POSTGRES_ONLY_WASM: &str = "target/variants/book-catalog-postgres.wasm";
 /// Each deploy script | what it builds | what it then deploys, once (Akamai
 /// and SpinKube: the PostgreSQL-only build; Fermyon Cloud: spin.toml, its
-/// SQLite label linked).
+/// SQLite label linked) | a setting it passes unless given one (Akamai's
+/// edge names the client in true-client-ip).
 const DEPLOYS: &str = "
-deploy/akamai/deploy.sh | make variants | spin aka deploy -f deploy/postgres-only/spin.toml
-deploy/fermyon-cloud/deploy.sh | spin build | spin cloud deploy --link sqlite:default=
-deploy/spinkube/deploy.sh | make variants | spin registry push -f deploy/postgres-only/spin.toml
+deploy/akamai/deploy.sh | make variants | spin aka deploy -f deploy/postgres-only/spin.toml | client_ip_header=true-client-ip
+deploy/fermyon-cloud/deploy.sh | spin build | spin cloud deploy --link sqlite:default= |
+deploy/spinkube/deploy.sh | make variants | spin registry push -f deploy/postgres-only/spin.toml |
 ";
 /// Made up: a signing secret of 48 bytes, a password hash, a database.
 const TOKEN: &str = "made-up-signing-secret-of-48-bytes-0123456789abc";
@@ -470,8 +471,8 @@ fn deploy_scripts_pass_every_setting(repo: &Repo, out: &mut Findings) {
     let required = REQUIRED.map(|(n, v)| (n, v.to_string())).to_vec();
     let deploys = DEPLOYS.trim().lines();
     for (deploy, settings) in deploys.flat_map(|d| [(d, &every), (d, &required)]) {
-        let mut deploy = deploy.split(" | ");
-        let [script, build, deploy] = [(); 3].map(|_| deploy.next().unwrap_or(""));
+        let mut deploy = deploy.split(" |").map(str::trim);
+        let [script, build, deploy, default] = [(); 4].map(|_| deploy.next().unwrap_or(""));
         let run = repo.run(script, settings);
         let once = run.running(deploy.split(" -").next().unwrap_or("")).len() == 1;
         let passed = run.variables();
@@ -488,10 +489,11 @@ fn deploy_scripts_pass_every_setting(repo: &Repo, out: &mut Findings) {
                 need!(out, !run.0 && run.variables().is_empty() => "{script}: a short {name}");
             }
         }
-        // Akamai's edge names the client in true-client-ip (deploy/akamai).
-        let edge = passed.get("client_ip_header").map(String::as_str);
-        let akamai = !script.contains("akamai") || settings.len() > REQUIRED.len();
-        need!(out, akamai || edge == Some("true-client-ip") => "{script}: client_ip_header");
+        if let Some((name, value)) = default.split_once('=') {
+            let given = settings.iter().any(|(given, _)| given.eq_ignore_ascii_case(name));
+            let passed = passed.get(name).map(String::as_str);
+            need!(out, given || passed == Some(value) => "{script}: {name} is not {value}");
+        }
         let url = passed.get("db_url").map_or("", String::as_str);
         need!(out, passed.get("db_host") == Some(&postgres_host(url)) => "{script}: db_host");
     }
