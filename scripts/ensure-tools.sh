@@ -56,7 +56,8 @@ for tool in "$@"; do
         browser) debian_tool chromium chromium ;;
         registry)
             command -v docker-registry >/dev/null && continue
-            debian_tool docker-registry docker-registry
+            echo "== installing docker-registry (Debian package)"
+            apt_install docker-registry
             # The package enables a registry service on :5000 (every interface); the
             # test starts its own on loopback. Stopping fails where systemd is not PID 1.
             if command -v systemctl >/dev/null; then
