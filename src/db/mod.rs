@@ -22,8 +22,8 @@ pub trait Connection {
     fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>>;
     /// Without parameters or rows read: schema changes and transaction control.
     fn execute(&mut self, sql: &str) -> anyhow::Result<()>;
-    /// Called before each SQLite write: Spin's connection sets its busy
-    /// timeout (`BUSY_TIMEOUT_MS`) before its first.
+    /// Called before each SQLite write: Spin's connection runs
+    /// `write_pragmas` before its first.
     fn prepare_write(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
@@ -161,6 +161,27 @@ fn run(db: &mut dyn Connection, statement: &Statement) -> anyhow::Result<Vec<Row
         return db.query(statement);
     }
     wait_for_the_lock(db, |db| db.query(statement))
+}
+
+/// How durable a SQLite commit is before its answer (`sqlite_synchronous`,
+/// docs/operations.md): in WAL mode `Normal` syncs at checkpoints, so a
+/// process crash loses nothing and an OS crash or power cut may lose the
+/// last commits; `Full` syncs every commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    #[default]
+    Normal,
+    Full,
+}
+
+/// What a SQLite connection runs before its first write: each lasts as long
+/// as the connection, and Spin sets neither (it leaves `synchronous` FULL).
+pub fn write_pragmas(synchronous: Synchronous) -> [String; 2] {
+    let level = match synchronous {
+        Synchronous::Normal => "NORMAL",
+        Synchronous::Full => "FULL",
+    };
+    [format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"), format!("PRAGMA synchronous = {level}")]
 }
 
 /// How long one SQLite write waits for the lock inside the host, in ms

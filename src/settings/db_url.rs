@@ -5,13 +5,19 @@
 use std::fmt;
 
 use super::{Setting, SettingSource};
+use crate::db::Synchronous;
 use crate::error::ApiError;
 
-/// The database `DB_URL` names; a setting that cannot be read, or names no
-/// store we support, is a 500 (the reason in the log).
+/// The database `DB_URL` names (with `sqlite_synchronous` for SQLite); a
+/// setting that cannot be read, or names no store we support, is a 500 (the
+/// reason in the log).
 pub fn database(ctx: &mut impl SettingSource) -> Result<DbUrl, ApiError> {
     let value = ctx.setting(Setting::DbUrl)?;
-    DbUrl::parse(value.as_deref()).map_err(ApiError::internal)
+    let mut database = DbUrl::parse(value.as_deref()).map_err(ApiError::internal)?;
+    if database.kind == StoreKind::Sqlite {
+        database.synchronous = super::sqlite_synchronous(ctx)?;
+    }
+    Ok(database)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +25,8 @@ pub struct DbUrl {
     pub kind: StoreKind,
     /// A Spin SQLite database's label, or a PostgreSQL URL (passed as is).
     pub address: String,
+    /// SQLite's commit durability; PostgreSQL's is the server's own.
+    pub synchronous: Synchronous,
 }
 
 pub const DEFAULT_SQLITE_LABEL: &str = "default";
@@ -103,7 +111,9 @@ impl StoreKind {
 impl DbUrl {
     pub fn parse(db_url: Option<&str>) -> Result<DbUrl, UnsupportedDbUrl> {
         let db_url = db_url.unwrap_or("").trim();
-        let store = |kind, address: &str| Ok(DbUrl { kind, address: address.to_string() });
+        let store = |kind, address: &str| {
+            Ok(DbUrl { kind, address: address.to_string(), synchronous: Synchronous::default() })
+        };
         if db_url.is_empty() || db_url == "sqlite:" {
             return store(StoreKind::Sqlite, DEFAULT_SQLITE_LABEL);
         }
@@ -188,11 +198,11 @@ mod tests {
     }
 
     fn sqlite(label: &str) -> Result<DbUrl, UnsupportedDbUrl> {
-        Ok(DbUrl { kind: StoreKind::Sqlite, address: label.into() })
+        Ok(DbUrl { kind: StoreKind::Sqlite, address: label.into(), synchronous: Default::default() })
     }
 
     fn postgres(url: &str) -> Result<DbUrl, UnsupportedDbUrl> {
-        Ok(DbUrl { kind: StoreKind::Postgres, address: url.into() })
+        Ok(DbUrl { kind: StoreKind::Postgres, address: url.into(), synchronous: Default::default() })
     }
 
     #[test]

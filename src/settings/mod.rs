@@ -15,6 +15,7 @@ pub use login::{
 };
 
 use crate::cors::AllowedOrigins;
+use crate::db::Synchronous;
 use crate::error::ApiError;
 
 /// Where settings come from: the host (`port::Context` is one).
@@ -70,6 +71,7 @@ settings! {
     TrustedProxyHops => "trusted_proxy_hops", "TRUSTED_PROXY_HOPS";
     RequireIfMatch => "require_if_match", "REQUIRE_IF_MATCH";
     CorsAllowedOrigins => "cors_allowed_origins", "CORS_ALLOWED_ORIGINS";
+    SqliteSynchronous => "sqlite_synchronous", "SQLITE_SYNCHRONOUS";
 }
 
 /// A setting whose source failed (a Spin variables provider's error, not a
@@ -198,6 +200,26 @@ pub fn cors_origins(ctx: &mut impl SettingSource) -> Result<AllowedOrigins, ApiE
     Ok(origins.unwrap_or(AllowedOrigins::Off))
 }
 
+/// `sqlite_synchronous`: `normal` (the default, as PocketBase, Rails and
+/// Litestream run SQLite) or `full`, any case. Anything else is warned about
+/// and is `full`: the stricter policy, never silently the weaker one.
+pub fn sqlite_synchronous(ctx: &mut impl SettingSource) -> Result<Synchronous, ApiError> {
+    let rule = "neither normal nor full";
+    let full = Synchronous::Full;
+    let otherwise = "using full, every commit synced before its answer";
+    let synchronous = read(ctx, Setting::SqliteSynchronous, parse_synchronous, rule, full, otherwise)?;
+    Ok(synchronous.unwrap_or_default())
+}
+
+/// `normal` or `full`, any case, surrounding whitespace ignored.
+pub fn parse_synchronous(value: &str) -> Option<Synchronous> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "normal" => Some(Synchronous::Normal),
+        "full" => Some(Synchronous::Full),
+        _ => None,
+    }
+}
+
 /// A non-empty Spin variable wins, else a non-empty environment value (read
 /// only then), else nothing. Empty is unset, so that the manifest's empty
 /// defaults fall through and an empty secret never becomes a signing key.
@@ -293,6 +315,15 @@ mod tests {
         }
         for bad in ["", "2", "y", "truee", "enabled"] {
             assert_eq!(parse_flag(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sqlite_synchronous_is_normal_or_full() {
+        assert_eq!(parse_synchronous(" NORMAL "), Some(Synchronous::Normal));
+        assert_eq!(parse_synchronous("full"), Some(Synchronous::Full));
+        for bad in ["", "off", "extra", "1", "fulll"] {
+            assert_eq!(parse_synchronous(bad), None, "{bad:?}");
         }
     }
 

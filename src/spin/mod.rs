@@ -254,7 +254,10 @@ impl Context for SpinContext {
     fn open_store(&mut self, database: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
         match database.kind {
             #[cfg(feature = "sqlite")]
-            StoreKind::Sqlite => Ok(Box::new(sqlite::SqliteConnection::new(&database.address))),
+            StoreKind::Sqlite => Ok(Box::new(sqlite::SqliteConnection::new(
+                &database.address,
+                database.synchronous,
+            ))),
             #[cfg(feature = "postgres")]
             StoreKind::Postgres => Ok(Box::new(postgres::PostgresConnection::new(database))),
             #[allow(unreachable_patterns)]

@@ -3,7 +3,7 @@
 use anyhow::anyhow;
 use spin_sdk::sqlite::{Connection, QueryResult, Value};
 
-use crate::db::{self, Column, SqlParam, Statement};
+use crate::db::{self, Column, SqlParam, Statement, Synchronous};
 use crate::settings::StoreKind;
 
 /// Opens the database on its first statement, so requests that fail before
@@ -11,13 +11,15 @@ use crate::settings::StoreKind;
 pub struct SqliteConnection {
     label: String,
     connection: Option<Connection>,
-    /// Whether its busy timeout is set: before its first write.
+    synchronous: Synchronous,
+    /// Whether `db::write_pragmas` ran: before its first write.
     write_ready: bool,
 }
 
 impl SqliteConnection {
-    pub fn new(label: &str) -> SqliteConnection {
-        SqliteConnection { label: label.to_string(), connection: None, write_ready: false }
+    pub fn new(label: &str, synchronous: Synchronous) -> SqliteConnection {
+        let label = label.to_string();
+        SqliteConnection { label, connection: None, synchronous, write_ready: false }
     }
 
     fn connection(&mut self) -> anyhow::Result<&Connection> {
@@ -45,12 +47,14 @@ impl db::Connection for SqliteConnection {
         result.map(rows).map_err(|error| anyhow!("SQLite database {:?}: {error:?}", self.label))
     }
 
-    /// Spin sets no busy timeout, and rusqlite's 5 s default hands the wait
-    /// to SQLite's backing-off busy handler; a short one leaves it to the
-    /// core (`db::BUSY_TIMEOUT_MS`). One call per request that writes.
+    /// Spin sets no PRAGMA: rusqlite's 5 s busy timeout would hand the wait
+    /// to SQLite's backing-off busy handler (a short one leaves it to the
+    /// core, `db::BUSY_TIMEOUT_MS`), and `synchronous` would stay FULL.
     fn prepare_write(&mut self) -> anyhow::Result<()> {
         if !self.write_ready {
-            self.execute(&format!("PRAGMA busy_timeout = {}", db::BUSY_TIMEOUT_MS))?;
+            for pragma in db::write_pragmas(self.synchronous) {
+                self.execute(&pragma)?;
+            }
             self.write_ready = true;
         }
         Ok(())

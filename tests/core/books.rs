@@ -350,6 +350,30 @@ fn db_url_names_the_store_to_open() {
     }
 }
 
+#[test]
+fn sqlite_synchronous_is_normal_unless_full_and_full_when_unreadable() {
+    use book_catalog::db::Synchronous::{Full, Normal};
+    use book_catalog::settings::DbUrl;
+    let warning = "sqlite_synchronous / SQLITE_SYNCHRONOUS is neither normal nor full: using full";
+    for (value, synchronous, warned) in
+        [(None, Normal, false), (Some("FULL"), Full, false), (Some("normal"), Normal, false), (Some("fast"), Full, true)]
+    {
+        let mut ctx = TestContext::new();
+        if let Some(value) = value {
+            ctx.set(Setting::SqliteSynchronous, value);
+        }
+        assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
+        let expected = DbUrl { synchronous, ..sqlite("default") };
+        assert_eq!(ctx.opened, [expected], "{value:?}");
+        assert_eq!(ctx.logged("level=warn", warning), warned, "{value:?}: {:?}", ctx.logs);
+    }
+    // PostgreSQL's durability is its server's: the setting is not even read.
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::DbUrl, "postgres://db/books");
+    ctx.failing_setting = Some(Setting::SqliteSynchronous);
+    assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
+}
+
 /// How the value is described (its scheme only): src/settings/db_url.rs.
 #[test]
 fn an_unsupported_db_url_is_500_naming_the_setting_without_its_password() {

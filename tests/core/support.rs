@@ -76,11 +76,11 @@ fn statement_name(sql: &str) -> &'static str {
 }
 
 pub fn sqlite(label: &str) -> DbUrl {
-    DbUrl { kind: StoreKind::Sqlite, address: label.to_string() }
+    DbUrl { kind: StoreKind::Sqlite, address: label.to_string(), synchronous: Default::default() }
 }
 
 pub fn postgres(url: &str) -> DbUrl {
-    DbUrl { kind: StoreKind::Postgres, address: url.to_string() }
+    DbUrl { kind: StoreKind::Postgres, address: url.to_string(), synchronous: Default::default() }
 }
 
 /// The test database as the handlers get it: each statement recorded, and
