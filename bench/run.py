@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections import namedtuple
@@ -21,7 +20,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 import launch  # noqa: E402  (tests/launch.py: the one host launcher)
 
 OUT = ROOT / "build/bench"
-NATIVE = Path(os.environ.get("BENCH_NATIVE") or ROOT / "target/release/book-native")
 WASM = os.environ.get("BENCH_WASM")
 WASM_B = os.environ.get("BENCH_WASM_B")  # an A/B: each component comparator's "-b" twin serves it
 DURATION = int(os.environ.get("BENCH_DURATION", "2"))
@@ -238,27 +236,6 @@ def catalog_table(runs):
     return lines
 
 
-def serve_native(store, pg_url):
-    """book-native (no Spin host) on a free port."""
-    port, state = launch.free_port(), tempfile.mkdtemp(prefix="bench-native.")
-    env = dict(os.environ, **SETTINGS, SECRET_TOKEN=launch.random_text(48), DB_URL=pg_url or "")
-    server = subprocess.Popen([str(NATIVE), "--listen", f"127.0.0.1:{port}", "--state-dir", state], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    target = Target("native", store, f"http://127.0.0.1:{port}", server.pid)
-    try:
-        for _ in range(300):
-            try:
-                request(target.base, "GET", "/health")
-                break
-            except OSError:
-                time.sleep(0.1)
-        measure([(target, state, pg_url)])
-    finally:
-        server.terminate()
-        server.wait(30)
-        shutil.rmtree(state, ignore_errors=True)
-
-
 def serve(comparator, store, pg):
     """The component, or the floor, under spin-lite or real Spin; with
     BENCH_WASM_B, the component's twin `COMPARATOR-b` beside it (the same
@@ -355,7 +332,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "runs.jsonl").write_text("")
     stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
-    comparators = os.environ.get("BENCH_COMPARATORS", "native floor spin-lite reuse spin-floor spin").split()
+    comparators = os.environ.get("BENCH_COMPARATORS", "floor spin-lite reuse spin-floor spin").split()
     if shutil.which("wrk") is None:
         sys.exit("bench: wrk is missing (apt-get install wrk)")
     if not launch.spin_binary() and set(SPIN_ONLY) & set(comparators):
@@ -371,10 +348,7 @@ def main():
             for store in ["sqlite"] if sqlite_only else stores:
                 log(f"{comparator} on {store}")
                 try:
-                    if comparator == "native":
-                        serve_native(store, pg.fresh_database() if store == "postgres" else None)
-                    else:
-                        serve(comparator, store, pg)
+                    serve(comparator, store, pg)
                 except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
                     log(f"{comparator}/{store} failed ({e}): its runs so far are kept")
     finally:

@@ -91,7 +91,7 @@ cargo_log="$build_dir/cargo-test.log"
 # --include-ignored: the host's tests that need the built component or
 # PostgreSQL (here both are provided) are marked so that `cargo test` on a
 # fresh clone passes without them.
-SPIN_LITE_TEST_PG_URL="$pg_url" BOOK_NATIVE_TEST_PG_URL="$pg_url" cargo test --release --locked --workspace -- --include-ignored 2>&1 |
+SPIN_LITE_TEST_PG_URL="$pg_url" cargo test --release --locked --workspace -- --include-ignored 2>&1 |
     tee "$cargo_log"
 cargo_status=${PIPESTATUS[0]}
 read -r cargo_passed cargo_failed < <(

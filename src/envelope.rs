@@ -1,9 +1,9 @@
 //! The response envelope `{"status", "message", "data"}` that every response
 //! carries, and the host-independent response the core hands to an adapter.
 
+use futures::stream::LocalBoxStream;
 use serde::Serialize;
 
-use crate::books::model::BookId;
 use crate::error::ApiError;
 
 /// The headers of every response: the body is always the JSON envelope, and
@@ -11,41 +11,51 @@ use crate::error::ApiError;
 pub const COMMON_HEADERS: [(&str, &str); 2] =
     [("content-type", "application/json"), ("cache-control", "no-store")];
 
-/// A response as the core decides it; an adapter writes `headers()` and `body` as they are.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A response as the core decides it; an adapter writes `headers()` and the
+/// body as they are.
 pub struct Response {
     pub status: u16,
-    pub body: Vec<u8>,
-    /// Besides `COMMON_HEADERS`, lower-case names: `allow` on a 405, `link`
-    /// on a page with a next one, `retry-after` on a 429 or a busy store's 503.
+    /// Besides `COMMON_HEADERS`, lower-case names: `etag` with a book,
+    /// `allow` on a 405, `link` on a page with a next one, `retry-after` on
+    /// a 429 or a busy store's 503, CORS headers for a listed origin.
     pub extra_headers: Vec<(&'static str, String)>,
-    /// The whole catalog's list, too long for one piece: `body` is its
-    /// start, and the rest follows page by page from the book after this one
-    /// (`books::rest_of_list`), written as it is read.
-    pub continues_after: Option<BookId>,
+    pub body: Body,
 }
 
-#[derive(Serialize)]
-struct Envelope<'a, T> {
-    status: u16,
-    message: &'a str,
-    data: T,
+pub enum Body {
+    Bytes(Vec<u8>),
+    /// The whole catalog's list, too long for one piece, read as it is
+    /// written. A piece that fails ends it: the adapter then leaves the body
+    /// unfinished, so the client sees it cut, never a well-formed partial list.
+    Pieces(LocalBoxStream<'static, Result<Vec<u8>, ApiError>>),
 }
 
-/// The 500 body, written out so that it exists even if serialising failed.
-const INTERNAL_ERROR_BODY: &[u8] =
-    br#"{"status":500,"message":"Internal server error","data":null}"#;
+/// The envelope's text up to its data: `{"status":N,"message":"...","data":`.
+pub fn envelope_start(status: u16, message: &str) -> Vec<u8> {
+    let mut text = format!("{{\"status\":{status},\"message\":").into_bytes();
+    // A `str` always serialises, and a `Vec` always takes it.
+    let _ = serde_json::to_writer(&mut text, message);
+    text.extend_from_slice(b",\"data\":");
+    text
+}
+
+/// What closes an envelope after its data.
+pub const ENVELOPE_END: &[u8] = b"}";
 
 impl Response {
-    /// A success response; `data` of `None` serialises as `null`.
-    pub fn ok<T: Serialize>(status: u16, message: &str, data: Option<T>) -> Response {
-        // Failing is unreachable for our plain data types: 500 rather than a panic.
-        serde_json::to_vec(&Envelope { status, message, data })
-            .map_or_else(|_| Response::internal_error(), |body| Response::new(status, body))
+    /// A success response carrying `data` (`&()` is `null`).
+    pub fn ok(status: u16, message: &str, data: &impl Serialize) -> Result<Response, ApiError> {
+        let mut body = envelope_start(status, message);
+        serde_json::to_writer(&mut body, data).map_err(ApiError::internal)?;
+        body.extend_from_slice(ENVELOPE_END);
+        Ok(Response::new(status, body))
     }
 
     pub fn error(error: &ApiError) -> Response {
-        let response = Response::ok::<()>(error.status(), error.message(), None);
+        let mut body = envelope_start(error.status(), error.message());
+        body.extend_from_slice(b"null");
+        body.extend_from_slice(ENVELOPE_END);
+        let response = Response::new(error.status(), body);
         match error {
             ApiError::MethodNotAllowed(allow) => response.with_header("allow", allow.to_string()),
             ApiError::TooManyLoginAttempts { retry_after } => {
@@ -57,13 +67,9 @@ impl Response {
         }
     }
 
-    pub fn internal_error() -> Response {
-        Response::new(500, INTERNAL_ERROR_BODY.to_vec())
-    }
-
     /// A response with only `COMMON_HEADERS`.
     pub fn new(status: u16, body: Vec<u8>) -> Response {
-        Response { status, body, extra_headers: Vec::new(), continues_after: None }
+        Response { status, extra_headers: Vec::new(), body: Body::Bytes(body) }
     }
 
     /// This response with one more header (`name` in lower case).
@@ -85,5 +91,27 @@ impl Response {
     /// The value of header `name` (lower case), if the response has it.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers().find(|(candidate, _)| *candidate == name).map(|(_, value)| value)
+    }
+
+    /// The body, when it is whole in memory (empty for a streamed list).
+    pub fn bytes(&self) -> &[u8] {
+        match &self.body {
+            Body::Bytes(bytes) => bytes,
+            Body::Pieces(_) => &[],
+        }
+    }
+}
+
+impl std::fmt::Debug for Response {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let body = match &self.body {
+            Body::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            Body::Pieces(_) => "(streamed)".to_string(),
+        };
+        f.debug_struct("Response")
+            .field("status", &self.status)
+            .field("extra_headers", &self.extra_headers)
+            .field("body", &body)
+            .finish()
     }
 }

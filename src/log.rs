@@ -29,10 +29,10 @@ fn value(text: &str) -> String {
 }
 
 /// What a request was, for its log lines: its method, its route pattern
-/// (`app::pattern`) and the store it opened (`none` if none).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestFields<'a> {
-    pub method: &'a str,
+/// (`app::route`) and the store it opened (`none` if none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestFields {
+    pub method: String,
     pub route: &'static str,
     pub store: &'static str,
 }
@@ -42,7 +42,7 @@ pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String
     format!(
         "level=info msg=request method={} route={} status={status} store={} \
          duration_us={duration_us}",
-        value(fields.method),
+        value(&fields.method),
         fields.route,
         fields.store
     )
@@ -54,7 +54,7 @@ pub fn failure(fields: &RequestFields, reason: &str) -> String {
     let reason = reason.split("\n\nStack backtrace:").next().unwrap_or(reason);
     format!(
         "level=error msg=\"request failed\" method={} route={} store={} reason={}",
-        value(fields.method),
+        value(&fields.method),
         fields.route,
         fields.store,
         value(reason)
@@ -77,7 +77,7 @@ mod tests {
         assert_eq!(value("a b"), "\"a b\"");
         assert_eq!(value("say \"hi\"\\"), "\"say \\\"hi\\\"\\\\\"");
         assert_eq!(value("x=1\ny\u{7}"), "\"x=1\\ny\\u{7}\"");
-        let fields = RequestFields { method: "PUT", route: "/book/{id}", store: "postgres" };
+        let fields = RequestFields { method: "PUT".into(), route: "/book/{id}", store: "postgres" };
         assert_eq!(
             request(&fields, 200, 123),
             "level=info msg=request method=PUT route=/book/{id} status=200 store=postgres \

@@ -8,48 +8,50 @@ pub mod query;
 pub mod safe_writes;
 pub mod sql;
 
+use futures::StreamExt;
 use model::{Book, BookChanges, BookId, NewBook};
 use query::BookQuery;
-use safe_writes::{etag, IdempotencyKey, Precondition, Replaceable};
-use sql::Keyed;
+use safe_writes::{etag, IdempotencyKey, Precondition};
+use sql::{Keyed, StoredAnswer};
 
 use crate::db::Connection;
-use crate::envelope::Response;
+use crate::envelope::{envelope_start, Body, Response, ENVELOPE_END};
 use crate::error::ApiError;
-use crate::port::{open_store, Context};
 
-/// A response carrying one book, with its ETag (none on a failed 500).
-fn with_book(status: u16, message: &str, book: Book) -> Response {
-    let tag = etag(book.id, book.version);
-    let response = Response::ok(status, message, Some(book));
-    if response.status == status {
-        response.with_header("etag", tag)
-    } else {
-        response
-    }
+/// A response carrying one book, with its ETag.
+fn with_book(status: u16, message: &str, book: &Book) -> Result<Response, ApiError> {
+    let response = Response::ok(status, message, book)?;
+    Ok(response.with_header("etag", etag(book.id, book.version)))
 }
 
-fn created(book: Book) -> Response {
-    with_book(201, "Book created successfully", book)
+/// The 201 of a created book, as a keyed create stores it: every 201 is
+/// built here, so a replay is byte for byte the first answer.
+fn created(book: &Book) -> anyhow::Result<StoredAnswer> {
+    let response = with_book(201, "Book created successfully", book)?;
+    let body = String::from_utf8(response.bytes().to_vec())?;
+    Ok(StoredAnswer { status: response.status, etag: etag(book.id, book.version), body })
+}
+
+fn answer(stored: StoredAnswer) -> Response {
+    Response::new(stored.status, stored.body.into_bytes()).with_header("etag", stored.etag)
 }
 
 /// With a key, the book is stored once per key: a repeat of the request
 /// answers as the first did, another request with the key is refused.
-pub fn create(
-    db: &mut dyn Connection,
+pub async fn create(
+    db: &mut impl Connection,
     body: &[u8],
     key: Option<&IdempotencyKey>,
     now: u64,
 ) -> Result<Response, ApiError> {
     let book = NewBook::from_json(body)?;
     let Some(key) = key else {
-        return Ok(created(sql::create(db, &book)?));
+        return Ok(answer(created(&sql::create(db, &book).await?)?));
     };
     let fingerprint = book.fingerprint();
-    match sql::create_once(db, key.as_str(), &fingerprint, &book, created, now)? {
-        Keyed::Created(response) => Ok(response),
-        Keyed::Used { fingerprint: used, first } if used == fingerprint => Ok(first),
-        Keyed::Used { .. } => Err(ApiError::IdempotencyKeyReused),
+    match sql::create_once(db, key.as_str(), &fingerprint, &book, created, now).await? {
+        Keyed::Created(first) | Keyed::Replayed(first) => Ok(answer(first)),
+        Keyed::Conflict => Err(ApiError::IdempotencyKeyReused),
     }
 }
 
@@ -61,126 +63,134 @@ pub const BOOKS_PER_PAGE: u32 = 1000;
 
 /// `GET /books`. Without parameters, every book, as the specification
 /// lists them: a catalog of up to a page is answered at once; a larger one
-/// is written page by page (`rest_of_list`). Otherwise one page of the
-/// catalog query, one statement, with a `Link` to the next page.
-pub fn list(db: &mut dyn Connection, query: &BookQuery) -> Result<Response, ApiError> {
+/// is written page by page as it is read (`every_book`). Otherwise one page
+/// of the catalog query, one statement, with a `Link` to the next page.
+pub async fn list(
+    mut db: impl Connection + 'static,
+    query: &BookQuery,
+) -> Result<Response, ApiError> {
     if query.is_everything() {
-        let books = sql::list(db, None, BOOKS_PER_PAGE)?;
-        let mut response = Response::ok(200, LISTED, Some(&books));
-        if let (Some(last), 200) = (books.last(), response.status) {
-            if books.len() == BOOKS_PER_PAGE as usize {
-                // The envelope without its closing `]}`: the rest follows.
-                response.body.truncate(response.body.len() - 2);
-                response.continues_after = Some(last.id);
-            }
-        }
-        return Ok(response);
+        return every_book(db).await;
     }
     let found = if query.matches_nothing() {
         Vec::new()
     } else {
-        let query = BookQuery {
-            // One more than the page: whether a next page exists.
-            limit: query.limit.map(|limit| limit + 1),
-            ..query.clone()
-        };
-        sql::page(db, &query)?
+        // One more than the page: whether a next page exists.
+        let query = BookQuery { limit: query.limit.map(|limit| limit + 1), ..query.clone() };
+        sql::page(&mut db, &query).await?
     };
     let (books, link) = query.page(found);
-    let response = Response::ok(200, LISTED, Some(books));
+    let response = Response::ok(200, LISTED, &books)?;
     Ok(match link {
-        Some(link) if response.status == 200 => response.with_header("link", link),
-        _ => response,
+        Some(link) => response.with_header("link", link),
+        None => response,
     })
 }
 
-/// The next piece of the whole list after book `after`: the next page's
-/// books, each after a comma, and once the catalog ends the closing `]}`;
-/// with where the next piece begins (`None`: complete). One autocommit
-/// statement a piece: docs/api.md says what a concurrent write does to it.
-pub fn rest_of_list(
-    ctx: &mut impl Context,
-    after: BookId,
-) -> Result<(Vec<u8>, Option<BookId>), ApiError> {
-    let books = sql::list(&mut *open_store(ctx, &mut None)?, Some(after), BOOKS_PER_PAGE)?;
-    let mut piece = Vec::with_capacity(books.len() * 100);
-    for book in &books {
-        piece.push(b',');
-        serde_json::to_writer(&mut piece, book).map_err(ApiError::internal)?;
-    }
-    match books.last() {
-        Some(last) if books.len() == BOOKS_PER_PAGE as usize => Ok((piece, Some(last.id))),
-        _ => {
-            piece.extend_from_slice(b"]}");
-            Ok((piece, None))
+/// The whole catalog: the first page read now; past it, the envelope
+/// written piece by piece, one autocommit statement a page (docs/api.md
+/// says what a concurrent write does to it), the store moved into the body.
+async fn every_book(mut db: impl Connection + 'static) -> Result<Response, ApiError> {
+    let first = sql::page(&mut db, &BookQuery::everything_after(None, BOOKS_PER_PAGE)).await?;
+    let Some(after) = full_page_end(&first) else {
+        return Response::ok(200, LISTED, &first);
+    };
+    let mut piece = envelope_start(200, LISTED);
+    piece.push(b'[');
+    books_json(&mut piece, &first, false)?;
+    let rest = futures::stream::unfold(Some((db, after)), |state| async move {
+        let (mut db, after) = state?;
+        let query = BookQuery::everything_after(Some(after), BOOKS_PER_PAGE);
+        let page = match sql::page(&mut db, &query).await {
+            Ok(page) => page,
+            Err(error) => return Some((Err(ApiError::from(error)), None)),
+        };
+        let mut piece = Vec::with_capacity(page.len() * 100);
+        if let Err(error) = books_json(&mut piece, &page, true) {
+            return Some((Err(error), None));
         }
-    }
+        match full_page_end(&page) {
+            Some(last) => Some((Ok(piece), Some((db, last)))),
+            None => {
+                piece.push(b']');
+                piece.extend_from_slice(ENVELOPE_END);
+                Some((Ok(piece), None))
+            }
+        }
+    });
+    let pieces = futures::stream::once(async { Ok(piece) }).chain(rest);
+    Ok(Response { status: 200, extra_headers: Vec::new(), body: Body::Pieces(Box::pin(pieces)) })
 }
 
-pub fn get(db: &mut dyn Connection, id: BookId) -> Result<Response, ApiError> {
-    let book = sql::get(db, id)?.ok_or(ApiError::BookNotFound)?;
-    Ok(with_book(200, "Book retrieved successfully", book))
+/// The last book of a full page: where the next page begins.
+fn full_page_end(page: &[Book]) -> Option<BookId> {
+    (page.len() == BOOKS_PER_PAGE as usize).then(|| page.last().map(|book| book.id)).flatten()
+}
+
+/// `books` as JSON objects separated by commas (`leading`: after one too).
+fn books_json(out: &mut Vec<u8>, books: &[Book], leading: bool) -> Result<(), ApiError> {
+    for (index, book) in books.iter().enumerate() {
+        if leading || index > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, book).map_err(ApiError::internal)?;
+    }
+    Ok(())
+}
+
+pub async fn get(db: &mut impl Connection, id: BookId) -> Result<Response, ApiError> {
+    let book = sql::get(db, id).await?.ok_or(ApiError::BookNotFound)?;
+    with_book(200, "Book retrieved successfully", &book)
 }
 
 /// On the usual path one statement checks the precondition and writes; a
-/// `PUT` of no field still makes a new version. When it writes nothing
-/// under a precondition, or cannot be tried, the book is looked up to answer
-/// in the contract's order: 404, then the precondition (428, 412), then the
-/// body (400).
-pub fn update(
-    db: &mut dyn Connection,
+/// `PUT` of no field still makes a new version.
+pub async fn update(
+    db: &mut impl Connection,
     id: BookId,
     precondition: &Precondition,
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let changes = BookChanges::from_json(body);
-    if let Ok(changes) = &changes {
-        let updated = match precondition.replaceable() {
-            Replaceable::AnyVersion => {
-                Some(sql::update(db, id, changes, None)?.ok_or(ApiError::BookNotFound)?)
-            }
-            Replaceable::Versions(versions) => sql::update(db, id, changes, Some(versions))?,
-            Replaceable::Nothing => None,
-        };
-        if let Some(book) = updated {
-            return Ok(with_book(200, "Book updated successfully", book));
+    if let (Ok(changes), true) = (&changes, precondition.may_write()) {
+        if let Some(book) = sql::update(db, id, changes, precondition).await? {
+            return with_book(200, "Book updated successfully", &book);
+        }
+        if *precondition == Precondition::Any {
+            return Err(ApiError::BookNotFound);
         }
     }
-    why_not_written(db, id, precondition)?;
+    why_not_written(db, id, precondition).await?;
     changes?;
     Err(ApiError::BookNotFound)
 }
 
-pub fn delete(
-    db: &mut dyn Connection,
+pub async fn delete(
+    db: &mut impl Connection,
     id: BookId,
     precondition: &Precondition,
 ) -> Result<Response, ApiError> {
-    let deleted = match precondition.replaceable() {
-        Replaceable::AnyVersion => {
-            if !sql::delete(db, id, None)? {
-                return Err(ApiError::BookNotFound);
-            }
-            true
+    if precondition.may_write() {
+        if sql::delete(db, id, precondition).await? {
+            return Response::ok(200, "Book deleted successfully", &());
         }
-        Replaceable::Versions(versions) => sql::delete(db, id, Some(versions))?,
-        Replaceable::Nothing => false,
-    };
-    if deleted {
-        return Ok(Response::ok::<()>(200, "Book deleted successfully", None));
+        if *precondition == Precondition::Any {
+            return Err(ApiError::BookNotFound);
+        }
     }
-    why_not_written(db, id, precondition)?;
+    why_not_written(db, id, precondition).await?;
     Err(ApiError::BookNotFound)
 }
 
-/// Why a write did not happen: no such book, or a precondition it fails.
-/// `Ok` only when a book with this id was created after the write looked
-/// (ids are never reused), which the write rightly did not see: 404.
-fn why_not_written(
-    db: &mut dyn Connection,
+/// Why a write did not happen, in the contract's order: no such book (404),
+/// then the precondition (428, 412); the caller then judges the body (400).
+/// `Ok` only when the book came after the write looked (ids are never
+/// reused), which the write rightly did not see: 404.
+async fn why_not_written(
+    db: &mut impl Connection,
     id: BookId,
     precondition: &Precondition,
 ) -> Result<(), ApiError> {
-    let book = sql::get(db, id)?.ok_or(ApiError::BookNotFound)?;
+    let book = sql::get(db, id).await?.ok_or(ApiError::BookNotFound)?;
     precondition.check(&book)
 }

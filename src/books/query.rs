@@ -95,6 +95,11 @@ impl BookQuery {
         Ok(parsed)
     }
 
+    /// A page of the whole list: every book after `after`, `limit` of them.
+    pub fn everything_after(after: Option<BookId>, limit: u32) -> BookQuery {
+        BookQuery { after, limit: Some(limit), ..BookQuery::default() }
+    }
+
     /// No known parameter: every book, as `GET /books` always answered.
     pub fn is_everything(&self) -> bool {
         *self == BookQuery::default()

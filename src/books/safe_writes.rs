@@ -1,6 +1,6 @@
 //! What makes a write safe to race or to retry (docs/api.md, "Safe
-//! writes"): a book's version and its ETag, the `If-Match` precondition of
-//! `PUT` and `DELETE`, and the `Idempotency-Key` of `POST /book`.
+//! writes"): a book's version and its ETag, the precondition of `PUT` and
+//! `DELETE` (`If-Match`), and the `Idempotency-Key` of `POST /book`.
 
 use super::model::{positive_decimal, Book, BookId};
 use crate::error::ApiError;
@@ -11,23 +11,34 @@ pub fn etag(id: BookId, version: i64) -> String {
     format!("\"{}.{version}\"", id.get())
 }
 
-/// What an `If-Match` value allows, for one book (RFC 9110 section 13.1.1):
-/// `*`, or these versions only (none when it names no strong tag of this book).
+/// What a `PUT` or `DELETE` asks of the book's version (RFC 9110 section
+/// 13.1.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IfMatch {
+pub enum Precondition {
+    /// Any version: no `If-Match` and none required (the specification's
+    /// blind write), or `If-Match: *`.
     Any,
+    /// Only these versions: the strong tags of this book an `If-Match`
+    /// names (none when it names none: a weak tag or another book's never
+    /// matches).
     Versions(Vec<i64>),
+    /// No `If-Match` where `require_if_match` asks for one: the write is
+    /// not tried (428).
+    Required,
 }
 
-impl IfMatch {
-    /// Reads the (joined) `If-Match` value for book `id`. Strong comparison:
-    /// a weak tag (`W/"..."`) never matches, nor does a tag of another book.
-    pub fn parse(value: &[u8], id: BookId) -> IfMatch {
+impl Precondition {
+    /// The request's (joined) `If-Match` value for book `id`; without one,
+    /// `required` says whether it is `Required` or `Any`.
+    pub fn of(if_match: Option<&[u8]>, id: BookId, required: bool) -> Precondition {
+        let Some(value) = if_match else {
+            return if required { Precondition::Required } else { Precondition::Any };
+        };
         let Ok(value) = std::str::from_utf8(value) else {
-            return IfMatch::Versions(Vec::new());
+            return Precondition::Versions(Vec::new());
         };
         if value.trim() == "*" {
-            return IfMatch::Any;
+            return Precondition::Any;
         }
         let prefix = format!("\"{}.", id.get());
         let versions = value
@@ -35,51 +46,24 @@ impl IfMatch {
             .filter_map(|tag| tag.trim().strip_prefix(&prefix)?.strip_suffix('"'))
             .filter_map(positive_decimal)
             .collect();
-        IfMatch::Versions(versions)
-    }
-}
-
-/// What a `PUT` or `DELETE` asks of the book's version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Precondition {
-    /// No `If-Match`, and none required: the specification's blind write.
-    Unconditional,
-    /// No `If-Match`, but `require_if_match` is on: 428.
-    Missing,
-    IfMatch(IfMatch),
-}
-
-impl Precondition {
-    /// What the write may replace.
-    pub fn replaceable(&self) -> Replaceable<'_> {
-        match self {
-            Precondition::Unconditional | Precondition::IfMatch(IfMatch::Any) => {
-                Replaceable::AnyVersion
-            }
-            Precondition::IfMatch(IfMatch::Versions(versions)) => Replaceable::Versions(versions),
-            Precondition::Missing => Replaceable::Nothing,
-        }
+        Precondition::Versions(versions)
     }
 
-    /// Whether a write may replace `book` as it is.
+    /// Whether a write is to be tried at all.
+    pub fn may_write(&self) -> bool {
+        *self != Precondition::Required
+    }
+
+    /// Whether a write may replace `book` as it is: 428, 412 or fine.
     pub fn check(&self, book: &Book) -> Result<(), ApiError> {
-        match self.replaceable() {
-            Replaceable::Nothing => Err(ApiError::PreconditionRequired),
-            Replaceable::Versions(versions) if !versions.contains(&book.version) => {
+        match self {
+            Precondition::Required => Err(ApiError::PreconditionRequired),
+            Precondition::Versions(versions) if !versions.contains(&book.version) => {
                 Err(ApiError::PreconditionFailed)
             }
             _ => Ok(()),
         }
     }
-}
-
-/// What a `PUT` or `DELETE` may replace: the book at any version, only at
-/// one of these, or nothing (the write must not be tried: 428).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replaceable<'a> {
-    AnyVersion,
-    Versions(&'a [i64]),
-    Nothing,
 }
 
 pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
@@ -112,21 +96,8 @@ impl IdempotencyKey {
 
 #[cfg(test)]
 mod tests {
+    //! `If-Match` forms are the core's safe-writes tests' (through `handle`).
     use super::*;
-
-    #[test]
-    fn if_match_keeps_the_strong_tags_of_this_book_only() {
-        let id = BookId::new(12).unwrap();
-        let parse = |value: &str| IfMatch::parse(value.as_bytes(), id);
-        assert_eq!(parse(" * "), IfMatch::Any);
-        assert_eq!(parse("\"12.3\""), IfMatch::Versions(vec![3]));
-        assert_eq!(parse("\"1.3\", W/\"12.4\", \"12.5\",\"12.6\""), IfMatch::Versions(vec![5, 6]));
-        for nothing in ["", "12.3", "\"12.\"", "\"12.03\"", "\"12.-1\"", "\"12.3"] {
-            assert_eq!(parse(nothing), IfMatch::Versions(vec![]), "{nothing:?}");
-        }
-        assert_eq!(IfMatch::parse(b"\"12.3\"\xff", id), IfMatch::Versions(vec![]));
-        assert_eq!(etag(id, 3), "\"12.3\"");
-    }
 
     #[test]
     fn idempotency_keys_are_1_to_255_visible_ascii_characters() {
@@ -136,5 +107,12 @@ mod tests {
         for bad in ["", "a b", "tab\t", &"k".repeat(256), "caf\u{e9}", "a, b"] {
             assert!(IdempotencyKey::parse(bad.as_bytes()).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_if_match_that_is_not_text_names_no_version() {
+        let id = BookId::new(12).unwrap();
+        let unreadable = Precondition::of(Some(b"\"12.3\"\xff"), id, false);
+        assert_eq!(unreadable, Precondition::Versions(vec![]));
     }
 }

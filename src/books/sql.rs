@@ -1,48 +1,39 @@
 //! The statements of the book endpoints, for both databases, each run here
-//! and its rows read back: one statement per single-book request. The tables
-//! are those of `migrations/` (`books`, `idempotency_keys`); every value is
-//! a bound parameter.
+//! and its rows read back into books and typed outcomes: one statement per
+//! single-book request. The tables are those of `migrations/` (`books`,
+//! `idempotency_keys`); every value is a bound parameter.
 
 use anyhow::{anyhow, bail};
 
 use super::model::{Book, BookChanges, BookId, NewBook};
 use super::query::BookQuery;
-use super::safe_writes::{IDEMPOTENCY_KEY_SECONDS, KEYS_PRUNED_PER_CREATE};
-use crate::db::{self, in_transaction, rows, seconds, Column, Connection, Row, Sql, SqlParam};
-use crate::envelope::Response;
+use super::safe_writes::{Precondition, IDEMPOTENCY_KEY_SECONDS, KEYS_PRUNED_PER_CREATE};
+use crate::db::{
+    failed_with, in_transaction, seconds, Column, Connection, Failure, Row, Sql, SqlParam,
+};
 use crate::settings::StoreKind;
 
 /// The columns every book statement returns, in `Book` field order.
 const BOOK_COLUMNS: &str = "id, title, author, year, version";
 
-/// Up to `limit` books with an id above `after` (`None`: from the first),
-/// in ascending id order: one page of the whole list.
-pub fn list(
-    db: &mut dyn Connection,
-    after: Option<BookId>,
-    limit: u32,
-) -> anyhow::Result<Vec<Book>> {
-    let query = BookQuery { after, limit: Some(limit), ..BookQuery::default() };
-    page(db, &query)
-}
-
 /// A catalog query: the books matching its filters with an id above
-/// `after`, in ascending id order, at most `query.limit` of them.
+/// `after`, in ascending id order, at most `query.limit` of them. The whole
+/// list is such pages of `BookQuery::after`.
 ///
 /// Text filters are substring matches (`contains`), served by trigram
 /// indexes (`migrations/sqlite/0007_*`, `migrations/postgres/0006_*`).
 /// SQLite: the longest filter of 3 or more characters drives the statement
 /// through the FTS5 table and the books written since it took them in;
-/// shorter filters scan in id order. PostgreSQL:
-/// `pg_trgm` serves the `LIKE` when the extension could be created, and the
-/// planner weighs it against the primary key.
-pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+/// shorter filters scan in id order. PostgreSQL: `pg_trgm` serves the
+/// `LIKE` when the extension could be created, and the planner weighs it
+/// against the primary key.
+pub async fn page(db: &mut impl Connection, query: &BookQuery) -> anyhow::Result<Vec<Book>> {
+    let kind = db.kind();
     let filters: Vec<(&str, &str)> = [("title", &query.title), ("author", &query.author)]
         .into_iter()
         .filter_map(|(column, filter)| filter.as_ref().map(|f| (column, f.folded())))
         .collect();
     // Owned here, bound by reference below: what each store compares.
-    let kind = db.kind();
     let patterns: Vec<String> = filters
         .iter()
         .map(|(_, folded)| match kind {
@@ -53,63 +44,63 @@ pub fn page(db: &mut dyn Connection, query: &BookQuery) -> anyhow::Result<Vec<Bo
     let driver = match kind {
         StoreKind::Sqlite => filters
             .iter()
-            .filter(|(_, folded)| folded.chars().count() >= TRIGRAM)
+            .filter(|(_, folded)| folded.chars().count() >= TRIGRAM_CHARS)
             .max_by_key(|(_, folded)| folded.chars().count())
             .map(|(column, folded)| (*column == "author", trigram_query(folded))),
         StoreKind::Postgres => None,
     };
     let after = query.after.map_or(0, BookId::get);
-    books(rows(db, |kind| {
-        let mut sql = Sql::default();
-        // The filters' conditions, the same in each part of the statement.
-        let mut conditions = String::new();
-        for ((column, _), pattern) in filters.iter().zip(&patterns) {
-            let placeholder = sql.bind(SqlParam::Text(pattern));
-            conditions.push_str(&format!(" AND {}", contains(kind, column, &placeholder)));
+    let mut sql = Sql::read();
+    // The filters' conditions, the same in each part of the statement.
+    let mut conditions = String::new();
+    for ((column, _), pattern) in filters.iter().zip(&patterns) {
+        let placeholder = sql.bind(SqlParam::Text(pattern));
+        conditions.push_str(&format!(" AND {}", contains(kind, column, &placeholder)));
+    }
+    if let Some(year) = query.year {
+        conditions.push_str(&format!(" AND year = {}", sql.bind(SqlParam::Int32(year))));
+    }
+    let limit =
+        query.limit.map(|fetch| format!(" LIMIT {}", sql.bind(SqlParam::Int64(fetch.into()))));
+    let limit = limit.unwrap_or_default();
+    let text = match &driver {
+        None => {
+            let range = query
+                .after
+                .map(|after| format!(" AND id > {}", sql.bind(SqlParam::Int64(after.get()))));
+            let range = range.unwrap_or_default();
+            format!(
+                "SELECT {BOOK_COLUMNS} FROM books WHERE true{range}{conditions} ORDER BY id{limit}"
+            )
         }
-        if let Some(year) = query.year {
-            conditions.push_str(&format!(" AND year = {}", sql.bind(SqlParam::Int32(year))));
+        // The index's candidates (a title under the book's id, an author
+        // under its negation: read in the order of ids, an author's
+        // downwards) and the books written since it last took them in
+        // (`books_unindexed`, at most 32), merged in that order: a page
+        // stops at its limit however common the filter.
+        Some((author, trigrams)) => {
+            let (sign, beyond, order) = if *author { ("-", "<", "DESC") } else { ("", ">", "") };
+            let matching = sql.bind(SqlParam::Text(trigrams));
+            let bound = sql.bind(SqlParam::Int64(if *author { -after } else { after }));
+            let after_id = sql.bind(SqlParam::Int64(after));
+            format!(
+                "SELECT {BOOK_COLUMNS} FROM books JOIN (SELECT books_trigrams.rowid AS k \
+                 FROM books_trigrams JOIN books ON books.id = {sign}books_trigrams.rowid \
+                 WHERE books_trigrams MATCH {matching} AND books_trigrams.rowid {beyond} {bound} \
+                 AND books.id NOT IN (SELECT id FROM books_unindexed){conditions} \
+                 UNION ALL SELECT {sign}id AS k FROM books_unindexed CROSS JOIN books USING (id) \
+                 WHERE id > {after_id}{conditions} ORDER BY k {order}{limit}) AS candidates \
+                 ON books.id = {sign}candidates.k ORDER BY candidates.k {order}"
+            )
         }
-        let limit =
-            query.limit.map(|fetch| format!(" LIMIT {}", sql.bind(SqlParam::Int64(fetch.into()))));
-        let limit = limit.unwrap_or_default();
-        sql.text = match &driver {
-            None => {
-                let range = query
-                    .after
-                    .map(|after| format!(" AND id > {}", sql.bind(SqlParam::Int64(after.get()))));
-                let range = range.unwrap_or_default();
-                format!("SELECT {BOOK_COLUMNS} FROM books WHERE true{range}{conditions} ORDER BY id{limit}")
-            }
-            // The index's candidates (a title under the book's id, an author
-            // under its negation: read in the order of ids, an author's
-            // downwards) and the books written since it last took them in
-            // (`books_unindexed`, at most 32), merged in that order: a page
-            // stops at its limit however common the filter.
-            Some((author, trigrams)) => {
-                let (sign, beyond, order) =
-                    if *author { ("-", "<", "DESC") } else { ("", ">", "") };
-                let matching = sql.bind(SqlParam::Text(trigrams));
-                let bound = sql.bind(SqlParam::Int64(if *author { -after } else { after }));
-                let after_id = sql.bind(SqlParam::Int64(after));
-                format!(
-                    "SELECT {BOOK_COLUMNS} FROM books JOIN (SELECT books_trigrams.rowid AS k \
-                     FROM books_trigrams JOIN books ON books.id = {sign}books_trigrams.rowid \
-                     WHERE books_trigrams MATCH {matching} AND books_trigrams.rowid {beyond} {bound} \
-                     AND books.id NOT IN (SELECT id FROM books_unindexed){conditions} \
-                     UNION ALL SELECT {sign}id AS k FROM books_unindexed CROSS JOIN books USING (id) \
-                     WHERE id > {after_id}{conditions} ORDER BY k {order}{limit}) AS candidates \
-                     ON books.id = {sign}candidates.k ORDER BY candidates.k {order}"
-                )
-            }
-        };
-        sql.build(kind)
-    })?)
+    };
+    sql.push(&text);
+    sql.run(db).await?.into_iter().map(book).collect()
 }
 
 /// The fewest characters the trigram index can look up: a shorter filter
 /// is matched by reading the books in id order.
-const TRIGRAM: usize = 3;
+const TRIGRAM_CHARS: usize = 3;
 
 /// An FTS5 query for the rows holding every trigram of `text` (`detail=none`
 /// keeps no positions): `"abc" AND "bcd"`, each a string (`"` doubled). A
@@ -117,7 +108,7 @@ const TRIGRAM: usize = 3;
 fn trigram_query(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut trigrams: Vec<String> = chars
-        .windows(TRIGRAM)
+        .windows(TRIGRAM_CHARS)
         .map(|window| format!("\"{}\"", window.iter().collect::<String>().replace('"', "\"\"")))
         .collect();
     trigrams.sort_unstable();
@@ -154,19 +145,19 @@ fn like_anywhere(text: &str) -> String {
     pattern
 }
 
-pub fn get(db: &mut dyn Connection, id: BookId) -> anyhow::Result<Option<Book>> {
-    let text = format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = {{1}}");
-    first_book(rows(db, |kind| db::statement(kind, &text, vec![SqlParam::Int64(id.get())]))?)
+pub async fn get(db: &mut impl Connection, id: BookId) -> anyhow::Result<Option<Book>> {
+    let mut sql = Sql::read();
+    let id = sql.bind(SqlParam::Int64(id.get()));
+    sql.push(&format!("SELECT {BOOK_COLUMNS} FROM books WHERE id = {id}"));
+    first_book(sql.run(db).await?)
 }
 
 /// Stores a book under a new id, never one used before.
-pub fn create(db: &mut dyn Connection, book: &NewBook) -> anyhow::Result<Book> {
-    let rows = rows(db, |kind| {
-        let mut sql = insert(book, None);
-        sql.text.push_str(" RETURNING id");
-        sql.build(kind)
-    })?;
-    match rows.first().map(Vec::as_slice) {
+pub async fn create(db: &mut impl Connection, book: &NewBook) -> anyhow::Result<Book> {
+    let mut sql = Sql::write();
+    insert(&mut sql, db.kind(), book, None);
+    sql.push(" RETURNING id");
+    match sql.run(db).await?.first().map(Vec::as_slice) {
         Some([Column::Integer(id)]) => BookId::new(*id)
             .map(|id| book.with_id(id))
             .ok_or_else(|| anyhow!("INSERT returned id {id}")),
@@ -175,138 +166,148 @@ pub fn create(db: &mut dyn Connection, book: &NewBook) -> anyhow::Result<Book> {
 }
 
 /// The `INSERT` of a new book, under `id` when one was reserved.
-fn insert<'a>(book: &'a NewBook, id: Option<BookId>) -> Sql<'a> {
-    let mut sql = Sql::default();
+fn insert<'a>(sql: &mut Sql<'a>, kind: StoreKind, book: &'a NewBook, id: Option<BookId>) {
     let mut columns = vec!["title", "author", "year"];
     let mut values = vec![
-        sql.bind(SqlParam::Text(&book.title)),
-        sql.bind(SqlParam::Text(&book.author)),
-        sql.bind(SqlParam::Int32(book.year)),
+        sql.bind_typed(kind, SqlParam::Text(&book.title)),
+        sql.bind_typed(kind, SqlParam::Text(&book.author)),
+        sql.bind_typed(kind, SqlParam::Int32(book.year)),
     ];
     if let Some(id) = id {
         columns.push("id");
-        values.push(sql.bind(SqlParam::Int64(id.get())));
+        values.push(sql.bind_typed(kind, SqlParam::Int64(id.get())));
     }
-    sql.text = format!("INSERT INTO books ({}) VALUES ({})", columns.join(", "), values.join(", "));
-    sql
+    sql.push(&format!("INSERT INTO books ({}) VALUES ({})", columns.join(", "), values.join(", ")));
 }
 
-/// ` AND version IN (...)` when only `versions` may be replaced (`None`:
-/// any version). An empty list matches nothing.
-fn version_condition(sql: &mut Sql, versions: Option<&[i64]>) {
-    match versions {
-        None => {}
-        Some([]) => sql.text.push_str(" AND false"),
-        Some(versions) => {
+/// ` AND version IN (...)` when the precondition names versions (an empty
+/// list matches nothing).
+fn version_condition(sql: &mut Sql, precondition: &Precondition) {
+    match precondition {
+        Precondition::Any => {}
+        Precondition::Versions(versions) if !versions.is_empty() => {
             let placeholders: Vec<String> =
                 versions.iter().map(|version| sql.bind(SqlParam::Int64(*version))).collect();
-            sql.text.push_str(&format!(" AND version IN ({})", placeholders.join(", ")));
+            sql.push(&format!(" AND version IN ({})", placeholders.join(", ")));
         }
+        Precondition::Versions(_) | Precondition::Required => sql.push(" AND false"),
     }
 }
 
-/// Stores `changes` (maybe none) as the book's next version, if it has one
-/// of `versions` (`None`: any): the check and the write are one statement.
-/// `None` when there is no such book, or not at such a version. Only
-/// present fields are bound: no NULL whose type a driver would have to guess.
-pub fn update(
-    db: &mut dyn Connection,
+/// Stores `changes` (maybe none) as the book's next version, if its version
+/// meets `precondition`: the check and the write are one statement. `None`
+/// when there is no such book, or not at such a version. Only present
+/// fields are bound: no NULL whose type a driver would have to guess.
+pub async fn update(
+    db: &mut impl Connection,
     id: BookId,
     changes: &BookChanges,
-    versions: Option<&[i64]>,
+    precondition: &Precondition,
 ) -> anyhow::Result<Option<Book>> {
-    first_book(rows(db, |kind| {
-        let mut sql = Sql::default();
-        let mut assignments = Vec::with_capacity(4);
-        let fields = [
-            ("title", changes.title.as_deref().map(SqlParam::Text)),
-            ("author", changes.author.as_deref().map(SqlParam::Text)),
-            ("year", changes.year.map(SqlParam::Int32)),
-        ];
-        for (column, value) in fields {
-            if let Some(value) = value {
-                assignments.push(format!("{column} = {}", sql.bind(value)));
-            }
+    let mut sql = Sql::write();
+    let mut assignments = Vec::with_capacity(4);
+    let fields = [
+        ("title", changes.title.as_deref().map(SqlParam::Text)),
+        ("author", changes.author.as_deref().map(SqlParam::Text)),
+        ("year", changes.year.map(SqlParam::Int32)),
+    ];
+    for (column, value) in fields {
+        if let Some(value) = value {
+            assignments.push(format!("{column} = {}", sql.bind(value)));
         }
-        assignments.push("version = version + 1".to_string());
-        let id = sql.bind(SqlParam::Int64(id.get()));
-        sql.text = format!("UPDATE books SET {} WHERE id = {id}", assignments.join(", "));
-        version_condition(&mut sql, versions);
-        sql.text.push_str(&format!(" RETURNING {BOOK_COLUMNS}"));
-        sql.build(kind)
-    })?)
+    }
+    assignments.push("version = version + 1".to_string());
+    let id = sql.bind(SqlParam::Int64(id.get()));
+    sql.push(&format!("UPDATE books SET {} WHERE id = {id}", assignments.join(", ")));
+    version_condition(&mut sql, precondition);
+    sql.push(&format!(" RETURNING {BOOK_COLUMNS}"));
+    first_book(sql.run(db).await?)
 }
 
-/// Deletes the book if it has one of `versions` (`None`: any); `false` when
-/// there was no such book, or not at such a version.
-pub fn delete(
-    db: &mut dyn Connection,
+/// Deletes the book if its version meets `precondition`; `false` when there
+/// was no such book, or not at such a version.
+pub async fn delete(
+    db: &mut impl Connection,
     id: BookId,
-    versions: Option<&[i64]>,
+    precondition: &Precondition,
 ) -> anyhow::Result<bool> {
-    let deleted = rows(db, |kind| {
-        let mut sql = Sql::new("DELETE FROM books WHERE id = ");
-        let id = sql.bind(SqlParam::Int64(id.get()));
-        sql.text.push_str(&id);
-        version_condition(&mut sql, versions);
-        sql.text.push_str(" RETURNING id");
-        sql.build(kind)
-    })?;
-    Ok(!deleted.is_empty())
+    let mut sql = Sql::write();
+    let id = sql.bind(SqlParam::Int64(id.get()));
+    sql.push(&format!("DELETE FROM books WHERE id = {id}"));
+    version_condition(&mut sql, precondition);
+    sql.push(" RETURNING id");
+    Ok(!sql.run(db).await?.is_empty())
+}
+
+/// The first answer of a keyed create, as stored with its key and replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredAnswer {
+    pub status: u16,
+    pub etag: String,
+    pub body: String,
 }
 
 /// What a keyed create found or did.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Keyed {
-    /// The key was new: the book was stored and `Response` remembered with
+    /// The key was new: the book was stored and its answer remembered with
     /// the key, atomically.
-    Created(Response),
-    /// The key was used before, for a request with this fingerprint, which
-    /// was answered `Response`.
-    Used { fingerprint: String, first: Response },
+    Created(StoredAnswer),
+    /// The key came with this request before: its first answer.
+    Replayed(StoredAnswer),
+    /// The key came with a different request (another fingerprint).
+    Conflict,
 }
 
 /// Stores `book` once per `key`: if `key` is new, the book under a new id
 /// and, with it atomically, the key with the request's `fingerprint` and
-/// the response `answer` makes of the stored book; otherwise what the key
-/// holds. Keys made more than `IDEMPOTENCY_KEY_SECONDS` before `now` are
-/// forgotten, a few each time.
-pub fn create_once(
-    db: &mut dyn Connection,
+/// `answer` of the stored book; otherwise what the key holds decides. Keys
+/// made more than `IDEMPOTENCY_KEY_SECONDS` before `now` are forgotten, a
+/// few each time.
+pub async fn create_once<C: Connection>(
+    db: &mut C,
     key: &str,
     fingerprint: &str,
     book: &NewBook,
-    answer: impl Fn(Book) -> Response,
+    answer: impl Fn(&Book) -> anyhow::Result<StoredAnswer>,
     now: u64,
 ) -> anyhow::Result<Keyed> {
+    let used = |found: Option<(String, StoredAnswer)>| {
+        found.map(
+            |(used, first)| {
+                if used == fingerprint {
+                    Keyed::Replayed(first)
+                } else {
+                    Keyed::Conflict
+                }
+            },
+        )
+    };
     let horizon = seconds(now.saturating_sub(IDEMPOTENCY_KEY_SECONDS));
     match db.kind() {
         StoreKind::Sqlite => {
             // Looked up before the write lock is taken: a retry never waits
             // for it. Looked up again under it, where it is decided.
-            if let Some(used) = find_key(db, key)? {
-                return Ok(used);
+            if let Some(keyed) = used(find_key(db, key).await?) {
+                return Ok(keyed);
             }
-            let keyed = in_transaction(db, |db| {
-                if let Some(used) = find_key(db, key)? {
-                    return Ok(used);
+            let keyed = in_transaction(db, async |db: &mut C| {
+                if let Some(keyed) = used(find_key(db, key).await?) {
+                    return Ok(keyed);
                 }
-                let first = answer(create(db, book)?);
-                rows(db, |kind| remember_key(kind, key, fingerprint, &first, now))?;
+                let first = answer(&create(db, book).await?)?;
+                let mut sql = Sql::write();
+                remember_key(&mut sql, db.kind(), key, fingerprint, &first, now, "");
+                sql.run(db).await?;
                 Ok(Keyed::Created(first))
-            })?;
+            })
+            .await?;
             // After the commit, so the write lock is not held for it, and
             // housekeeping only: the answer stands if it fails, and the next
             // keyed create prunes what it left.
-            let _ = rows(db, |kind| {
-                db::statement(
-                    kind,
-                    "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM \
-                     idempotency_keys WHERE created_at <= {1} ORDER BY created_at LIMIT {2}) \
-                     RETURNING key",
-                    vec![SqlParam::Int64(horizon), SqlParam::Int64(KEYS_PRUNED_PER_CREATE.into())],
-                )
-            });
+            let mut sql = Sql::write();
+            prune_keys(&mut sql, StoreKind::Sqlite, horizon);
+            let _ = sql.run(db).await;
             Ok(keyed)
         }
         // PostgreSQL has no transaction across statements here: the book,
@@ -315,41 +316,25 @@ pub fn create_once(
         // first, ours was undone whole (unique violation), and looking the
         // key up again finds theirs.
         StoreKind::Postgres => {
-            let mut tries = 0;
+            let mut retried = false;
             loop {
-                tries += 1;
-                let (used, reserved) = find_key_reserving_id(db, key)?;
-                if let Some(used) = used {
-                    return Ok(used);
+                let (found, reserved) = find_key_reserving_id(db, key).await?;
+                if let Some(keyed) = used(found) {
+                    return Ok(keyed);
                 }
-                let first = answer(book.with_id(reserved));
-                let written = rows(db, |kind| {
-                    let mut sql = insert(book, Some(reserved));
-                    sql.text = format!("WITH created AS ({} RETURNING id), ", sql.text);
-                    let remember = remember_key(kind, key, fingerprint, &first, now);
-                    let remembered = remember
-                        .params
-                        .into_iter()
-                        .zip(["text", "text", "integer", "text", "text", "bigint"])
-                        .map(|(param, type_name)| format!("{}::{type_name}", sql.bind(param)))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    let horizon = sql.bind(SqlParam::Int64(horizon));
-                    let batch = sql.bind(SqlParam::Int64(KEYS_PRUNED_PER_CREATE.into()));
-                    sql.text.push_str(&format!(
-                        "remembered AS (INSERT INTO idempotency_keys ({KEY_COLUMNS}, created_at) \
-                         SELECT {remembered} FROM created RETURNING key), \
-                         pruned AS (DELETE FROM idempotency_keys WHERE key IN (SELECT key \
-                         FROM idempotency_keys WHERE created_at <= {horizon}::bigint \
-                         ORDER BY created_at LIMIT {batch}::bigint) RETURNING key) \
-                         SELECT id FROM created"
-                    ));
-                    let mut statement = sql.build(kind);
-                    statement.always_a_row = true;
-                    statement
-                });
-                match written {
-                    Err(error) if tries == 1 && format!("{error:#}").contains(UNIQUE_VIOLATION) => {
+                let first = answer(&book.with_id(reserved))?;
+                let kind = StoreKind::Postgres;
+                let mut sql = Sql::write().always_a_row();
+                sql.push("WITH created AS (");
+                insert(&mut sql, kind, book, Some(reserved));
+                sql.push(" RETURNING id), remembered AS (");
+                remember_key(&mut sql, kind, key, fingerprint, &first, now, " FROM created");
+                sql.push("), pruned AS (");
+                prune_keys(&mut sql, kind, horizon);
+                sql.push(") SELECT id FROM created");
+                match sql.run(db).await {
+                    Err(error) if !retried && failed_with(&error, Failure::UniqueViolation) => {
+                        retried = true;
                     }
                     written => return written.map(|_| Keyed::Created(first)),
                 }
@@ -358,71 +343,74 @@ pub fn create_once(
     }
 }
 
-/// What a key holds, in `Keyed::Used`'s order.
+/// What a key holds, in `StoredAnswer`'s order after the fingerprint.
 const KEY_COLUMNS: &str = "key, fingerprint, status, etag, body";
 
-/// PostgreSQL's SQLSTATE for a unique violation, as its error text names it.
-const UNIQUE_VIOLATION: &str = "23505";
-
-/// `INSERT` of a key and what it answers (`KEY_COLUMNS`), at `now`.
+/// `INSERT` of a key and what it answers (`KEY_COLUMNS`), at `now`, its
+/// values selected `from` a table (PostgreSQL: the book just created).
 fn remember_key<'a>(
+    sql: &mut Sql<'a>,
     kind: StoreKind,
     key: &'a str,
     fingerprint: &'a str,
-    first: &'a Response,
+    first: &'a StoredAnswer,
     now: u64,
-) -> db::Statement<'a> {
-    let body = std::str::from_utf8(&first.body).unwrap_or_default();
-    let etag = first.header("etag").unwrap_or_default();
-    db::statement(
-        kind,
-        &format!(
-            "INSERT INTO idempotency_keys ({KEY_COLUMNS}, created_at) \
-             VALUES ({{1}}, {{2}}, {{3}}, {{4}}, {{5}}, {{6}}) RETURNING key"
-        ),
-        vec![
-            SqlParam::Text(key),
-            SqlParam::Text(fingerprint),
-            SqlParam::Int32(first.status.into()),
-            SqlParam::Text(etag),
-            SqlParam::Text(body),
-            SqlParam::Int64(seconds(now)),
-        ],
-    )
+    from: &str,
+) {
+    let values = [
+        SqlParam::Text(key),
+        SqlParam::Text(fingerprint),
+        SqlParam::Int32(first.status.into()),
+        SqlParam::Text(&first.etag),
+        SqlParam::Text(&first.body),
+        SqlParam::Int64(seconds(now)),
+    ]
+    .map(|value| sql.bind_typed(kind, value));
+    sql.push(&format!(
+        "INSERT INTO idempotency_keys ({KEY_COLUMNS}, created_at) SELECT {}{from} RETURNING key",
+        values.join(", ")
+    ));
 }
 
-/// What `key` holds, on SQLite (zero or one row).
-fn find_key(db: &mut dyn Connection, key: &str) -> anyhow::Result<Option<Keyed>> {
-    let found = rows(db, |kind| {
-        db::statement(
-            kind,
-            "SELECT fingerprint, status, etag, body FROM idempotency_keys WHERE key = {1}",
-            vec![SqlParam::Text(key)],
-        )
-    })?;
-    found.into_iter().next().map(used_key).transpose()
+/// Forgets up to `KEYS_PRUNED_PER_CREATE` keys made at or before `horizon`.
+fn prune_keys(sql: &mut Sql, kind: StoreKind, horizon: i64) {
+    let horizon = sql.bind_typed(kind, SqlParam::Int64(horizon));
+    let batch = sql.bind_typed(kind, SqlParam::Int64(KEYS_PRUNED_PER_CREATE.into()));
+    sql.push(&format!(
+        "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys \
+         WHERE created_at <= {horizon} ORDER BY created_at LIMIT {batch}) RETURNING key"
+    ));
 }
 
-/// What `key` holds, on PostgreSQL, and an id reserved for a book the key
-/// would create: one row whatever the data.
-fn find_key_reserving_id(
-    db: &mut dyn Connection,
+/// What `key` holds on SQLite (zero or one row): the fingerprint and the
+/// first answer.
+async fn find_key(
+    db: &mut impl Connection,
     key: &str,
-) -> anyhow::Result<(Option<Keyed>, BookId)> {
-    let mut found = rows(db, |kind| {
-        let mut statement = db::statement(
-            kind,
-            "SELECT nextval(pg_get_serial_sequence('books', 'id')), \
-             k.fingerprint, k.status, k.etag, k.body FROM (VALUES (1)) AS one(k) LEFT JOIN idempotency_keys k ON k.key = {1}::text",
-            vec![SqlParam::Text(key)],
-        );
-        statement.always_a_row = true;
-        statement
-    })?;
-    // The reserved id first: the connection drops a row whose first column
-    // is NULL (`spin/postgres.rs`), and the key's columns are NULL when it
-    // is new.
-    let Some(mut row) = found.pop() else {
+) -> anyhow::Result<Option<(String, StoredAnswer)>> {
+    let mut sql = Sql::read();
+    let key = sql.bind(SqlParam::Text(key));
+    sql.push(&format!(
+        "SELECT fingerprint, status, etag, body FROM idempotency_keys WHERE key = {key}"
+    ));
+    sql.run(db).await?.into_iter().next().map(used_key).transpose()
+}
+
+/// What `key` holds on PostgreSQL, and an id reserved for a book the key
+/// would create: one row whatever the data.
+async fn find_key_reserving_id(
+    db: &mut impl Connection,
+    key: &str,
+) -> anyhow::Result<(Option<(String, StoredAnswer)>, BookId)> {
+    let mut sql = Sql::read().always_a_row();
+    let key = sql.bind_typed(StoreKind::Postgres, SqlParam::Text(key));
+    sql.push(&format!(
+        "SELECT nextval(pg_get_serial_sequence('books', 'id')), k.fingerprint, k.status, k.etag, \
+         k.body FROM (VALUES (1)) AS one(k) LEFT JOIN idempotency_keys k ON k.key = {key}"
+    ));
+    // The reserved id first: a connection drops a row whose first column is
+    // NULL (`spin/*/postgres.rs`), and the key's columns are NULL when it is new.
+    let Some(mut row) = sql.run(db).await?.pop() else {
         bail!("the key look-up returned no row");
     };
     let reserved = match row.first() {
@@ -431,30 +419,19 @@ fn find_key_reserving_id(
     }
     .ok_or_else(|| anyhow!("no book id was reserved"))?;
     row.remove(0);
-    let used = match row.first() {
+    let found = match row.first() {
         Some(Column::Null) => None,
         _ => Some(used_key(row)?),
     };
-    Ok((used, reserved))
+    Ok((found, reserved))
 }
 
 /// A `fingerprint, status, etag, body` row.
-fn used_key(row: Row) -> anyhow::Result<Keyed> {
+fn used_key(row: Row) -> anyhow::Result<(String, StoredAnswer)> {
     match <[Column; 4]>::try_from(row) {
         Ok(
             [Column::Text(fingerprint), Column::Integer(status), Column::Text(etag), Column::Text(body)],
-        ) => {
-            let status = u16::try_from(status)?;
-            Ok(Keyed::Used {
-                fingerprint,
-                first: Response {
-                    status,
-                    body: body.into_bytes(),
-                    extra_headers: vec![("etag", etag)],
-                    continues_after: None,
-                },
-            })
-        }
+        ) => Ok((fingerprint, StoredAnswer { status: u16::try_from(status)?, etag, body })),
         other => bail!("unexpected idempotency key row: {other:?}"),
     }
 }
@@ -473,10 +450,6 @@ fn book(row: Row) -> anyhow::Result<Book> {
     }
 }
 
-fn books(rows: Vec<Row>) -> anyhow::Result<Vec<Book>> {
-    rows.into_iter().map(book).collect()
-}
-
 fn first_book(rows: Vec<Row>) -> anyhow::Result<Option<Book>> {
     rows.into_iter().next().map(book).transpose()
 }
@@ -484,7 +457,7 @@ fn first_book(rows: Vec<Row>) -> anyhow::Result<Option<Book>> {
 #[cfg(test)]
 mod tests {
     //! The statements run for real on SQLite in the core's tests and on
-    //! PostgreSQL in `bench/native`'s; here, what a fast test would not
+    //! PostgreSQL in the fault tests; here, what a fast test would not
     //! otherwise see: rows outside the schema.
     use super::*;
 
@@ -507,8 +480,7 @@ mod tests {
         assert!(used_key(vec![Column::Text("f".into()), Column::Integer(-1)]).is_err());
     }
 
-    /// PostgreSQL's pattern, as bound (its matching runs in `bench/native`'s
-    /// test and `faults/catalog.py`).
+    /// PostgreSQL's pattern, as bound (its matching: `faults/catalog.py`).
     #[test]
     fn filters_are_bound_as_literal_patterns() {
         assert_eq!(like_anywhere("a%b_c\\d'\"é"), "%a\\%b\\_c\\\\d'\"é%");

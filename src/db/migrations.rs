@@ -2,9 +2,9 @@
 //! `migrations/postgres/`, embedded in the component, applied in order and
 //! recorded in a `schema_migrations` table.
 //!
-//! When they run: under Spin there is no start-up, so `store` applies them
-//! the first time a statement fails for want of a table or a column, then
-//! runs the statement again (no extra statement on any other request).
+//! When they run: under Spin there is no start-up, so `Sql::run` applies
+//! them the first time a statement fails for want of a table or a column,
+//! then runs the statement again (no extra statement on any other request).
 //! `migrate` takes a lock first
 //! (SQLite: the write lock of `BEGIN IMMEDIATE`; PostgreSQL: a transaction
 //! advisory lock), reads what is recorded, and applies and records the rest
@@ -46,26 +46,15 @@ pub fn all(kind: StoreKind) -> &'static [Migration] {
     }
 }
 
-/// Whether a failed statement failed because the database is behind this
-/// build's schema: a missing table, column or (PostgreSQL) function. SQLite
-/// says so in words; PostgreSQL by SQLSTATE (undefined table, column,
-/// function), which the 2.0 interface reports only as text: Spin puts
-/// tokio-postgres' description of the error there, which names it
-/// (`SqlState(E42P01)`).
-pub fn schema_is_behind(kind: StoreKind, error: &anyhow::Error) -> bool {
-    let text = format!("{error:#}");
-    let signs: &[&str] = match kind {
-        StoreKind::Sqlite => &["no such table", "no such column"],
-        StoreKind::Postgres => &["42P01", "42703", "42883"],
-    };
-    signs.iter().any(|sign| text.contains(sign))
-}
-
 /// The versions recorded in `schema_migrations`.
-fn applied_versions(connection: &mut dyn Connection) -> anyhow::Result<Vec<i64>> {
-    let statement =
-        Statement { sql: APPLIED_VERSIONS.to_string(), params: Vec::new(), always_a_row: false };
-    let rows = connection.query(&statement).context("reading schema_migrations")?;
+async fn applied_versions(connection: &mut impl Connection) -> anyhow::Result<Vec<i64>> {
+    let statement = Statement {
+        sql: APPLIED_VERSIONS.to_string(),
+        params: Vec::new(),
+        writes: false,
+        always_a_row: false,
+    };
+    let rows = connection.query(&statement).await.context("reading schema_migrations")?;
     rows.iter()
         .map(|row| match row.as_slice() {
             [Column::Integer(version)] => Ok(*version),
@@ -76,41 +65,45 @@ fn applied_versions(connection: &mut dyn Connection) -> anyhow::Result<Vec<i64>>
 
 /// Applies the migrations `connection` has not recorded, in one transaction
 /// under a lock; returns the versions it applied (none when up to date).
-pub fn migrate(connection: &mut dyn Connection) -> anyhow::Result<Vec<i64>> {
+pub async fn migrate(connection: &mut impl Connection) -> anyhow::Result<Vec<i64>> {
     let kind = connection.kind();
     if kind == StoreKind::Sqlite {
         // WAL lets readers and a writer work at once and makes commits
         // cheaper; the setting is kept in the file. It cannot be changed
         // inside a transaction, nor while another connection holds the file,
         // so it is tried first and may fail: the next migration tries again.
-        let _ = connection.execute("PRAGMA journal_mode = WAL");
+        let _ = connection.execute("PRAGMA journal_mode = WAL").await;
     }
     match kind {
         // Another request may be migrating: wait for its lock as any write does.
         StoreKind::Sqlite => {
-            super::wait_for_the_lock(connection, |db| db.execute("BEGIN IMMEDIATE"))?
+            super::wait_for_the_lock(connection, async |db| db.execute("BEGIN IMMEDIATE").await)
+                .await?
         }
-        StoreKind::Postgres => connection.execute("BEGIN")?,
+        StoreKind::Postgres => connection.execute("BEGIN").await?,
     }
-    match apply_pending(connection, kind) {
+    match apply_pending(connection, kind).await {
         Ok(applied) => {
-            connection.execute("COMMIT")?;
+            connection.execute("COMMIT").await?;
             Ok(applied)
         }
         Err(error) => {
-            let _ = connection.execute("ROLLBACK");
+            let _ = connection.execute("ROLLBACK").await;
             Err(error)
         }
     }
 }
 
-fn apply_pending(connection: &mut dyn Connection, kind: StoreKind) -> anyhow::Result<Vec<i64>> {
+async fn apply_pending(
+    connection: &mut impl Connection,
+    kind: StoreKind,
+) -> anyhow::Result<Vec<i64>> {
     if kind == StoreKind::Postgres {
         // Held to the end of the transaction: one migrator at a time.
-        connection.execute(&format!("SELECT pg_advisory_xact_lock({LOCK_KEY})"))?;
+        connection.execute(&format!("SELECT pg_advisory_xact_lock({LOCK_KEY})")).await?;
     }
-    connection.execute(SCHEMA_MIGRATIONS)?;
-    let recorded = applied_versions(connection)?;
+    connection.execute(SCHEMA_MIGRATIONS).await?;
+    let recorded = applied_versions(connection).await?;
     let mut applied = Vec::new();
     for migration in all(kind) {
         if recorded.contains(&migration.version) {
@@ -119,12 +112,15 @@ fn apply_pending(connection: &mut dyn Connection, kind: StoreKind) -> anyhow::Re
         for statement in statements(migration.sql) {
             connection
                 .execute(&statement)
+                .await
                 .with_context(|| format!("migration {}", migration.name))?;
         }
-        connection.execute(&format!(
-            "INSERT INTO schema_migrations (version, name) VALUES ({}, '{}')",
-            migration.version, migration.name
-        ))?;
+        connection
+            .execute(&format!(
+                "INSERT INTO schema_migrations (version, name) VALUES ({}, '{}')",
+                migration.version, migration.name
+            ))
+            .await?;
         applied.push(migration.version);
     }
     Ok(applied)
@@ -182,6 +178,8 @@ pub fn statements(migration: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::block_on;
+    use crate::db::{Row, StoreError};
 
     #[test]
     fn versions_are_numbered_in_order_and_named_by_their_file() {
@@ -254,18 +252,19 @@ mod tests {
         fn kind(&self) -> StoreKind {
             self.kind
         }
-        fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+        async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
             assert_eq!(statement.sql, APPLIED_VERSIONS);
             let row = |version: &i64| vec![Column::Integer(*version)];
             Ok(self.recorded.iter().map(row).collect())
         }
-        fn execute(&mut self, statement: &str) -> anyhow::Result<()> {
+        async fn execute(&mut self, statement: &str) -> Result<(), StoreError> {
             if self.fail_on.is_some_and(|bad| statement.contains(bad)) {
-                anyhow::bail!("refused: {statement}");
+                return Err(StoreError::other(format!("refused: {statement}")));
             }
             self.ran.push(statement.to_string());
             Ok(())
         }
+        async fn pause(&mut self, _: std::time::Duration) {}
     }
 
     #[test]
@@ -276,7 +275,7 @@ mod tests {
             recorded: vec![1, 2, 3, 4],
             fail_on: None,
         };
-        assert_eq!(migrate(&mut script).unwrap(), [5, 6, 7]);
+        assert_eq!(block_on(migrate(&mut script)).unwrap(), [5, 6, 7]);
         assert_eq!(script.ran[0], "BEGIN");
         assert!(script.ran[1].starts_with("SELECT pg_advisory_xact_lock("));
         assert!(script.ran[2].starts_with("CREATE TABLE IF NOT EXISTS schema_migrations"));
@@ -300,7 +299,7 @@ mod tests {
             recorded: vec![1, 2, 3, 4, 5, 6, 7],
             fail_on: None,
         };
-        assert!(migrate(&mut current).unwrap().is_empty());
+        assert!(block_on(migrate(&mut current)).unwrap().is_empty());
         assert_eq!(
             current.ran,
             ["PRAGMA journal_mode = WAL", "BEGIN IMMEDIATE", SCHEMA_MIGRATIONS, "COMMIT"]
@@ -315,7 +314,7 @@ mod tests {
             recorded: Vec::new(),
             fail_on: Some("login_attempts"),
         };
-        let error = migrate(&mut script).unwrap_err();
+        let error = block_on(migrate(&mut script)).unwrap_err();
         assert!(format!("{error:#}").contains("0003_login_attempts"), "{error:#}");
         assert_eq!(script.ran.last().unwrap(), "ROLLBACK");
         assert!(!script.ran.iter().any(|s| s.contains("VALUES (3,")));

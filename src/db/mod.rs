@@ -1,13 +1,14 @@
 //! What every store shares, knowing no resource: the `Connection` a
 //! statement runs on (Spin's SQLite and PostgreSQL in `spin/`, rusqlite in
-//! `native`), statements with bound values written once for both dialects,
-//! the columns of their rows, and running them with the schema migrated on
-//! first need (`migrations`).
+//! `native`), statements with bound values written once for both dialects
+//! (`Sql`), the columns of their rows, and running them (`Sql::run`,
+//! `in_transaction`) with the schema migrated on first need (`migrations`).
 
 pub mod migrations;
 #[cfg(feature = "rusqlite")]
 pub mod native;
 
+use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _};
@@ -16,41 +17,154 @@ use crate::error::StoreBusy;
 use crate::settings::StoreKind;
 
 /// A database connection. Connecting may be deferred to the first statement.
+/// Its futures are awaited one at a time by one request (a connection is
+/// never shared by requests running at once).
+#[allow(async_fn_in_trait)]
 pub trait Connection {
     /// Which database it is, and so the dialect of its statements.
     fn kind(&self) -> StoreKind;
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>>;
-    /// Without parameters or rows read: schema changes and transaction control.
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()>;
-    /// Called before each SQLite write: Spin's connection runs
-    /// `write_pragmas` before its first.
-    fn prepare_write(&mut self) -> anyhow::Result<()> {
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError>;
+    /// Without parameters or rows read: schema changes, PRAGMAs and
+    /// transaction control.
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError>;
+    /// Called before each SQLite write: a connection runs `write_pragmas`
+    /// before its first.
+    async fn prepare_write(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
-    /// Waits while another writer holds SQLite's lock. Under Spin a
-    /// component's sleep is a host timer: it holds no thread.
-    fn pause(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
+    /// Waits while another writer holds SQLite's lock, holding no thread.
+    async fn pause(&mut self, duration: Duration);
+}
+
+/// The store a request opened, of either kind: an adapter's
+/// `Context::Store`, over its two connections.
+pub enum Store<S, P> {
+    Sqlite(S),
+    Postgres(P),
+}
+
+impl<S: Connection, P: Connection> Connection for Store<S, P> {
+    fn kind(&self) -> StoreKind {
+        match self {
+            Store::Sqlite(_) => StoreKind::Sqlite,
+            Store::Postgres(_) => StoreKind::Postgres,
+        }
+    }
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+        match self {
+            Store::Sqlite(db) => db.query(statement).await,
+            Store::Postgres(db) => db.query(statement).await,
+        }
+    }
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(db) => db.execute(sql).await,
+            Store::Postgres(db) => db.execute(sql).await,
+        }
+    }
+    async fn prepare_write(&mut self) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(db) => db.prepare_write().await,
+            Store::Postgres(db) => db.prepare_write().await,
+        }
+    }
+    async fn pause(&mut self, duration: Duration) {
+        match self {
+            Store::Sqlite(db) => db.pause(duration).await,
+            Store::Postgres(db) => db.pause(duration).await,
+        }
     }
 }
 
-/// A borrowed connection is one too (a pooled connection lent to a request).
-impl<C: Connection + ?Sized> Connection for &mut C {
+/// The connection of a store this build does not contain: there is none.
+pub enum NotBuilt {}
+
+impl Connection for NotBuilt {
     fn kind(&self) -> StoreKind {
-        (**self).kind()
+        match *self {}
     }
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
-        (**self).query(statement)
+    async fn query(&mut self, _: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+        match *self {}
     }
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
-        (**self).execute(sql)
+    async fn execute(&mut self, _: &str) -> Result<(), StoreError> {
+        match *self {}
     }
-    fn prepare_write(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_write()
+    async fn pause(&mut self, _: Duration) {
+        match *self {}
     }
-    fn pause(&mut self, duration: Duration) {
-        (**self).pause(duration)
+}
+
+/// Why a statement failed, as far as the core tells failures apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// SQLite's lock is held elsewhere (`SQLITE_BUSY`, `SQLITE_LOCKED`).
+    Locked,
+    /// A table, column or function this build's schema has is missing.
+    SchemaBehind,
+    /// PostgreSQL's unique violation (SQLSTATE 23505).
+    UniqueViolation,
+    Other,
+}
+
+/// A failed statement: its kind and the store's own words, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError {
+    pub failure: Failure,
+    pub detail: String,
+}
+
+impl StoreError {
+    pub fn new(failure: Failure, detail: impl Into<String>) -> StoreError {
+        StoreError { failure, detail: detail.into() }
     }
+
+    pub fn other(detail: impl Into<String>) -> StoreError {
+        StoreError::new(Failure::Other, detail)
+    }
+
+    /// A SQLite error as Spin reports it: text only, in SQLite's own words.
+    pub fn sqlite(detail: impl Into<String>) -> StoreError {
+        let detail = detail.into();
+        let failure = if detail.contains("database is locked") || detail.contains("table is locked")
+        {
+            Failure::Locked
+        } else if detail.contains("no such table") || detail.contains("no such column") {
+            Failure::SchemaBehind
+        } else {
+            Failure::Other
+        };
+        StoreError::new(failure, detail)
+    }
+
+    /// A PostgreSQL error by its SQLSTATE (`SQLSTATES_TOLD_APART`).
+    pub fn postgres(sqlstate: Option<&str>, detail: impl Into<String>) -> StoreError {
+        let failure = match sqlstate {
+            Some("42P01" | "42703" | "42883") => Failure::SchemaBehind,
+            Some("23505") => Failure::UniqueViolation,
+            _ => Failure::Other,
+        };
+        StoreError::new(failure, detail)
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// The SQLSTATEs the core tells apart: undefined table, column and function
+/// (the schema is behind), unique violation.
+pub const SQLSTATES_TOLD_APART: [&str; 4] = ["42P01", "42703", "42883", "23505"];
+
+/// Whether `error` (with any context) is a statement that failed so.
+pub fn failed_with(error: &anyhow::Error, failure: Failure) -> bool {
+    let failed = |cause: &(dyn std::error::Error + 'static)| {
+        cause.downcast_ref::<StoreError>().is_some_and(|error| error.failure == failure)
+    };
+    error.chain().any(failed)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,27 +174,55 @@ pub enum SqlParam<'a> {
     Int64(i64),
 }
 
+impl SqlParam<'_> {
+    /// Its PostgreSQL type, for a cast where nothing else tells the type.
+    fn postgres_type(self) -> &'static str {
+        match self {
+            SqlParam::Text(_) => "text",
+            SqlParam::Int32(_) => "integer",
+            SqlParam::Int64(_) => "bigint",
+        }
+    }
+}
+
 /// A statement in the store's dialect and the values of its placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement<'a> {
     pub sql: String,
     pub params: Vec<SqlParam<'a>>,
+    /// It writes: on SQLite it needs the write lock.
+    pub writes: bool,
     /// Written to return a row whatever the data, so a connection need not
-    /// make sure it does (PostgreSQL's zero-row hang: `spin/postgres.rs`).
+    /// make sure it does (PostgreSQL's zero-row hang: `spin/*/postgres.rs`).
     pub always_a_row: bool,
 }
 
-/// A statement being written: text with `{n}` for the `n`-th bound value,
-/// turned into the store's placeholders (`?n` or `$n`) by `build`.
+/// A statement being written: text with `{n}` for the `n`-th bound value
+/// (`bind`), turned into the store's placeholders (`?n` or `$n`) and run by
+/// `run`. The one way the resources write and run a statement.
 #[derive(Debug, Default)]
 pub struct Sql<'a> {
-    pub text: String,
+    text: String,
     params: Vec<SqlParam<'a>>,
+    writes: bool,
+    always_a_row: bool,
 }
 
 impl<'a> Sql<'a> {
-    pub fn new(text: impl Into<String>) -> Sql<'a> {
-        Sql { text: text.into(), params: Vec::new() }
+    /// A statement that only reads.
+    pub fn read() -> Sql<'a> {
+        Sql::default()
+    }
+
+    /// A statement that writes (on SQLite, it waits for the write lock).
+    pub fn write() -> Sql<'a> {
+        Sql { writes: true, ..Sql::default() }
+    }
+
+    /// It returns a row whatever the data (PostgreSQL: see `Statement`).
+    pub fn always_a_row(mut self) -> Sql<'a> {
+        self.always_a_row = true;
+        self
     }
 
     /// Binds `value`, returning the placeholder to write where it goes.
@@ -89,10 +231,18 @@ impl<'a> Sql<'a> {
         format!("{{{}}}", self.params.len())
     }
 
-    /// `text` with `value` bound in place of its one `{}`.
-    pub fn push_bound(&mut self, text: &str, value: SqlParam<'a>) {
+    /// `bind` with PostgreSQL's cast to the value's type, where a placeholder
+    /// stands alone in a `SELECT` list (which gives it no type).
+    pub fn bind_typed(&mut self, kind: StoreKind, value: SqlParam<'a>) -> String {
         let placeholder = self.bind(value);
-        self.text.push_str(&text.replacen("{}", &placeholder, 1));
+        match kind {
+            StoreKind::Sqlite => placeholder,
+            StoreKind::Postgres => format!("{placeholder}::{}", value.postgres_type()),
+        }
+    }
+
+    pub fn push(&mut self, text: &str) {
+        self.text.push_str(text);
     }
 
     pub fn build(self, kind: StoreKind) -> Statement<'a> {
@@ -105,14 +255,23 @@ impl<'a> Sql<'a> {
             };
             sql = sql.replace(&format!("{{{n}}}"), &placeholder);
         }
-        Statement { sql, params: self.params, always_a_row: false }
+        Statement { sql, params: self.params, writes: self.writes, always_a_row: self.always_a_row }
     }
-}
 
-pub fn statement<'a>(kind: StoreKind, text: &str, params: Vec<SqlParam<'a>>) -> Statement<'a> {
-    let mut sql = Sql::new(text);
-    sql.params = params;
-    sql.build(kind)
+    /// Runs the statement on `db`: its rows. A missing table or column means
+    /// the database is behind this build's schema: it is migrated and the
+    /// statement runs again. Under Spin there is no start-up, so this is where
+    /// a database is first migrated; the usual path costs no schema check.
+    pub async fn run(self, db: &mut impl Connection) -> anyhow::Result<Vec<Row>> {
+        let statement = self.build(db.kind());
+        match run_once(db, &statement).await {
+            Err(error) if failed_with(&error, Failure::SchemaBehind) => {
+                migrations::migrate(db).await.context("migrating the database")?;
+                run_once(db, &statement).await
+            }
+            result => result,
+        }
+    }
 }
 
 /// A column of a result row, as each connection hands it over (SQLite
@@ -133,34 +292,15 @@ pub fn seconds(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// Runs a statement. A missing table or column means the database is behind
-/// this build's schema: migrate it and run the statement again. Under Spin
-/// there is no start-up, so this is where a database is first migrated; the
-/// usual path costs no schema check at all.
-pub fn rows<'a>(
-    db: &mut dyn Connection,
-    statement: impl Fn(StoreKind) -> Statement<'a>,
-) -> anyhow::Result<Vec<Row>> {
-    let statement = statement(db.kind());
-    match run(db, &statement) {
-        Err(error) if migrations::schema_is_behind(db.kind(), &error) => {
-            migrations::migrate(db).context("migrating the database")?;
-            run(db, &statement)
-        }
-        result => result,
+/// On SQLite a write that finds the write lock taken is tried again until it
+/// gets it (`wait_for_the_lock`): an autocommit statement that could not take
+/// the lock changed nothing, so repeating it never writes twice. Reads and
+/// PostgreSQL go straight through.
+async fn run_once(db: &mut impl Connection, statement: &Statement<'_>) -> anyhow::Result<Vec<Row>> {
+    if db.kind() == StoreKind::Sqlite && statement.writes {
+        return wait_for_the_lock(db, async |db| db.query(statement).await).await;
     }
-}
-
-/// Runs a statement. On SQLite a write that finds the write lock taken is
-/// tried again until it gets it (`wait_for_the_lock`): an autocommit
-/// statement that could not take the lock changed nothing, so repeating it
-/// never writes twice. Reads and PostgreSQL go straight through.
-fn run(db: &mut dyn Connection, statement: &Statement) -> anyhow::Result<Vec<Row>> {
-    let writes = ["INSERT", "UPDATE", "DELETE"].iter().any(|verb| statement.sql.starts_with(verb));
-    if db.kind() != StoreKind::Sqlite || !writes {
-        return db.query(statement);
-    }
-    wait_for_the_lock(db, |db| db.query(statement))
+    Ok(db.query(statement).await?)
 }
 
 /// How durable a SQLite commit is before its answer (`sqlite_synchronous`,
@@ -185,47 +325,40 @@ pub fn write_pragmas(synchronous: Synchronous) -> [String; 2] {
 }
 
 /// How long one SQLite write waits for the lock inside the host, in ms
-/// (`PRAGMA busy_timeout`, set by Spin's connection before its first write);
-/// after it, the waiting is ours (`wait_for_the_lock`), so a writer that has
-/// waited longer tries more often than a newcomer. Why 25: docs/performance.md.
+/// (`PRAGMA busy_timeout`, `write_pragmas`); after it, the waiting is ours
+/// (`wait_for_the_lock`), so a writer that has waited longer tries more often
+/// than a newcomer. Why 25: docs/performance.md.
 pub const BUSY_TIMEOUT_MS: u64 = 25;
 
 /// How long a write waits for SQLite's write lock in all before it gives up
 /// (503 with `Retry-After`, nothing written): rusqlite's default busy timeout.
 pub const WRITE_LOCK_DEADLINE_MS: u64 = 5_000;
 
-/// SQLite's errors for a lock held elsewhere: `SQLITE_BUSY` (the database)
-/// and `SQLITE_LOCKED` (a table), as Spin and rusqlite word them.
-fn is_locked(error: &anyhow::Error) -> bool {
-    let text = format!("{error:#}");
-    text.contains("database is locked") || text.contains("database table is locked")
-}
-
 /// Tries `attempt` (an autocommit write, or `BEGIN IMMEDIATE`) until it is
 /// not refused for a lock held elsewhere, pausing 0.5 to 1.5 ms between
 /// tries (jittered, so writers that collided do not collide again), for at
 /// most `WRITE_LOCK_DEADLINE_MS` counting each try's busy timeout; then
 /// `StoreBusy`.
-pub(crate) fn wait_for_the_lock<T>(
-    db: &mut dyn Connection,
-    mut attempt: impl FnMut(&mut dyn Connection) -> anyhow::Result<T>,
+pub(crate) async fn wait_for_the_lock<C: Connection, T>(
+    db: &mut C,
+    mut attempt: impl AsyncFnMut(&mut C) -> Result<T, StoreError>,
 ) -> anyhow::Result<T> {
-    db.prepare_write()?;
+    db.prepare_write().await?;
     let mut waited_us = 0;
     let mut jitter = Jitter::new();
     loop {
-        match attempt(db) {
-            Err(error) if is_locked(&error) => {
+        match attempt(db).await {
+            Err(error) if error.failure == Failure::Locked => {
                 waited_us += BUSY_TIMEOUT_MS * 1_000;
                 if waited_us >= WRITE_LOCK_DEADLINE_MS * 1_000 {
                     let waited_ms = waited_us / 1_000;
                     return Err(anyhow::Error::new(StoreBusy { waited_ms }).context(error));
                 }
                 let pause = 500 + jitter.next() % 1_000;
-                db.pause(Duration::from_micros(pause));
+                db.pause(Duration::from_micros(pause)).await;
                 waited_us += pause;
             }
-            result => return result,
+            result => return Ok(result?),
         }
     }
 }
@@ -256,24 +389,24 @@ impl Jitter {
 /// Runs `work` in one SQLite transaction that takes the write lock first,
 /// committed if it succeeds and rolled back if not. A database behind this
 /// build's schema is migrated, and `work` runs again.
-pub fn in_transaction<T>(
-    db: &mut dyn Connection,
-    work: impl Fn(&mut dyn Connection) -> anyhow::Result<T>,
+pub async fn in_transaction<C: Connection, T>(
+    db: &mut C,
+    mut work: impl AsyncFnMut(&mut C) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     let mut migrated = false;
     loop {
-        wait_for_the_lock(db, |db| db.execute("BEGIN IMMEDIATE"))?;
-        match work(db) {
+        wait_for_the_lock(db, async |db| db.execute("BEGIN IMMEDIATE").await).await?;
+        match work(db).await {
             Ok(value) => {
-                db.execute("COMMIT")?;
+                db.execute("COMMIT").await?;
                 return Ok(value);
             }
             Err(error) => {
-                let _ = db.execute("ROLLBACK");
-                if migrated || !migrations::schema_is_behind(db.kind(), &error) {
+                let _ = db.execute("ROLLBACK").await;
+                if migrated || !failed_with(&error, Failure::SchemaBehind) {
                     return Err(error);
                 }
-                migrations::migrate(db).context("migrating the database")?;
+                migrations::migrate(db).await.context("migrating the database")?;
                 migrated = true;
             }
         }
@@ -282,8 +415,10 @@ pub fn in_transaction<T>(
 
 /// `GET /health`: connects (or takes a pooled connection) and runs the most
 /// trivial query.
-pub fn ping(db: &mut dyn Connection) -> anyhow::Result<()> {
-    match rows(db, |kind| statement(kind, "SELECT 1 AS ok", Vec::new()))?.as_slice() {
+pub async fn ping(db: &mut impl Connection) -> anyhow::Result<()> {
+    let mut sql = Sql::read();
+    sql.push("SELECT 1 AS ok");
+    match sql.run(db).await?.as_slice() {
         [row] if row.as_slice() == [Column::Integer(1)] => Ok(()),
         other => bail!("SELECT 1 returned {other:?}"),
     }
@@ -314,34 +449,43 @@ mod tests {
         fn kind(&self) -> StoreKind {
             self.kind
         }
-        fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Row>> {
-            self.execute(&statement.sql).map(|()| vec![vec![Column::Integer(1)]])
+        async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+            self.execute(&statement.sql).await.map(|()| vec![vec![Column::Integer(1)]])
         }
-        fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
+        async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
             self.tries.push(sql.to_string());
             if self.locked > 0 && !sql.starts_with("SELECT") && !sql.starts_with("COMMIT") {
                 self.locked -= 1;
-                bail!("SQLite database \"default\": Io(\"database is locked\")");
+                return Err(StoreError::sqlite("SQLite database \"default\": database is locked"));
             }
             Ok(())
         }
-        fn prepare_write(&mut self) -> anyhow::Result<()> {
+        async fn prepare_write(&mut self) -> Result<(), StoreError> {
             self.prepared += 1;
             Ok(())
         }
-        fn pause(&mut self, duration: Duration) {
+        async fn pause(&mut self, duration: Duration) {
             self.paused.push(duration);
         }
     }
 
-    fn insert(kind: StoreKind) -> Statement<'static> {
-        statement(kind, "INSERT INTO books (title) VALUES ({1})", vec![SqlParam::Text("T")])
+    fn insert() -> Sql<'static> {
+        let mut sql = Sql::write();
+        sql.push("INSERT INTO books (title) VALUES (");
+        let title = sql.bind(SqlParam::Text("T"));
+        sql.push(&title);
+        sql.push(")");
+        sql
+    }
+
+    fn wait<F: std::future::Future>(future: F) -> F::Output {
+        crate::block_on(future)
     }
 
     #[test]
     fn a_sqlite_write_waits_for_the_lock_in_short_jittered_pauses_and_runs_once() {
         let mut db = Contended::new(StoreKind::Sqlite, 3);
-        assert_eq!(rows(&mut db, insert).unwrap(), [[Column::Integer(1)]]);
+        assert_eq!(wait(insert().run(&mut db)).unwrap(), [[Column::Integer(1)]]);
         assert_eq!(db.tries.len(), 4, "three refusals, then the one write");
         assert_eq!(db.prepared, 1);
         assert_eq!(db.paused.len(), 3);
@@ -350,7 +494,8 @@ mod tests {
         }
         // BEGIN IMMEDIATE waits the same way; the transaction then runs once.
         let mut db = Contended::new(StoreKind::Sqlite, 2);
-        in_transaction(&mut db, |db| db.execute("UPDATE books SET year = 1")).unwrap();
+        let update = async |db: &mut Contended| Ok(db.execute("UPDATE books SET year = 1").await?);
+        wait(in_transaction(&mut db, update)).unwrap();
         let begin = ["BEGIN IMMEDIATE"; 3];
         assert_eq!(db.tries, [&begin[..], &["UPDATE books SET year = 1", "COMMIT"]].concat());
     }
@@ -358,18 +503,19 @@ mod tests {
     #[test]
     fn reads_and_postgresql_are_never_retried() {
         let mut db = Contended::new(StoreKind::Sqlite, 1);
-        let read = |kind| statement(kind, "SELECT 1", Vec::new());
-        assert!(rows(&mut db, read).is_ok());
+        let mut read = Sql::read();
+        read.push("SELECT 1");
+        assert!(wait(read.run(&mut db)).is_ok());
         assert_eq!((db.prepared, db.paused.len()), (0, 0));
         let mut db = Contended::new(StoreKind::Postgres, 1);
-        assert!(rows(&mut db, insert).is_err());
+        assert!(wait(insert().run(&mut db)).is_err());
         assert_eq!((db.tries.len(), db.prepared, db.paused.len()), (1, 0, 0));
     }
 
     #[test]
     fn a_write_that_never_gets_the_lock_is_a_503_with_retry_after_past_the_deadline() {
         let mut db = Contended::new(StoreKind::Sqlite, usize::MAX);
-        let error = rows(&mut db, insert).unwrap_err();
+        let error = wait(insert().run(&mut db)).unwrap_err();
         let waited: Duration = db.paused.iter().sum::<Duration>()
             + Duration::from_millis(BUSY_TIMEOUT_MS) * db.tries.len() as u32;
         assert!(waited >= Duration::from_millis(WRITE_LOCK_DEADLINE_MS), "{waited:?}");
@@ -383,15 +529,37 @@ mod tests {
         let response = Response::error(&api);
         assert_eq!(response.status, 503);
         assert_eq!(response.header("retry-after"), Some("1"));
-        assert!(String::from_utf8_lossy(&response.body).contains("Service unavailable"));
+        assert!(String::from_utf8_lossy(response.bytes()).contains("Service unavailable"));
     }
 
     #[test]
-    fn ten_or_more_placeholders_are_not_confused() {
+    fn statements_bind_in_each_dialect_and_ten_placeholders_are_not_confused() {
         let texts: Vec<String> = (1..=11).map(|n| n.to_string()).collect();
         let mut sql = Sql::default();
         let placeholders: Vec<String> = texts.iter().map(|t| sql.bind(SqlParam::Text(t))).collect();
-        sql.text = placeholders.join(",");
+        sql.push(&placeholders.join(","));
         assert_eq!(sql.build(StoreKind::Postgres).sql, "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11");
+        let mut sql = Sql::default();
+        let typed = [SqlParam::Text("a"), SqlParam::Int32(1), SqlParam::Int64(2)]
+            .map(|param| sql.bind_typed(StoreKind::Postgres, param));
+        assert_eq!(typed, ["{1}::text", "{2}::integer", "{3}::bigint"]);
+        assert_eq!(Sql::default().bind_typed(StoreKind::Sqlite, SqlParam::Int32(1)), "{1}");
+    }
+
+    #[test]
+    fn failures_are_told_apart_by_what_each_store_says() {
+        let sqlite = |text| StoreError::sqlite(text).failure;
+        assert_eq!(sqlite("database is locked"), Failure::Locked);
+        assert_eq!(sqlite("database table is locked"), Failure::Locked);
+        assert_eq!(sqlite("no such table: books"), Failure::SchemaBehind);
+        assert_eq!(sqlite("no such column: version"), Failure::SchemaBehind);
+        assert_eq!(sqlite("disk I/O error"), Failure::Other);
+        let postgres = |code| StoreError::postgres(Some(code), "").failure;
+        assert_eq!(postgres("42P01"), Failure::SchemaBehind);
+        assert_eq!(postgres("42883"), Failure::SchemaBehind);
+        assert_eq!(postgres("23505"), Failure::UniqueViolation);
+        assert_eq!(postgres("57014"), Failure::Other);
+        let wrapped = anyhow::Error::new(StoreError::sqlite("no such table: x")).context("while");
+        assert!(failed_with(&wrapped, Failure::SchemaBehind));
     }
 }

@@ -9,6 +9,7 @@
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use crate::port::header_values;
+use crate::settings::ClientIdentity;
 
 /// The shared key of every client whose address cannot be read.
 pub const UNKNOWN_CLIENT: &str = "unknown";
@@ -16,15 +17,6 @@ pub const UNKNOWN_CLIENT: &str = "unknown";
 /// The request header Spin puts the peer's `ip:port` in.
 const PEER_ADDRESS_HEADER: &str = "spin-client-addr";
 const FORWARDED_FOR_HEADER: &str = "x-forwarded-for";
-
-/// How a deployment identifies clients (read by `settings::client_identity`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClientIdentity {
-    /// A lower-case header name, or `None`.
-    pub ip_header: Option<String>,
-    /// Proxies in front of the service that append to `X-Forwarded-For`.
-    pub proxy_hops: u32,
-}
 
 /// The request headers the client is read from.
 #[derive(Debug, Clone, Default)]

@@ -6,16 +6,10 @@
 //! A failure that began a new window also deletes up to `PRUNE_BATCH` ended
 //! windows through the `window_end` index, so old rows go without a scan.
 
+use crate::settings::LoginLimit;
+
 /// Ended windows deleted at most per cleanup.
 pub const PRUNE_BATCH: u32 = 100;
-
-/// The limit in force: `max_failures` failures per `window_seconds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LoginLimit {
-    /// 0: no limit, and no store call for it.
-    pub max_failures: u32,
-    pub window_seconds: u64,
-}
 
 impl LoginLimit {
     pub fn enabled(self) -> bool {

@@ -1,5 +1,7 @@
-//! The settings of logins and tokens; each reader reads only what its answer needs.
+//! The settings of logins and tokens, as the login resource gets them; each
+//! reader reads only what its answer needs.
 
+use super::password_hash::HashedPassword;
 use super::{
     parse_flag, parse_header_name, parse_proxy_hops, parse_window_seconds, read, whole_number,
     Setting, SettingSource, DEFAULT_LOGIN_MAX_FAILURES, DEFAULT_LOGIN_WINDOW_SECONDS,
@@ -7,9 +9,39 @@ use super::{
     MIN_SECRET_BYTES,
 };
 use crate::error::ApiError;
-use crate::login::client::ClientIdentity;
-use crate::login::limit::LoginLimit;
-use crate::login::password::{Credentials, ExpectedPassword, HashedPassword};
+
+/// The configured login name and password (checked by `login`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub username: String,
+    pub password: ExpectedPassword,
+}
+
+/// The password a login must match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectedPassword {
+    Plain(String),
+    /// An Argon2id PHC string, already checked to parse.
+    Hash(String),
+}
+
+/// The failed-login limit in force (docs/configuration.md, "Login
+/// protection"): `max_failures` failures per `window_seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginLimit {
+    /// 0: no limit, and no store call for it.
+    pub max_failures: u32,
+    pub window_seconds: u64,
+}
+
+/// How a deployment identifies the client of a login (`login::client`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientIdentity {
+    /// A lower-case header name, or `None`.
+    pub ip_header: Option<String>,
+    /// Proxies in front of the service that append to `X-Forwarded-For`.
+    pub proxy_hops: u32,
+}
 
 /// `secret_token`, if fit for HS256 (`fit_secret`); unset is logged too.
 pub fn signing_secret(ctx: &mut impl SettingSource) -> Result<Option<String>, ApiError> {

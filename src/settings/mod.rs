@@ -1,17 +1,18 @@
 //! Every setting of the service (docs/configuration.md), and the only place
 //! that names one: its names (`settings!`), sources and their order, default,
 //! rule and warning; the handlers get typed values from the readers here and
-//! in `login` and `db_url`. Each is read only when a request needs it: under
-//! Spin each read is a host call.
+//! in `login` and `database`. Each is read only when a request needs it.
 
-mod db_url;
+mod database;
 mod login;
+pub mod password_hash;
 
-pub use db_url::{
-    database, redact_password, DbUrl, StoreKind, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL,
+pub use database::{
+    database, redact_password, Database, StoreKind, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL,
 };
 pub use login::{
     client_identity, credentials, login_limit, previous_signing_secret, signing_secret,
+    ClientIdentity, Credentials, ExpectedPassword, LoginLimit,
 };
 
 use crate::cors::AllowedOrigins;
@@ -207,7 +208,8 @@ pub fn sqlite_synchronous(ctx: &mut impl SettingSource) -> Result<Synchronous, A
     let rule = "neither normal nor full";
     let full = Synchronous::Full;
     let otherwise = "using full, every commit synced before its answer";
-    let synchronous = read(ctx, Setting::SqliteSynchronous, parse_synchronous, rule, full, otherwise)?;
+    let synchronous =
+        read(ctx, Setting::SqliteSynchronous, parse_synchronous, rule, full, otherwise)?;
     Ok(synchronous.unwrap_or_default())
 }
 

@@ -1,7 +1,7 @@
 //! The book endpoints (docs/api.md, "Book rules"). Catalog queries:
 //! catalog.rs; the order of 404, 412 and 400 on `PUT`: safe_writes.rs.
 
-use book_catalog::app::pattern;
+use book_catalog::app::route;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -145,7 +145,7 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
         let outcome = ctx.authed("PUT", "/book/1", body);
         assert_eq!(outcome, invalid_input(), "{body}");
     }
-    let writes = ["create", "update"].map(|name| ctx.statements.contains(&name));
+    let writes = ["create", "update"].map(|name| ctx.statements().contains(&name));
     assert_eq!(writes, [false, false], "nothing was written");
     let books = ctx.all_books();
     assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
@@ -282,7 +282,7 @@ fn each_single_book_request_is_one_store_call() {
         ctx.reset_calls();
         let what = format!("{method} {path} {body}");
         assert_eq!(ctx.authed(method, path, body).0, status, "{what}");
-        assert_eq!(ctx.statements, statements, "{what}");
+        assert_eq!(ctx.statements(), statements, "{what}");
         // An invalid body may open the store (connecting is deferred) but runs nothing.
         assert!(ctx.opens <= 1, "{what}: opened {} times", ctx.opens);
     }
@@ -315,7 +315,7 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
             let response =
                 ctx.respond(method, path, query, Some(token.as_bytes()), body.as_bytes());
             assert_eq!(ctx.check_response(&response), internal_error(), "{what}");
-            let route = pattern(path);
+            let route = route(method, path).pattern;
             let request = format!("method={method} route={route} store=sqlite");
             let logged = ctx.logs.iter().any(|l| l.contains("detail-ZQX") && l.contains(&request));
             assert!(logged, "{what}: {:?}", ctx.logs);
@@ -353,17 +353,20 @@ fn db_url_names_the_store_to_open() {
 #[test]
 fn sqlite_synchronous_is_normal_unless_full_and_full_when_unreadable() {
     use book_catalog::db::Synchronous::{Full, Normal};
-    use book_catalog::settings::DbUrl;
+    use book_catalog::settings::Database;
     let warning = "sqlite_synchronous / SQLITE_SYNCHRONOUS is neither normal nor full: using full";
-    for (value, synchronous, warned) in
-        [(None, Normal, false), (Some("FULL"), Full, false), (Some("normal"), Normal, false), (Some("fast"), Full, true)]
-    {
+    for (value, synchronous, warned) in [
+        (None, Normal, false),
+        (Some("FULL"), Full, false),
+        (Some("normal"), Normal, false),
+        (Some("fast"), Full, true),
+    ] {
         let mut ctx = TestContext::new();
         if let Some(value) = value {
             ctx.set(Setting::SqliteSynchronous, value);
         }
         assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
-        let expected = DbUrl { synchronous, ..sqlite("default") };
+        let expected = Database { synchronous, ..sqlite("default") };
         assert_eq!(ctx.opened, [expected], "{value:?}");
         assert_eq!(ctx.logged("level=warn", warning), warned, "{value:?}: {:?}", ctx.logs);
     }

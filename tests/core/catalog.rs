@@ -25,7 +25,7 @@ fn list_envelope(books: &[String]) -> String {
 fn found(ctx: &mut TestContext, query: &str) -> Vec<i64> {
     ctx.reset_calls();
     let found = ids(&ctx.get_books(Some(query)).0);
-    assert_eq!((ctx.opens, &ctx.statements[..]), (1, &["page"][..]), "{query}");
+    assert_eq!((ctx.opens, &ctx.statements()[..]), (1, &["page"][..]), "{query}");
     found
 }
 
@@ -58,14 +58,16 @@ fn without_parameters_the_answer_is_byte_for_byte_unchanged() {
         let [title, author] = [title, author].map(|text| json!(text).to_string());
         format!(r#"{{"id":{id},"title":{title},"author":{author},"year":{year}}}"#)
     });
-    assert_eq!(String::from_utf8_lossy(&plain.body), list_envelope(&books.collect::<Vec<_>>()));
-    assert_eq!(ctx.statements, ["page"]);
+    assert_eq!(String::from_utf8_lossy(plain.bytes()), list_envelope(&books.collect::<Vec<_>>()));
+    assert_eq!(ctx.statements(), ["page"]);
     // No known parameter is no parameter: the same path, the same bytes.
     let queries = "& && x=1 x=1&x=2 LIMIT=5 Title=x limit2=0 %zz=1 tit%le=x _=123".split(' ');
     for query in queries.chain([""]) {
         ctx.reset_calls();
-        assert_eq!(ctx.get_unchecked("/books", Some(query)), plain, "{query:?}");
-        assert_eq!(ctx.statements, ["page"], "{query:?}");
+        let response = ctx.get_unchecked("/books", Some(query));
+        assert_eq!((response.status, response.bytes()), (200, plain.bytes()), "{query:?}");
+        assert_eq!(response.extra_headers, plain.extra_headers, "{query:?}");
+        assert_eq!(ctx.statements(), ["page"], "{query:?}");
     }
 }
 
@@ -127,7 +129,7 @@ fn the_whole_list_is_written_page_by_page_and_a_failed_page_cuts_it_short() {
         let mut ctx = TestContext::new();
         let insert = "INSERT INTO books (title, author, year) VALUES (?1, 'A', 1999)";
         for i in 1..=count {
-            ctx.db.execute(insert, [format!("Book {i}")]).unwrap();
+            ctx.with_db(|db| db.execute(insert, [format!("Book {i}")])).unwrap();
         }
         ctx.reset_calls();
         let whole = ctx.get_unchecked("/books", None);
@@ -135,19 +137,19 @@ fn the_whole_list_is_written_page_by_page_and_a_failed_page_cuts_it_short() {
             .map(|i| format!(r#"{{"id":{i},"title":"Book {i}","author":"A","year":1999}}"#))
             .collect();
         let expected = list_envelope(&books);
-        assert_eq!(String::from_utf8(whole.body).unwrap(), expected);
-        assert_eq!(ctx.statements.len(), count / per_page + 1, "{count} books");
+        assert_eq!(String::from_utf8_lossy(whole.bytes()), expected);
+        assert_eq!(ctx.statements().len(), count / per_page + 1, "{count} books");
         assert!(ctx.cut_short.is_none());
         ctx.reset_calls();
-        ctx.fail_opens_after = Some(1);
+        ctx.fail_after_statements = Some(1);
         let cut = ctx.get_unchecked("/books", None);
         assert!(
             matches!(&ctx.cut_short, Some(ApiError::Internal(why)) if why.contains("went away"))
         );
         assert_eq!(cut.status, 200, "the head went before the failure");
         let prefix = &expected.as_bytes()[..expected.find(&books[per_page - 1]).unwrap()];
-        assert!(cut.body.starts_with(prefix) && !cut.body.ends_with(b"]}"));
-        assert!(serde_json::from_slice::<Value>(&cut.body).is_err());
+        assert!(cut.bytes().starts_with(prefix) && !cut.bytes().ends_with(b"]}"));
+        assert!(serde_json::from_slice::<Value>(cut.bytes()).is_err());
     }
 }
 
@@ -220,7 +222,7 @@ fn a_filter_holding_nul_matches_nothing_without_asking_the_store() {
     let (outcome, link) = ctx.get_books(Some("title=%00&limit=1"));
     assert_eq!((outcome, link), (listed(json!([])), None));
     assert_eq!(ctx.get_books(Some("author=a%00")).0, listed(json!([])));
-    assert_eq!(ctx.statements.len(), 0);
+    assert_eq!(ctx.statements().len(), 0);
 }
 
 #[test]

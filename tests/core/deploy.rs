@@ -385,8 +385,8 @@ fn spinapp_runs_on_its_executor_behind_its_ingress_only(repo: &Repo, out: &mut F
     for check in ["liveness", "readiness"] {
         let probe = &spec["checks"][check];
         let path = text(&probe["httpGet"]["path"]);
-        let routed = route("GET", path).ok();
-        let public = routed.is_some_and(|r| !r.protected && r.endpoint == Ok(Endpoint::Health));
+        let routed = route("GET", path);
+        let public = !routed.protected && routed.endpoint == Ok(Endpoint::Health);
         need!(out, path == HEALTH_PATH && public => "{check}: {path} is not the health check");
         let timeout = probe["timeoutSeconds"].as_u64().unwrap_or(1);
         need!(out, timeout > 5 => "{check}.timeoutSeconds {timeout} <= 5");

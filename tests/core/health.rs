@@ -10,7 +10,7 @@ fn healthy_without_authentication_whatever_the_header_or_the_secret() {
     let mut ctx = TestContext::with_books(&[DUNE]);
     ctx.reset_calls();
     assert_eq!(ctx.call("GET", "/health", None, ""), healthy());
-    assert_eq!((ctx.opens, &ctx.statements[..]), (1, &["ping"][..]), "the store is asked");
+    assert_eq!((ctx.opens, &ctx.statements()[..]), (1, &["ping"][..]), "the store is asked");
     assert_eq!(ctx.opened, [sqlite("default")]);
     let expired = token_with_exp(&(NOW - 10).to_string());
     let valid = ctx.token();

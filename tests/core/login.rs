@@ -336,7 +336,7 @@ fn zero_turns_the_limit_off_without_store_calls() {
         assert_eq!(status(&mut ctx, WRONG), 401);
     }
     assert_eq!(status(&mut ctx, LOGIN), 200);
-    assert_eq!((ctx.opens, ctx.statements.len()), (0, 0));
+    assert_eq!((ctx.opens, ctx.statements().len()), (0, 0));
 }
 
 #[test]
@@ -383,7 +383,7 @@ fn what_each_login_costs_the_store() {
         max_failures.inspect(|max| ctx.set(Setting::LoginMaxFailures, max));
         ctx.reset_calls();
         assert_eq!(ctx.post_token(body).0 .0, status, "{body}");
-        assert_eq!((ctx.opens, &ctx.statements[..]), (1, statements), "{body}");
+        assert_eq!((ctx.opens, &ctx.statements()[..]), (1, statements), "{body}");
     }
 }
 

@@ -1,7 +1,9 @@
 //! The tests' host of the core (tests/README.md), the expected envelopes and
 //! the one HS256 forger.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -9,17 +11,20 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use book_catalog::books::rest_of_list;
-use book_catalog::db::migrations;
-use book_catalog::db::native::rusqlite;
-use book_catalog::db::{Column, Connection, Statement};
-use book_catalog::handle;
+use book_catalog::db::native::{self, rusqlite};
+use book_catalog::db::{migrations, Connection, Row, Statement, StoreError};
 use book_catalog::log::request;
 use book_catalog::login::limit::LoginAttempts;
-use book_catalog::login::sql as store;
+use book_catalog::login::sql as login_sql;
 pub use book_catalog::settings::Setting;
-use book_catalog::settings::{DbUrl, SettingSource, SettingUnavailable, StoreKind};
-use book_catalog::{ApiError, Body, BodyError, Context, RequestHead, Response};
+use book_catalog::settings::{Database, SettingSource, SettingUnavailable, StoreKind};
+use book_catalog::{handle, ApiError, Body, BodyError, BodyStream, Context, RequestHead, Response};
+use futures::StreamExt;
+
+/// Runs a future of the core over the test database: every step is ready.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    futures::executor::block_on(future)
+}
 
 /// The fixed clock (Unix seconds).
 pub const NOW: u64 = 1_700_000_000;
@@ -75,40 +80,53 @@ fn statement_name(sql: &str) -> &'static str {
     }
 }
 
-pub fn sqlite(label: &str) -> DbUrl {
-    DbUrl { kind: StoreKind::Sqlite, address: label.to_string(), synchronous: Default::default() }
+pub fn sqlite(label: &str) -> Database {
+    Database {
+        kind: StoreKind::Sqlite,
+        address: label.to_string(),
+        synchronous: Default::default(),
+    }
 }
 
-pub fn postgres(url: &str) -> DbUrl {
-    DbUrl { kind: StoreKind::Postgres, address: url.to_string(), synchronous: Default::default() }
+pub fn postgres(url: &str) -> Database {
+    Database {
+        kind: StoreKind::Postgres,
+        address: url.to_string(),
+        synchronous: Default::default(),
+    }
 }
 
 /// The test database as the handlers get it: each statement recorded, and
 /// failing with `fail` (or, named `fail_on`, failing) when set.
-struct RecordingConnection<'a> {
-    db: &'a mut rusqlite::Connection,
-    statements: &'a mut Vec<&'static str>,
+pub struct RecordingConnection {
+    db: Rc<RefCell<rusqlite::Connection>>,
+    statements: Rc<RefCell<Vec<&'static str>>>,
     fail: Option<String>,
     fail_on: Option<&'static str>,
+    fail_after: Option<usize>,
 }
 
-impl Connection for RecordingConnection<'_> {
+impl Connection for RecordingConnection {
     fn kind(&self) -> StoreKind {
         StoreKind::Sqlite
     }
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
         let name = statement_name(&statement.sql);
-        self.statements.push(name);
+        self.statements.borrow_mut().push(name);
+        if self.fail_after.is_some_and(|ran| self.statements.borrow().len() > ran) {
+            return Err(StoreError::other("the database went away"));
+        }
         match &self.fail {
-            Some(detail) => Err(anyhow::anyhow!("{detail}")),
-            None if self.fail_on == Some(name) => Err(anyhow::anyhow!("{name} failed")),
-            None => self.db.query(statement),
+            Some(detail) => Err(StoreError::sqlite(detail.clone())),
+            None if self.fail_on == Some(name) => Err(StoreError::other(format!("{name} failed"))),
+            None => native::query(&self.db.borrow(), statement),
         }
     }
     /// Migrations and transactions: not recorded.
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
-        self.db.execute(sql)
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        native::execute(&self.db.borrow(), sql)
     }
+    async fn pause(&mut self, _: Duration) {}
 }
 
 /// The test host. On drop (unless already panicking) it checks that no log
@@ -122,20 +140,21 @@ pub struct TestContext {
     pub client_addr: Option<String>,
     pub request_headers: Vec<(String, String)>,
     pub now: u64,
-    pub db: rusqlite::Connection,
+    pub db: Rc<RefCell<rusqlite::Connection>>,
     /// Since the last `reset_calls`: opens, databases opened, statements run.
     pub opens: usize,
-    pub opened: Vec<DbUrl>,
-    pub statements: Vec<&'static str>,
+    pub opened: Vec<Database>,
+    statements: Rc<RefCell<Vec<&'static str>>>,
     pub logs: Vec<String>,
     /// The request line (`log::request`, duration 0) of every request.
     pub request_lines: Vec<String>,
     /// Every statement fails with this detail; the statements of this name fail.
     pub fail_store: Option<String>,
     pub fail_on: Option<&'static str>,
-    /// Opening the store fails with this detail, or once opened this often.
+    /// Opening the store fails with this detail.
     pub fail_open: Option<String>,
-    pub fail_opens_after: Option<usize>,
+    /// Statements fail ("the database went away") once this many ran.
+    pub fail_after_statements: Option<usize>,
     /// Never in a log line (tokens sent or issued, passwords submitted, ...).
     pub never_logged: Vec<String>,
     /// Why the last whole list was cut short (its body then ends unfinished).
@@ -146,23 +165,23 @@ impl TestContext {
     /// The secret set, default credentials (admin/password), default store.
     pub fn new() -> TestContext {
         let mut db = rusqlite::Connection::open_in_memory().expect("an in-memory SQLite database");
-        migrations::migrate(&mut db).expect("the migrations apply");
+        block_on(migrations::migrate(&mut db)).expect("the migrations apply");
         TestContext {
             settings: vec![(Setting::SecretToken, SECRET.to_string())],
             failing_setting: None,
             client_addr: Some("192.0.2.10:40000".to_string()),
             request_headers: Vec::new(),
             now: NOW,
-            db,
+            db: Rc::new(RefCell::new(db)),
             opens: 0,
             opened: Vec::new(),
-            statements: Vec::new(),
+            statements: Rc::default(),
             logs: Vec::new(),
             request_lines: Vec::new(),
             fail_store: None,
             fail_on: None,
             fail_open: None,
-            fail_opens_after: None,
+            fail_after_statements: None,
             never_logged: Vec::new(),
             cut_short: None,
         }
@@ -200,7 +219,7 @@ impl TestContext {
         path: &str,
         query: Option<&str>,
         auth: Option<&[u8]>,
-        body: impl Body,
+        body: impl BodyStream,
     ) -> Response {
         if let Some(auth) = auth {
             let text = String::from_utf8_lossy(auth).trim().to_string();
@@ -210,27 +229,26 @@ impl TestContext {
         }
         // The client's own header fields first, then Spin's `spin-client-addr`.
         let field = |(name, value): (&str, &str)| (name.to_ascii_lowercase(), value.into());
+        let auth = auth.map(|auth| field(("authorization", &String::from_utf8_lossy(auth))));
         let own = self.request_headers.iter().map(|(name, value)| field((name, value)));
         let peer = self.client_addr.iter().map(|peer| field(("spin-client-addr", peer)));
-        let headers: Vec<(String, Vec<u8>)> = own.chain(peer).collect();
-        let origin = headers.iter().find(|(name, _)| name == "origin").map(|(_, value)| value);
-        let origin = origin.map(Vec::as_slice);
-        let head =
-            RequestHead { method, path, query, authorization: auth, origin, headers: &headers };
-        let served = handle(self, &head, body);
+        let headers: Vec<(String, Vec<u8>)> = auth.into_iter().chain(own).chain(peer).collect();
+        let head = RequestHead { method, path, query, headers: &headers };
+        let served = block_on(handle(self, &head, body));
         let line = request(&served.fields, served.response.status, 0);
         self.request_lines.push(line);
         let mut response = served.response;
-        // The rest of a whole list, written as the Spin adapter writes it.
+        // A whole list's pieces, read as an adapter writes them.
         self.cut_short = None;
-        while let Some(after) = response.continues_after.take() {
-            match rest_of_list(self, after) {
-                Ok((piece, rest)) => {
-                    response.body.extend_from_slice(&piece);
-                    response.continues_after = rest;
+        if let Body::Pieces(pieces) = &mut response.body {
+            let mut bytes = Vec::new();
+            for piece in block_on(pieces.collect::<Vec<_>>()) {
+                match piece {
+                    Ok(piece) => bytes.extend_from_slice(&piece),
+                    Err(error) => self.cut_short = Some(error),
                 }
-                Err(error) => self.cut_short = Some(error),
             }
+            response.body = Body::Bytes(bytes);
         }
         response
     }
@@ -240,7 +258,7 @@ impl TestContext {
         method: &str,
         path: &str,
         auth: Option<&[u8]>,
-        body: impl Body,
+        body: impl BodyStream,
     ) -> Outcome {
         let response = self.respond(method, path, None, auth, body);
         self.check_response(&response)
@@ -289,12 +307,12 @@ impl TestContext {
         }
         if response.status == 204 {
             // A CORS preflight's answer: no body, so no content type.
-            assert!(response.body.is_empty() && response.header("content-type").is_none());
+            assert!(response.bytes().is_empty() && response.header("content-type").is_none());
             assert_eq!(response.header("cache-control"), Some("no-store"));
             return (204, Value::Null, None);
         }
-        let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_else(|e| {
-            let body = String::from_utf8_lossy(&response.body);
+        let envelope: Value = serde_json::from_slice(response.bytes()).unwrap_or_else(|e| {
+            let body = String::from_utf8_lossy(response.bytes());
             panic!("body is not JSON ({e}): {body:?}")
         });
         let object = envelope.as_object().expect("envelope is an object");
@@ -352,22 +370,35 @@ impl TestContext {
     pub fn reset_calls(&mut self) {
         self.opens = 0;
         self.opened.clear();
-        self.statements.clear();
+        self.statements.borrow_mut().clear();
+    }
+
+    /// The statements run since the last `reset_calls`, by name.
+    pub fn statements(&self) -> Vec<&'static str> {
+        self.statements.borrow().clone()
+    }
+
+    /// `work` on the test database itself (no statement recorded).
+    pub fn with_db<T>(&self, work: impl FnOnce(&mut rusqlite::Connection) -> T) -> T {
+        work(&mut self.db.borrow_mut())
     }
 
     pub fn login_attempts(&mut self, key: &str) -> Option<LoginAttempts> {
-        store::attempts(&mut self.db, key).expect("reading login attempts")
+        let read = |db: &mut rusqlite::Connection| block_on(login_sql::attempts(db, key));
+        self.with_db(read).expect("reading login attempts")
     }
 
     /// Counts an attempt of the client `key` now, as another instance would.
     pub fn count_login_attempt(&mut self, key: &str) {
-        let counted = store::count_attempt(&mut self.db, key, self.now, 900);
-        counted.expect("counting a login attempt");
+        let now = self.now;
+        let count =
+            |db: &mut rusqlite::Connection| block_on(login_sql::count_attempt(db, key, now, 900));
+        self.with_db(count).expect("counting a login attempt");
     }
 
     pub fn rows(&self, table: &str) -> i64 {
         let count = format!("SELECT count(*) FROM {table}");
-        self.db.query_row(&count, [], |row| row.get(0)).expect("counting rows")
+        self.with_db(|db| db.query_row(&count, [], |row| row.get(0))).expect("counting rows")
     }
 
     pub fn logged(&self, start: &str, part: &str) -> bool {
@@ -419,34 +450,33 @@ impl SettingSource for TestContext {
 }
 
 impl Context for TestContext {
+    type Store = RecordingConnection;
+
     fn now(&self) -> u64 {
         self.now
     }
 
-    /// Whichever database `db_url` names, the test database.
-    fn open_store(&mut self, db_url: &DbUrl) -> anyhow::Result<Box<dyn Connection + '_>> {
+    /// Whichever database `database` names, the test database.
+    fn connect(&mut self, database: &Database) -> anyhow::Result<RecordingConnection> {
         self.opens += 1;
-        self.opened.push(db_url.clone());
+        self.opened.push(database.clone());
         if let Some(detail) = &self.fail_open {
             return Err(anyhow::anyhow!("{detail}"));
         }
-        if self.fail_opens_after.is_some_and(|opens| self.opens > opens) {
-            return Err(anyhow::anyhow!("the database went away"));
-        }
-        Ok(Box::new(RecordingConnection {
-            db: &mut self.db,
-            statements: &mut self.statements,
+        Ok(RecordingConnection {
+            db: self.db.clone(),
+            statements: self.statements.clone(),
             fail: self.fail_store.clone(),
             fail_on: self.fail_on,
-        }))
+            fail_after: self.fail_after_statements,
+        })
     }
 }
 
-/// Records whether, and with which limit, a request body was read.
+/// Records whether a request body was read.
 #[derive(Default)]
 pub struct BodyProbe {
     pub read: Cell<bool>,
-    pub limit: Cell<usize>,
 }
 
 impl BodyProbe {
@@ -460,19 +490,24 @@ pub struct ProbeBody<'a> {
     probe: &'a BodyProbe,
 }
 
-impl Body for ProbeBody<'_> {
-    fn read(self, limit: usize) -> Result<Vec<u8>, BodyError> {
+impl BodyStream for ProbeBody<'_> {
+    fn declared_length(&self) -> Option<u64> {
+        self.bytes.declared_length()
+    }
+    async fn chunk(&mut self) -> Result<Option<Vec<u8>>, BodyError> {
         self.probe.read.set(true);
-        self.probe.limit.set(limit);
-        self.bytes.read(limit)
+        self.bytes.chunk().await
     }
 }
 
 /// A body whose stream fails.
 pub struct BrokenBody;
 
-impl Body for BrokenBody {
-    fn read(self, _limit: usize) -> Result<Vec<u8>, BodyError> {
+impl BodyStream for BrokenBody {
+    fn declared_length(&self) -> Option<u64> {
+        None
+    }
+    async fn chunk(&mut self) -> Result<Option<Vec<u8>>, BodyError> {
         Err(BodyError::Unreadable)
     }
 }

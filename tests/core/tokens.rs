@@ -313,8 +313,8 @@ fn assert_unusable(mut ctx: TestContext, tokens: &[&str], issues: bool, logged: 
     }
     let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
     assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{logged}");
-    let books_untouched = ctx.statements.iter().all(|name| name.contains("attempt"));
-    assert!(books_untouched, "{logged}: {:?}", ctx.statements);
+    let books_untouched = ctx.statements().iter().all(|name| name.contains("attempt"));
+    assert!(books_untouched, "{logged}: {:?}", ctx.statements());
     assert!(ctx.logged("", logged), "{logged}: {:?}", ctx.logs);
 }
 

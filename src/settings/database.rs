@@ -1,6 +1,6 @@
-//! `DB_URL`, which database to open (docs/configuration.md): anything but
-//! its forms is refused, described without its text. Also the one redaction
-//! of a password in a PostgreSQL address, for logs.
+//! The database `DB_URL` names (docs/configuration.md): anything but its
+//! forms is refused, described without its text. Also the one redaction of a
+//! password in a PostgreSQL address, for logs.
 
 use std::fmt;
 
@@ -11,9 +11,9 @@ use crate::error::ApiError;
 /// The database `DB_URL` names (with `sqlite_synchronous` for SQLite); a
 /// setting that cannot be read, or names no store we support, is a 500 (the
 /// reason in the log).
-pub fn database(ctx: &mut impl SettingSource) -> Result<DbUrl, ApiError> {
+pub fn database(ctx: &mut impl SettingSource) -> Result<Database, ApiError> {
     let value = ctx.setting(Setting::DbUrl)?;
-    let mut database = DbUrl::parse(value.as_deref()).map_err(ApiError::internal)?;
+    let mut database = Database::parse(value.as_deref()).map_err(ApiError::internal)?;
     if database.kind == StoreKind::Sqlite {
         database.synchronous = super::sqlite_synchronous(ctx)?;
     }
@@ -21,7 +21,7 @@ pub fn database(ctx: &mut impl SettingSource) -> Result<DbUrl, ApiError> {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DbUrl {
+pub struct Database {
     pub kind: StoreKind,
     /// A Spin SQLite database's label, or a PostgreSQL URL (passed as is).
     pub address: String,
@@ -108,11 +108,11 @@ impl StoreKind {
     }
 }
 
-impl DbUrl {
-    pub fn parse(db_url: Option<&str>) -> Result<DbUrl, UnsupportedDbUrl> {
+impl Database {
+    pub fn parse(db_url: Option<&str>) -> Result<Database, UnsupportedDbUrl> {
         let db_url = db_url.unwrap_or("").trim();
         let store = |kind, address: &str| {
-            Ok(DbUrl { kind, address: address.to_string(), synchronous: Synchronous::default() })
+            Ok(Database { kind, address: address.to_string(), synchronous: Synchronous::default() })
         };
         if db_url.is_empty() || db_url == "sqlite:" {
             return store(StoreKind::Sqlite, DEFAULT_SQLITE_LABEL);
@@ -157,6 +157,17 @@ impl DbUrl {
         )
     }
 
+    /// Why connecting to this PostgreSQL database failed, for the log, with
+    /// the fix when Spin refused the address (its refusal names the address
+    /// only). `reason` is the host's, its password already masked.
+    pub fn connect_failure(&self, reason: &str) -> String {
+        if reason.contains("is not permitted") {
+            format!("connecting to PostgreSQL: {reason}; {}", self.not_permitted_fix())
+        } else {
+            format!("connecting to PostgreSQL: {reason}")
+        }
+    }
+
     /// How the store is named in logs: never with a password.
     pub fn describe(&self) -> String {
         match self.kind {
@@ -193,22 +204,30 @@ pub fn redact_password(url: &str) -> String {
 mod tests {
     use super::*;
 
-    fn target(url: &str) -> Result<DbUrl, UnsupportedDbUrl> {
-        DbUrl::parse(Some(url))
+    fn target(url: &str) -> Result<Database, UnsupportedDbUrl> {
+        Database::parse(Some(url))
     }
 
-    fn sqlite(label: &str) -> Result<DbUrl, UnsupportedDbUrl> {
-        Ok(DbUrl { kind: StoreKind::Sqlite, address: label.into(), synchronous: Default::default() })
+    fn sqlite(label: &str) -> Result<Database, UnsupportedDbUrl> {
+        Ok(Database {
+            kind: StoreKind::Sqlite,
+            address: label.into(),
+            synchronous: Default::default(),
+        })
     }
 
-    fn postgres(url: &str) -> Result<DbUrl, UnsupportedDbUrl> {
-        Ok(DbUrl { kind: StoreKind::Postgres, address: url.into(), synchronous: Default::default() })
+    fn postgres(url: &str) -> Result<Database, UnsupportedDbUrl> {
+        Ok(Database {
+            kind: StoreKind::Postgres,
+            address: url.into(),
+            synchronous: Default::default(),
+        })
     }
 
     #[test]
     fn empty_or_sqlite_means_the_default_database() {
         let default = sqlite("default");
-        assert_eq!(DbUrl::parse(None), default);
+        assert_eq!(Database::parse(None), default);
         assert_eq!(target(""), default);
         assert_eq!(target("sqlite:"), default);
         assert_eq!(target("sqlite://default"), default);

@@ -1,11 +1,9 @@
-//! The login credentials as configured: a name, and a password in plain
-//! text or as an Argon2id hash in PHC form (docs/configuration.md, "Password
-//! hash"), and the check of a submitted login against them.
+//! `auth_password_hash`: an Argon2id hash in PHC form (docs/configuration.md,
+//! "Password hash"), refused unless its costs are within sane bounds, and
+//! the check of a password against it.
 
 use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 /// The largest Argon2 memory accepted, in KiB (64 MiB, RFC 9106's second
 /// recommended setting): verifying allocates it in the component's memory,
@@ -17,34 +15,6 @@ pub const MAX_TIME_COST: u32 = 10;
 /// The most lanes accepted. A component computes them one after another (no
 /// threads), so more lanes only cost more time.
 pub const MAX_PARALLELISM: u32 = 4;
-
-/// The configured login name and password.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub username: String,
-    pub password: ExpectedPassword,
-}
-
-/// The password a login must match.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExpectedPassword {
-    Plain(String),
-    /// An Argon2id PHC string, already checked to parse.
-    Hash(String),
-}
-
-impl Credentials {
-    /// Both parts are always checked (`&`, not `&&`), each in time that
-    /// does not depend on where a wrong value differs.
-    pub fn accept(&self, username: &str, password: &str) -> Result<bool, InvalidHash> {
-        let username_matches = same_text(username, &self.username);
-        let password_matches = match &self.password {
-            ExpectedPassword::Plain(expected) => same_text(password, expected),
-            ExpectedPassword::Hash(phc) => HashedPassword::parse(phc)?.verify(password),
-        };
-        Ok(username_matches & password_matches)
-    }
-}
 
 /// Why a configured hash cannot be used. Never holds the hash itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,15 +83,6 @@ impl<'a> HashedPassword<'a> {
     pub fn verify(&self, password: &str) -> bool {
         Argon2::default().verify_password(password.as_bytes(), &self.hash).is_ok()
     }
-}
-
-/// Compares in time independent of where the texts differ and of their
-/// lengths: both are hashed to fixed-size digests, which `subtle` compares
-/// in constant time.
-pub fn same_text(given: &str, expected: &str) -> bool {
-    let given = Sha256::digest(given.as_bytes());
-    let expected = Sha256::digest(expected.as_bytes());
-    given.ct_eq(&expected).into()
 }
 
 #[cfg(test)]
@@ -217,14 +178,5 @@ mod tests {
         assert!(HashedPassword::parse(&phc).unwrap().verify("edge"));
         let max_memory = phc.replacen("m=64", &format!("m={MAX_MEMORY_KIB}"), 1);
         assert!(HashedPassword::parse(&max_memory).is_ok());
-    }
-
-    #[test]
-    fn same_text_compares_whole_values() {
-        assert!(same_text("password", "password"));
-        assert!(same_text("", ""));
-        assert!(!same_text("password", "passwore"));
-        assert!(!same_text("password", "password "));
-        assert!(!same_text("", "password"));
     }
 }

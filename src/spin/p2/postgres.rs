@@ -1,11 +1,12 @@
 //! PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`, in every Spin
 //! since 2.0) as a `db::Connection`.
 
-use anyhow::anyhow;
+use std::time::Duration;
+
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
-use crate::db::{self, Column, SqlParam, Statement};
-use crate::settings::{redact_password, DbUrl, StoreKind};
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError};
+use crate::settings::{redact_password, Database, StoreKind};
 
 /// Wraps `statement` so that it yields at least one row, whatever the data:
 /// Spin 4.0.0 to 4.0.2 never return from a `query` that yields none (Spin
@@ -28,27 +29,20 @@ fn rows_of(result: RowSet) -> impl Iterator<Item = Vec<DbValue>> {
 
 /// Connects on its first query (Spin pools the connections host-side).
 pub struct PostgresConnection {
-    database: DbUrl,
+    database: Database,
     connection: Option<Connection>,
 }
 
 impl PostgresConnection {
-    pub fn new(database: &DbUrl) -> PostgresConnection {
+    pub fn new(database: &Database) -> PostgresConnection {
         PostgresConnection { database: database.clone(), connection: None }
     }
 
-    fn connection(&mut self) -> anyhow::Result<&Connection> {
+    fn connection(&mut self) -> Result<&Connection, StoreError> {
         match &mut self.connection {
             Some(connection) => Ok(connection),
             slot => Ok(slot.insert(Connection::open(&self.database.address).map_err(|error| {
-                let reason = describe(&error);
-                // Spin's refusal names the address only: say what fixes it.
-                if reason.contains("is not permitted") {
-                    let fix = self.database.not_permitted_fix();
-                    anyhow!("connecting to PostgreSQL: {reason}; {fix}")
-                } else {
-                    anyhow!("connecting to PostgreSQL: {reason}")
-                }
+                StoreError::other(self.database.connect_failure(&describe(&error)))
             })?)),
         }
     }
@@ -62,27 +56,34 @@ impl db::Connection for PostgresConnection {
     /// Runs `statement` through `query`, wrapped by `at_least_one_row`
     /// unless it is written to return a row anyway (a statement with
     /// data-modifying CTEs, which PostgreSQL allows only at the top level).
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
         let sql = if statement.always_a_row {
             statement.sql.clone()
         } else {
             at_least_one_row(&statement.sql)
         };
         let params = bind(&statement.params);
-        let rows = self
-            .connection()?
-            .query(&sql, &params)
-            .map_err(|error| anyhow!("PostgreSQL: {}", describe(&error)))?;
+        let rows = self.connection()?.query(&sql, &params).map_err(|error| failed(&error, ""))?;
         Ok(rows_of(rows).map(|row| row.into_iter().map(column).collect()).collect())
     }
 
     /// Through `execute`, which the zero-row hang never affects.
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
-        self.connection()?
-            .execute(sql, &[])
-            .map(drop)
-            .map_err(|error| anyhow!("PostgreSQL: {sql}: {}", describe(&error)))
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.connection()?.execute(sql, &[]).map(drop).map_err(|error| failed(&error, sql))
     }
+
+    async fn pause(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// A failed statement, told apart by the SQLSTATE the 2.0 interface leaves
+/// only in its text: tokio-postgres' description names it (`SqlState(E42P01)`).
+fn failed(error: &Error, sql: &str) -> StoreError {
+    let text = describe(error);
+    let sqlstate = db::SQLSTATES_TOLD_APART.into_iter().find(|code| text.contains(code));
+    let statement = if sql.is_empty() { String::new() } else { format!("{sql}: ") };
+    StoreError::postgres(sqlstate, format!("PostgreSQL: {statement}{text}"))
 }
 
 /// An error for the log, any password in a quoted address masked.

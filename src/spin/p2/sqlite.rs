@@ -1,10 +1,11 @@
 //! A Spin SQLite database (`fermyon:spin/sqlite@2.0.0`) as a `db::Connection`.
 
-use anyhow::anyhow;
+use std::time::Duration;
+
 use spin_sdk::sqlite::{Connection, QueryResult, Value};
 
-use crate::db::{self, Column, SqlParam, Statement, Synchronous};
-use crate::settings::StoreKind;
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, Synchronous};
+use crate::settings::{Database, StoreKind};
 
 /// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.
@@ -17,22 +18,26 @@ pub struct SqliteConnection {
 }
 
 impl SqliteConnection {
-    pub fn new(label: &str, synchronous: Synchronous) -> SqliteConnection {
-        let label = label.to_string();
+    pub fn new(database: &Database) -> SqliteConnection {
+        let (label, synchronous) = (database.address.clone(), database.synchronous);
         SqliteConnection { label, connection: None, synchronous, write_ready: false }
     }
 
-    fn connection(&mut self) -> anyhow::Result<&Connection> {
+    fn run(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult, StoreError> {
         let label = &self.label;
-        match &mut self.connection {
-            Some(connection) => Ok(connection),
-            slot => {
-                Ok(slot
-                    .insert(Connection::open(label).map_err(|error| {
-                        anyhow!("opening SQLite database {label:?}: {error:?}")
-                    })?))
-            }
-        }
+        let connection = match &mut self.connection {
+            Some(connection) => connection,
+            slot => slot.insert(Connection::open(label).map_err(|error| {
+                StoreError::other(format!("opening SQLite database {label:?}: {error:?}"))
+            })?),
+        };
+        connection.execute(sql, params).map_err(|error| {
+            let detail = match error {
+                spin_sdk::sqlite::Error::Io(text) => text,
+                other => format!("{other:?}"),
+            };
+            StoreError::sqlite(format!("SQLite database {label:?}: {detail}"))
+        })
     }
 }
 
@@ -41,30 +46,31 @@ impl db::Connection for SqliteConnection {
         StoreKind::Sqlite
     }
 
-    fn query(&mut self, statement: &Statement) -> anyhow::Result<Vec<Vec<Column>>> {
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
         let params = bind(&statement.params);
-        let result = self.connection()?.execute(&statement.sql, &params);
-        result.map(rows).map_err(|error| anyhow!("SQLite database {:?}: {error:?}", self.label))
+        self.run(&statement.sql, &params).map(rows)
     }
 
     /// Spin sets no PRAGMA: rusqlite's 5 s busy timeout would hand the wait
     /// to SQLite's backing-off busy handler (a short one leaves it to the
     /// core, `db::BUSY_TIMEOUT_MS`), and `synchronous` would stay FULL.
-    fn prepare_write(&mut self) -> anyhow::Result<()> {
+    async fn prepare_write(&mut self) -> Result<(), StoreError> {
         if !self.write_ready {
             for pragma in db::write_pragmas(self.synchronous) {
-                self.execute(&pragma)?;
+                self.run(&pragma, &[])?;
             }
             self.write_ready = true;
         }
         Ok(())
     }
 
-    fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
-        let result = self.connection()?.execute(sql, &[]);
-        result
-            .map(drop)
-            .map_err(|error| anyhow!("SQLite database {:?}: {sql}: {error:?}", self.label))
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.run(sql, &[]).map(drop)
+    }
+
+    /// A component's sleep is a host timer: it holds no thread.
+    async fn pause(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
     }
 }
 
@@ -79,7 +85,7 @@ fn bind(params: &[SqlParam]) -> Vec<Value> {
         .collect()
 }
 
-fn rows(result: QueryResult) -> Vec<Vec<Column>> {
+fn rows(result: QueryResult) -> Vec<Row> {
     result.rows.into_iter().map(|row| row.values.into_iter().map(column).collect()).collect()
 }
 

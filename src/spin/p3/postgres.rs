@@ -1,0 +1,106 @@
+//! PostgreSQL through Spin (`spin:postgres/postgres@4.2.0`) as a
+//! `db::Connection`. Spin 4.1 and later, the only hosts of this world,
+//! answer a query that returns no rows (4.0.0 to 4.0.2 hung on one: the
+//! WASI 0.2 adapter's `at_least_one_row`), so statements go as written.
+
+use std::time::Duration;
+
+use spin_sdk::pg::wit::postgres::{Connection, DbValue, Error, ParameterValue, QueryError};
+use spin_sdk::wasip3::clocks::monotonic_clock;
+
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError};
+use crate::settings::{redact_password, Database, StoreKind};
+
+/// Connects on its first statement (Spin pools the connections host-side).
+pub struct PostgresConnection {
+    database: Database,
+    connection: Option<Connection>,
+}
+
+impl PostgresConnection {
+    pub fn new(database: &Database) -> PostgresConnection {
+        PostgresConnection { database: database.clone(), connection: None }
+    }
+
+    async fn connection(&mut self) -> Result<&Connection, StoreError> {
+        match &mut self.connection {
+            Some(connection) => Ok(connection),
+            slot => {
+                let opened = Connection::open_async(self.database.address.clone()).await;
+                let connection = opened.map_err(|error| {
+                    StoreError::other(self.database.connect_failure(&describe(error).1))
+                })?;
+                Ok(slot.insert(connection))
+            }
+        }
+    }
+}
+
+impl db::Connection for PostgresConnection {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Postgres
+    }
+
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+        let params = bind(&statement.params);
+        let connection = self.connection().await?;
+        let sql = statement.sql.clone();
+        let (_, rows, result) =
+            connection.query_async(sql, params).await.map_err(|error| failed(error, ""))?;
+        let rows = rows.collect().await;
+        result.await.map_err(|error| failed(error, ""))?;
+        Ok(rows.into_iter().map(|row| row.into_iter().map(column).collect()).collect())
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        let connection = self.connection().await?;
+        let executed = connection.execute_async(sql.to_string(), Vec::new()).await;
+        executed.map(drop).map_err(|error| failed(error, sql))
+    }
+
+    async fn pause(&mut self, duration: Duration) {
+        monotonic_clock::wait_for(duration.as_nanos() as u64).await;
+    }
+}
+
+/// A failed statement, told apart by the SQLSTATE PostgreSQL gave.
+fn failed(error: Error, sql: &str) -> StoreError {
+    let (sqlstate, text) = describe(error);
+    let statement = if sql.is_empty() { String::new() } else { format!("{sql}: ") };
+    StoreError::postgres(sqlstate.as_deref(), format!("PostgreSQL: {statement}{text}"))
+}
+
+/// An error's SQLSTATE, if PostgreSQL gave one, and its text for the log,
+/// any password in a quoted address masked.
+fn describe(error: Error) -> (Option<String>, String) {
+    let (sqlstate, text) = match error {
+        Error::QueryFailed(QueryError::DbError(error)) => (Some(error.code), error.as_text),
+        Error::QueryFailed(QueryError::Text(text))
+        | Error::ConnectionFailed(text)
+        | Error::BadParameter(text)
+        | Error::ValueConversionFailed(text)
+        | Error::Other(text) => (None, text),
+    };
+    (sqlstate, redact_password(&text))
+}
+
+fn bind(params: &[SqlParam]) -> Vec<ParameterValue> {
+    params
+        .iter()
+        .map(|param| match *param {
+            SqlParam::Text(text) => ParameterValue::Str(text.to_string()),
+            SqlParam::Int32(value) => ParameterValue::Int32(value),
+            SqlParam::Int64(value) => ParameterValue::Int64(value),
+        })
+        .collect()
+}
+
+fn column(value: DbValue) -> Column {
+    match value {
+        DbValue::Int32(value) => Column::Integer(value.into()),
+        DbValue::Int64(value) => Column::Integer(value),
+        DbValue::Str(text) => Column::Text(text),
+        DbValue::DbNull => Column::Null,
+        _ => Column::Other,
+    }
+}

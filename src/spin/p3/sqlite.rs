@@ -1,0 +1,139 @@
+//! A Spin SQLite database (`spin:sqlite/sqlite@3.1.0`) as a `db::Connection`,
+//! its connection kept by the instance between requests (with its PRAGMAs):
+//! a request takes an idle one or opens one, and gives it back when done, so
+//! no two requests running at once share a connection or a transaction.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use spin_sdk::sqlite::wit::sqlite::{Connection, Error, RowResult, Value};
+use spin_sdk::wasip3::clocks::monotonic_clock;
+
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, Synchronous};
+use crate::settings::{Database, StoreKind};
+
+/// Idle connections an instance keeps: one per request it may run at once.
+const KEPT_IDLE: usize = 16;
+
+/// An open connection and the `synchronous` its PRAGMAs set, if they ran.
+struct Open {
+    label: String,
+    connection: Connection,
+    write_pragmas: Option<Synchronous>,
+}
+
+thread_local! {
+    static IDLE: RefCell<Vec<Open>> = const { RefCell::new(Vec::new()) };
+}
+
+pub struct SqliteConnection {
+    label: String,
+    synchronous: Synchronous,
+    /// Taken from the idle ones, or opened at the first statement.
+    open: Option<Open>,
+}
+
+impl SqliteConnection {
+    pub fn new(database: &Database) -> SqliteConnection {
+        let label = database.address.clone();
+        let open = IDLE.with_borrow_mut(|idle| {
+            let found = idle.iter().rposition(|open| open.label == label)?;
+            Some(idle.swap_remove(found))
+        });
+        SqliteConnection { label, synchronous: database.synchronous, open }
+    }
+
+    async fn run(&mut self, sql: &str, params: Vec<Value>) -> Result<Vec<RowResult>, StoreError> {
+        let label = &self.label;
+        let failed = |error: Error| {
+            let detail = match error {
+                Error::Io(text) => text,
+                other => format!("{other:?}"),
+            };
+            StoreError::sqlite(format!("SQLite database {label:?}: {detail}"))
+        };
+        let open = match &mut self.open {
+            Some(open) => open,
+            slot => {
+                let connection = Connection::open_async(label.clone()).await.map_err(|error| {
+                    StoreError::other(format!("opening SQLite database {label:?}: {error:?}"))
+                })?;
+                slot.insert(Open { label: label.clone(), connection, write_pragmas: None })
+            }
+        };
+        let (_, rows, result) =
+            open.connection.execute_async(sql.to_string(), params).await.map_err(failed)?;
+        let rows = rows.collect().await;
+        result.await.map_err(failed)?;
+        Ok(rows)
+    }
+}
+
+impl Drop for SqliteConnection {
+    fn drop(&mut self) {
+        if let Some(open) = self.open.take() {
+            IDLE.with_borrow_mut(|idle| {
+                if idle.len() < KEPT_IDLE {
+                    idle.push(open);
+                }
+            });
+        }
+    }
+}
+
+impl db::Connection for SqliteConnection {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Sqlite
+    }
+
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+        let rows = self.run(&statement.sql, bind(&statement.params)).await?;
+        Ok(rows.into_iter().map(|row| row.values.into_iter().map(column).collect()).collect())
+    }
+
+    /// Spin sets no PRAGMA: rusqlite's 5 s busy timeout would hand the wait
+    /// to SQLite's backing-off busy handler (a short one leaves it to the
+    /// core, `db::BUSY_TIMEOUT_MS`), and `synchronous` would stay FULL. They
+    /// last as long as the connection.
+    async fn prepare_write(&mut self) -> Result<(), StoreError> {
+        let ran = self.open.as_ref().and_then(|open| open.write_pragmas);
+        if ran != Some(self.synchronous) {
+            for pragma in db::write_pragmas(self.synchronous) {
+                self.run(&pragma, Vec::new()).await?;
+            }
+            if let Some(open) = &mut self.open {
+                open.write_pragmas = Some(self.synchronous);
+            }
+        }
+        Ok(())
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.run(sql, Vec::new()).await.map(drop)
+    }
+
+    /// A timer of the host's: the instance's other requests run meanwhile.
+    async fn pause(&mut self, duration: Duration) {
+        monotonic_clock::wait_for(duration.as_nanos() as u64).await;
+    }
+}
+
+fn bind(params: &[SqlParam]) -> Vec<Value> {
+    params
+        .iter()
+        .map(|param| match *param {
+            SqlParam::Text(text) => Value::Text(text.to_string()),
+            SqlParam::Int32(value) => Value::Integer(value.into()),
+            SqlParam::Int64(value) => Value::Integer(value),
+        })
+        .collect()
+}
+
+fn column(value: Value) -> Column {
+    match value {
+        Value::Integer(value) => Column::Integer(value),
+        Value::Text(text) => Column::Text(text),
+        Value::Null => Column::Null,
+        Value::Real(_) | Value::Blob(_) => Column::Other,
+    }
+}
