@@ -58,27 +58,32 @@ toolchain:
 	@rustup toolchain install >/dev/null 2>&1 || rustup toolchain install
 
 component: toolchain
-	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
+	$(WASM_BUILD)
 
 host: toolchain
 	$(CARGO) build --release --locked -p spin-lite
 
-## The three builds of the component, by Cargo feature, with distinct names in
-## target/variants/: book-catalog.wasm (SQLite and PostgreSQL),
-## book-catalog-postgres.wasm (no SQLite interface: Akamai Functions) and
-## book-catalog-sqlite.wasm (no PostgreSQL interface). They build in their own
-## target dir, so the default component above is never swapped under a
-## running host.
+## The builds of the component, by Cargo feature, with distinct names in
+## target/variants/ (README, "Where it runs"): WASI 0.3 with both stores
+## (book-catalog.wasm), PostgreSQL only (book-catalog-postgres.wasm: Akamai
+## Functions) and SQLite only (book-catalog-sqlite.wasm); WASI 0.2 with both
+## stores (book-catalog-p2.wasm: SpinKube, Spin 2.6 to 4.0). The 0.2 build
+## has a target dir of its own (its SDK's dependencies differ); the 0.3 ones
+## build in VARIANT_TARGET, by default one apart, so the default component
+## above is never swapped under a running host.
 VARIANT_TARGET := target/variant-build
-VARIANT_WASM := $(VARIANT_TARGET)/wasm32-wasip2/release/book_catalog.wasm
+P2_TARGET := target/wasi-p2
+WASM_BUILD := $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
 variants: toolchain
 	@mkdir -p target/variants
-	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
-	cp $(VARIANT_WASM) target/variants/book-catalog.wasm
-	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog --no-default-features --features postgres
-	cp $(VARIANT_WASM) target/variants/book-catalog-postgres.wasm
-	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog --no-default-features --features sqlite
-	cp $(VARIANT_WASM) target/variants/book-catalog-sqlite.wasm
+	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(WASM_BUILD)
+	cp $(VARIANT_TARGET)/wasm32-wasip2/release/book_catalog.wasm target/variants/book-catalog.wasm
+	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(WASM_BUILD) --no-default-features --features p3,postgres
+	cp $(VARIANT_TARGET)/wasm32-wasip2/release/book_catalog.wasm target/variants/book-catalog-postgres.wasm
+	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(WASM_BUILD) --no-default-features --features p3,sqlite
+	cp $(VARIANT_TARGET)/wasm32-wasip2/release/book_catalog.wasm target/variants/book-catalog-sqlite.wasm
+	CARGO_TARGET_DIR=$(P2_TARGET) $(WASM_BUILD) --no-default-features --features p2,sqlite,postgres
+	cp $(P2_TARGET)/wasm32-wasip2/release/book_catalog.wasm target/variants/book-catalog-p2.wasm
 
 clean:
 	$(CARGO) clean

@@ -2,27 +2,22 @@
 # `make test`: every test of the project, in order, with one closing line
 # `N passed, M failed` that counts all of them. Stops everything it started,
 # also on failure, and exits non-zero if anything failed.
-#   1. the component and its variants (wasm32-wasip2, release). The host is
-#      built by step 2: `cargo test` builds target/release/spin-lite for the
-#      host's own tests, with the features the test build unifies, so a
-#      `make host` before it would compile wasmtime twice
+#   1. the component's builds (wasm32-wasip2, release): the default (WASI
+#      0.3) and the variants. The host is built by step 2: `cargo test`
+#      builds target/release/spin-lite for the host's own tests
 #   2. native unit and integration tests (cargo test --workspace)
-#   3. the hurl suite (the plain hurl command, then tests/hurl/run.py) against
-#      the real component served by spin-lite, on SQLite with a fresh instance
-#      per request and with instances reused (the one host that can), and on
-#      PostgreSQL; each variant build on its store, under real Spin when there
-#      is one
-#   4. schema-driven fuzzing (schemathesis) and the fault tests, on SQLite
-#      and on a throwaway PostgreSQL cluster, sized for CI (`make soak` runs
-#      them at full size)
-#   5. with real Spin (SPIN=path, else build/spin/spin, else `spin` on PATH):
-#      the hurl suite under `spin up` on each store, spin-lite and Spin side
-#      by side, and the fault tests of what Spin itself decides (login
-#      protection, stalled clients, failing variables providers, upgrades,
-#      PostgreSQL TLS, safe writes, OpenTelemetry export).
-#      Then the hurl suite under Spin 3.6.3, SpinKube's runtime (SPIN_3_6,
-#      else build/spin-3.6.3/spin).
-#      Without Spin these legs are listed as skipped, never counted.
+#   3. the WASI 0.3 build under spin-lite, on SQLite and on a throwaway
+#      PostgreSQL cluster: the hurl suite (the plain hurl command, then
+#      tests/hurl/run.py), schema-driven fuzzing (schemathesis), the fault
+#      tests, the big catalog, sized for CI (`make soak`: full size); each
+#      single-store variant on its store
+#   4. with real Spin (.ci/run unpacks each; SPIN, SPIN_4_0, SPIN_3_6, else
+#      build/spin*/spin): the WASI 0.3 build under Spin main (the hurl suite,
+#      spin-lite and Spin side by side, the fault tests of what Spin itself
+#      decides, the big catalog), the WASI 0.2 build under Spin 4.0.2 (the
+#      hurl suite, those fault tests, the big catalog) and under 3.6.3,
+#      SpinKube's runtime (the hurl suite). Without Spin these legs are
+#      listed as skipped, never counted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,8 +33,12 @@ trap cleanup EXIT
 
 record() { echo "$1 $2" >> "$tally"; }
 
-if [ -z "${SPIN:-}" ] && [ -x build/spin/spin ]; then SPIN=$PWD/build/spin/spin; fi
-SPIN=${SPIN:-$(command -v spin || true)}
+# Spin main (WASI 0.3), 4.0.2 and 3.6.3 (WASI 0.2), as .ci/run unpacks them.
+spin_at() { [ -x "$1" ] && echo "$PWD/$1"; }
+SPIN=${SPIN:-$(spin_at build/spin/spin || command -v spin || true)}
+SPIN_4_0=${SPIN_4_0:-$(spin_at build/spin-4.0.2/spin || true)}
+SPIN_3_6=${SPIN_3_6:-$(spin_at build/spin-3.6.3/spin || true)}
+P2=(--manifest deploy/wasi-p2/spin.toml)
 skipped=()
 
 summary() {
@@ -67,7 +66,7 @@ if ! scripts/ensure-tools.sh hurl postgres argon2 otel client browser registry; 
     exit 1
 fi
 
-step "build: the component (wasm32-wasip2) and its variants"
+step "build: the component (wasm32-wasip2, WASI 0.3) and its variants (WASI 0.3 and 0.2)"
 # The variants in target/, the component's own directory (in theirs, every
 # dependency would be built a second time), the default build first; then
 # the component, which cargo only puts back in place.
@@ -105,81 +104,56 @@ fi
 record "$cargo_passed" "$cargo_failed"
 
 export E2E_TALLY="$tally"
-if [ -n "$SPIN" ] && [ -x "$SPIN" ]; then export SPIN; else SPIN=; fi
 [ -n "$pg_url" ] && export FAULTS_PG_DIR="$pg_dir"
-skip_spin() {
-    skipped+=("$1: no Spin binary (set SPIN=path, unpack it to build/spin/spin, or put spin on PATH)")
-}
-# Runs a leg under real Spin, or lists it as skipped (never counted).
+stores=(sqlite)
+[ -n "$pg_url" ] && stores+=(postgres)
+# A leg under real Spin binary $1 (named $2), or listed as skipped (never counted).
 spin_leg() {
-    local label=$1
-    shift
-    if [ -n "$SPIN" ]; then "$@" --host spin || true; else skip_spin "$label"; fi
+    local spin=$1 label=$2
+    shift 2
+    if [ -n "$spin" ]; then SPIN=$spin "$@" --host spin || true; else skipped+=("$label: no such Spin"); fi
 }
-# A variant build's leg: under real Spin, the platform it is built for, else
-# under spin-lite.
+# A single-store variant's leg: under Spin main, the platform it is built
+# for, else under spin-lite.
 variant_leg() {
-    if [ -n "$SPIN" ]; then "$@" --host spin || true; else "$@" || true; fi
+    if [ -n "$SPIN" ]; then SPIN=$SPIN "$@" --host spin || true; else "$@" || true; fi
 }
 
-step "end to end on SQLite"
-tests/e2e.py --store sqlite --argon2-cli || true
-# Hosts may serve several requests with one instance (spin-lite
-# --max-instance-reuse, Spin for WASI 0.3): the component must be right there
-# too. What an instance keeps is its settings (src/spin/mod.rs), whatever
-# the store: one store is enough.
-tests/e2e.py --store sqlite --reuse 50 || true
-# The SQLite-only build (no PostgreSQL interface), from `make variants`.
-variant_leg tests/e2e.py --store sqlite --wasm target/variants/book-catalog-sqlite.wasm
-
-step "fuzzing and fault tests on SQLite"
-scripts/fuzz.sh --store sqlite || true
-tests/faults/run.py --store sqlite || true
-tests/faults/big_catalog.py --store sqlite || true
-
-if [ -n "$pg_url" ]; then
-    step "end to end on PostgreSQL"
-    tests/e2e.py --store postgres || true
-    # The PostgreSQL-only build (no SQLite interface) with its manifest (no
-    # sqlite_databases), from `make variants`.
-    variant_leg tests/e2e.py --store postgres --manifest deploy/postgres-only/spin.toml \
-        --wasm target/variants/book-catalog-postgres.wasm
-
-    step "fuzzing and fault tests on PostgreSQL"
-    scripts/fuzz.sh --store postgres || true
-    tests/faults/run.py --store postgres || true
-    tests/faults/big_catalog.py --store postgres || true
-fi
-
-# Each module skips the store it does not need (its `ctx.only_on`).
-spin_faults=throttle,stalls,providers,upgrade,concurrency,variants,safe_writes,otel,tls,browser,registry
-[ -n "$SPIN" ] && step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"
-for store in sqlite postgres; do
-    if [ "$store" = postgres ] && [ -z "$pg_url" ]; then continue; fi
-    spin_leg "e2e under spin up on $store" tests/e2e.py --store "$store"
-    if [ -n "$SPIN" ]; then
-        tests/faults/side_by_side.py --store "$store" || true
+for store in "${stores[@]}"; do
+    step "the WASI 0.3 build under spin-lite on $store"
+    if [ "$store" = sqlite ]; then
+        tests/e2e.py --store sqlite --argon2-cli || true
+        variant_leg tests/e2e.py --store sqlite --wasm target/variants/book-catalog-sqlite.wasm
     else
-        skip_spin "spin-lite and spin up side by side on $store"
+        tests/e2e.py --store postgres || true
+        # The PostgreSQL-only build (no SQLite interface) with its manifest.
+        variant_leg tests/e2e.py --store postgres --manifest deploy/postgres-only/spin.toml
     fi
-    spin_leg "fault tests under spin up ($spin_faults) on $store" \
-        tests/faults/run.py --store "$store" --only "$spin_faults"
-    spin_leg "the big catalog under spin up on $store" tests/faults/big_catalog.py --store "$store"
+    scripts/fuzz.sh --store "$store" || true
+    tests/faults/run.py --store "$store" || true
+    tests/faults/big_catalog.py --store "$store" || true
 done
 
-# SpinKube's runtime: containerd-shim-spin v0.24.0 embeds Spin 3.6.3. The
-# hurl suite under its spin up: the default build on SQLite, the
-# PostgreSQL-only build on PostgreSQL (.ci/run unpacks it as SPIN_3_6).
-if [ -z "${SPIN_3_6:-}" ] && [ -x build/spin-3.6.3/spin ]; then SPIN_3_6=$PWD/build/spin-3.6.3/spin; fi
-if [ -n "${SPIN_3_6:-}" ]; then
-    step "Spin 3.6.3 ($("$SPIN_3_6" --version)): the hurl suite under spin up"
-    SPIN=$SPIN_3_6 tests/e2e.py --store sqlite --host spin || true
-    if [ -n "$pg_url" ]; then
-        SPIN=$SPIN_3_6 tests/e2e.py --store postgres --host spin \
-            --manifest deploy/postgres-only/spin.toml --wasm target/variants/book-catalog-postgres.wasm || true
-    fi
-else
-    skipped+=("the hurl suite under Spin 3.6.3: no SPIN_3_6 (.ci/run unpacks it to build/spin-3.6.3/spin)")
-fi
+# What Spin itself decides (each module skips a store it does not need).
+spin_faults=throttle,stalls,providers,upgrade,concurrency,crash,variants,safe_writes,limits,tls
+for store in "${stores[@]}"; do
+    [ -n "$SPIN" ] && step "Spin main ($("$SPIN" --version)), the WASI 0.3 build on $store"
+    spin_leg "$SPIN" "e2e under Spin main on $store" tests/e2e.py --store "$store"
+    spin_leg "$SPIN" "spin-lite and Spin main side by side on $store" tests/faults/side_by_side.py --store "$store"
+    spin_leg "$SPIN" "fault tests under Spin main on $store" \
+        tests/faults/run.py --store "$store" --only "$spin_faults,otel,browser,registry"
+    spin_leg "$SPIN" "the big catalog under Spin main on $store" tests/faults/big_catalog.py --store "$store"
+done
+for store in "${stores[@]}"; do
+    [ -n "$SPIN_4_0" ] && step "Spin 4.0.2 ($("$SPIN_4_0" --version)), the WASI 0.2 build on $store"
+    spin_leg "$SPIN_4_0" "e2e under Spin 4.0.2 on $store" tests/e2e.py --store "$store" "${P2[@]}"
+    spin_leg "$SPIN_4_0" "fault tests under Spin 4.0.2 on $store" \
+        tests/faults/run.py --store "$store" --only "$spin_faults" "${P2[@]}"
+    spin_leg "$SPIN_4_0" "the big catalog under Spin 4.0.2 on $store" \
+        tests/faults/big_catalog.py --store "$store" "${P2[@]}"
+    # SpinKube's runtime: containerd-shim-spin v0.24.0 embeds Spin 3.6.3.
+    [ -n "$SPIN_3_6" ] && step "Spin 3.6.3 ($("$SPIN_3_6" --version)), the WASI 0.2 build on $store"
+    spin_leg "$SPIN_3_6" "e2e under Spin 3.6.3 on $store" tests/e2e.py --store "$store" "${P2[@]}"
+done
 
 summary

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SpinKube (README.md in this folder), in steps (all four by default):
-#   build    the PostgreSQL-only build (make variants)
-#   push     pushes the app of $MANIFEST (default: the PostgreSQL-only build's,
-#            deploy/postgres-only/spin.toml) to $IMAGE, the spec.image of
+#   build    the WASI 0.2 build (make variants): SpinKube's shim serves no
+#            WASI 0.3.0 component (README.md in this folder)
+#   push     pushes the app of $MANIFEST (default: the WASI 0.2 build's,
+#            deploy/wasi-p2/spin.toml) to $IMAGE, the spec.image of
 #            spinapp.yaml; INSECURE_REGISTRY=1: over plain HTTP (Spin's
 #            --insecure), for a registry on loopback. tests/faults/registry.py
 #            runs this step against a registry of its own.
@@ -23,7 +24,7 @@ push() {
     : "${IMAGE:?set IMAGE to the spec.image of deploy/spinkube/spinapp.yaml}"
     insecure=()
     if [ "${INSECURE_REGISTRY:-}" = 1 ]; then insecure=(--insecure); fi
-    spin registry push -f "${MANIFEST:-deploy/postgres-only/spin.toml}" "${insecure[@]}" "$IMAGE"
+    spin registry push -f "${MANIFEST:-deploy/wasi-p2/spin.toml}" "${insecure[@]}" "$IMAGE"
 }
 
 secret() {

@@ -13,16 +13,17 @@ use book_catalog::settings::{Setting, MIN_SECRET_BYTES};
 use serde_yaml::Value as Yaml;
 
 const SIGNING_SECRETS: [&str; 2] = ["secret_token", "secret_token_previous"];
-/// What `make variants` writes: the build without SQLite imports.
-const POSTGRES_ONLY_WASM: &str = "target/variants/book-catalog-postgres.wasm";
-/// Each deploy script | what it builds | what it then deploys, once (Akamai
-/// and SpinKube: the PostgreSQL-only build; Fermyon Cloud: spin.toml, its
-/// SQLite label linked) | a setting it passes unless given one (Akamai's
-/// edge names the client in true-client-ip).
+/// What `make variants` writes: the builds deploy/'s manifests serve.
+const VARIANT_WASMS: [&str; 2] =
+    ["target/variants/book-catalog-postgres.wasm", "target/variants/book-catalog-p2.wasm"];
+/// Each deploy script | what it builds | what it then deploys, once (Akamai:
+/// the PostgreSQL-only build, WASI 0.3; SpinKube: the WASI 0.2 build;
+/// Fermyon Cloud: spin.toml, its SQLite label linked) | a setting it passes
+/// unless given one (Akamai's edge names the client in true-client-ip).
 const DEPLOYS: &str = "
 deploy/akamai/deploy.sh | make variants | spin aka deploy -f deploy/postgres-only/spin.toml | client_ip_header=true-client-ip
 deploy/fermyon-cloud/deploy.sh | spin build | spin cloud deploy --link sqlite:default= |
-deploy/spinkube/deploy.sh | make variants | spin registry push -f deploy/postgres-only/spin.toml |
+deploy/spinkube/deploy.sh | make variants | spin registry push -f deploy/wasi-p2/spin.toml |
 ";
 /// Made up: a signing secret of 48 bytes, a password hash, a database.
 const TOKEN: &str = "made-up-signing-secret-of-48-bytes-0123456789abc";
@@ -275,6 +276,9 @@ spin.toml:
 deploy/postgres-only/spin.toml: {component: {book-catalog: {
   source: ../../target/variants/book-catalog-postgres.wasm,
   build: {command: make variants, workdir: ../..}}}}
+deploy/wasi-p2/spin.toml: {component: {book-catalog: {
+  source: ../../target/variants/book-catalog-p2.wasm, sqlite_databases: [default],
+  build: {command: make variants, workdir: ../..}}}}
 deploy/runtime-config/sqlite-path.toml: {sqlite_database: {default: {type: spin,
   path: absolute path}}}
 deploy/runtime-config/sqlite-libsql.toml: {sqlite_database: {default: {type: libsql,
@@ -334,9 +338,9 @@ fn comparable(manifest: &Yaml) -> Yaml {
 }
 
 /// spin.toml declares every setting and passes it to the component; its only
-/// other variable is the PostgreSQL host it may reach. deploy/postgres-only
-/// is the same but for serving the build without SQLite
-/// imports, which `make variants` writes.
+/// other variable is the PostgreSQL host it may reach. deploy/'s manifests
+/// are the same but for the build they serve, which `make variants` writes;
+/// one serving a PostgreSQL-only build grants no SQLite database.
 fn manifests_declare_the_settings(repo: &Repo, out: &mut Findings) {
     let m = repo.doc("spin.toml");
     let (mut others, component) = (keys(&m["variables"]), &m["component"]["book-catalog"]);
@@ -347,11 +351,15 @@ fn manifests_declare_the_settings(repo: &Repo, out: &mut Findings) {
     }
     need!(out, others.iter().eq(["db_host"]) => "variables not settings: {others:?}");
     let make = repo.text("Makefile");
-    need!(out, make.contains("\nvariants:") && make.contains(POSTGRES_ONLY_WASM) => "variants");
+    let built = VARIANT_WASMS.iter().all(|wasm| make.contains(wasm));
+    need!(out, make.contains("\nvariants:") && built => "variants");
     for path in repo.files(&["/spin.toml"]) {
         let (deploy, c) = (repo.doc(path), &repo.doc(path)["component"]["book-catalog"]);
         need!(out, comparable(&deploy) == comparable(&m) => "{path}: not spin.toml");
-        need!(out, c["sqlite_databases"].is_null() => "{path}: SQLite");
+        let postgres_only = text(&c["source"]).ends_with("-postgres.wasm");
+        let granted = c["sqlite_databases"] == component["sqlite_databases"];
+        let sqlite = if postgres_only { c["sqlite_databases"].is_null() } else { granted };
+        need!(out, sqlite => "{path}: SQLite");
     }
 }
 

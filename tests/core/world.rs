@@ -1,6 +1,7 @@
-//! Each build of the component imports exactly its world in `wit/` (a
-//! platform refuses a component importing an interface it lacks) and exports
-//! the HTTP handler. The builds: `make build variants` (ignored otherwise).
+//! Each build of the component, in each world, imports exactly its world in
+//! `wit/` (a platform refuses a component importing an interface it lacks)
+//! and exports the HTTP handler. The builds: `make build variants` (ignored
+//! otherwise).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -10,10 +11,11 @@ use wit_parser::{Resolve, WorldId, WorldKey};
 use crate::support::cells;
 
 /// (file under target/variants/, its world in wit/).
-const VARIANTS: [(&str, &str); 3] = [
+const VARIANTS: [(&str, &str); 4] = [
     ("book-catalog.wasm", "book-catalog"),
     ("book-catalog-postgres.wasm", "book-catalog-postgres"),
     ("book-catalog-sqlite.wasm", "book-catalog-sqlite"),
+    ("book-catalog-p2.wasm", "book-catalog-p2"),
 ];
 
 fn workspace() -> PathBuf {
@@ -90,25 +92,33 @@ fn patch_releases_match_minor_releases_do_not() {
     }
 }
 
-/// The worlds themselves: every store interface is Spin 2.0's, each
-/// single-store world leaves the other store out, and the default world is
-/// their union.
+/// The worlds themselves: the WASI 0.3 builds import Spin's 3.x and 4.x
+/// interfaces only and export `wasi:http/handler@0.3.0`, each single-store
+/// world leaves the other store out, and the default world is their union;
+/// the WASI 0.2 build imports Spin 2.0's interfaces only and exports the 0.2
+/// handler.
 #[test]
-fn worlds_per_variant() {
-    let (default, _) = world("book-catalog");
+fn worlds_per_build() {
+    let (default, p3_exports) = world("book-catalog");
     let (postgres, _) = world("book-catalog-postgres");
     let (sqlite, _) = world("book-catalog-sqlite");
+    let (p2, p2_exports) = world("book-catalog-p2");
     let names = |world: &BTreeSet<String>, part: &str| world.iter().any(|n| n.contains(part));
-    let postgres_only = ["fermyon:spin/postgres@2.0.0", "fermyon:spin/rdbms-types@2.0.0"];
-    assert!(postgres_only.iter().all(|name| postgres.contains(*name)), "{postgres:?}");
+    assert!(postgres.contains("spin:postgres/postgres@4.2.0"), "{postgres:?}");
     assert!(!names(&postgres, "sqlite"), "{postgres:?}");
-    assert!(sqlite.contains("fermyon:spin/sqlite@2.0.0"), "{sqlite:?}");
-    assert!(!names(&sqlite, "postgres") && !names(&sqlite, "rdbms"), "{sqlite:?}");
+    assert!(sqlite.contains("spin:sqlite/sqlite@3.1.0"), "{sqlite:?}");
+    assert!(!names(&sqlite, "postgres"), "{sqlite:?}");
     for w in [&default, &postgres, &sqlite] {
-        assert!(!w.iter().any(|n| n.starts_with("spin:")), "Spin 3+ only: {w:?}");
-        assert!(w.contains("fermyon:spin/variables@2.0.0"), "{w:?}");
+        assert!(!names(w, "fermyon:") && !names(w, "wasi:http/types@0.2"), "0.2's: {w:?}");
+        assert!(w.contains("spin:variables/variables@3.0.0"), "{w:?}");
     }
     assert_eq!(default, postgres.union(&sqlite).cloned().collect());
+    assert_eq!(p3_exports.into_iter().collect::<Vec<_>>(), ["wasi:http/handler@0.3.0"]);
+    let spin_2_0 = ["sqlite", "postgres", "rdbms-types", "variables"]
+        .map(|i| format!("fermyon:spin/{i}@2.0.0"));
+    assert!(spin_2_0.iter().all(|name| p2.contains(name)), "{p2:?}");
+    assert!(!names(&p2, "spin:") && !names(&p2, "@0.3"), "Spin 4.1's: {p2:?}");
+    assert_eq!(p2_exports.into_iter().collect::<Vec<_>>(), ["wasi:http/incoming-handler@0.2.6"]);
 }
 
 /// The component at `path` imports exactly the world `name` and exports the
@@ -121,8 +131,9 @@ fn assert_imports_exactly(path: &Path, name: &str) {
     assert!(undeclared.is_empty(), "{shown} imports {undeclared:?}, not in its world {name}");
     let unused = within(&world_imports, &imports);
     assert!(unused.is_empty(), "the world {name} imports {unused:?}, which {shown} does not");
-    let handler = exports.iter().any(|e| minor(e).0 == "wasi:http/incoming-handler");
-    let exported = handler && within(&exports, &world_exports).is_empty();
+    let handler =
+        |e: &String| ["wasi:http/handler", "wasi:http/incoming-handler"].contains(&minor(e).0);
+    let exported = exports.iter().any(handler) && within(&exports, &world_exports).is_empty();
     assert!(exported, "{shown} exports {exports:?}; its world exports {world_exports:?}");
 }
 
