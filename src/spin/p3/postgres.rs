@@ -1,7 +1,9 @@
 //! PostgreSQL through Spin (`spin:postgres/postgres@4.2.0`) as a
-//! `db::Connection`. Spin 4.1 and later, the only hosts of this world,
-//! answer a query that returns no rows (4.0.0 to 4.0.2 hung on one: the
-//! WASI 0.2 adapter's `at_least_one_row`), so statements go as written.
+//! `db::Connection`, by the interface's async calls: a round trip to the
+//! database does not hold the instance's other requests, and the blocking
+//! `query` still never returns from a statement with no rows under Spin main
+//! (observed; the async one answers: docs/performance.md), as 4.0.0 to 4.0.2
+//! did with every interface (the WASI 0.2 adapter's `at_least_one_row`).
 
 use std::time::Duration;
 
