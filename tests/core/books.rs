@@ -56,11 +56,9 @@ fn the_list_is_every_book_by_ascending_id_and_ids_are_never_reused() {
 
 #[test]
 fn only_the_canonical_decimal_id_of_a_book_names_it() {
+    // Which texts are canonical ids: `BookId::parse`'s own tests (src/books/model.rs).
     let mut ctx = TestContext::with_books(&[DUNE]);
-    let ids = "2 999 9223372036854775807 abc 0 00 -1 +1 1.5 1.0 01 001 1e0 0x1 %31 1a 1/ 1/2 ١ \
-               9223372036854775808 18446744073709551615 18446744073709551617 \
-               99999999999999999999999999999999999999999999";
-    for id in ids.split(' ').chain([" 1", "1 ", ""]) {
+    for id in ["2", "9223372036854775807", "01", "abc", "9223372036854775808", ""] {
         let path = format!("/book/{id}");
         for (method, body) in [("GET", ""), ("PUT", r#"{"title":"T"}"#), ("DELETE", "")] {
             let outcome = ctx.authed(method, &path, body);

@@ -67,7 +67,9 @@ fn if_match_lets_a_write_through_only_at_a_version_it_names() {
     assert_eq!(put(&mut ctx, "\"9.9\", \"1.2\"", 2).1, tag("\"1.3\""));
     assert_eq!(put(&mut ctx, " * ", 3).1, tag("\"1.4\""));
     // Stale, weak, another book's, or unreadable: 412, nothing changes.
-    for stale in ["\"1.1\"", "W/\"1.4\"", "\"2.4\"", "1.4", "\"1.04\"", "", "garbage"] {
+    let stale =
+        ["\"1.1\"", "W/\"1.4\"", "\"2.4\"", "1.4", "\"1.04\"", "\"1.\"", "\"1.-4\"", "\"1.4"];
+    for stale in stale.into_iter().chain(["", "garbage"]) {
         assert_eq!(put(&mut ctx, stale, 99), (precondition_failed(), None), "{stale:?}");
     }
     let read = send(&mut ctx, "GET", "/book/1", &[], "");
