@@ -2,8 +2,8 @@
 # SpinKube (README.md in this folder), in steps (all four by default):
 #   build    the WASI 0.2 build (make variants): SpinKube's shim serves no
 #            WASI 0.3.0 component (README.md in this folder)
-#   push     pushes the app of $MANIFEST (default: the WASI 0.2 build's,
-#            deploy/wasi-p2/spin.toml) to $IMAGE, the spec.image of
+#   push     pushes the app of $MANIFEST (default: spin.toml in this folder,
+#            the WASI 0.2 build without SQLite) to $IMAGE, the spec.image of
 #            spinapp.yaml; INSECURE_REGISTRY=1: over plain HTTP (Spin's
 #            --insecure), for a registry on loopback. tests/faults/registry.py
 #            runs this step against a registry of its own.
@@ -24,7 +24,7 @@ push() {
     : "${IMAGE:?set IMAGE to the spec.image of deploy/spinkube/spinapp.yaml}"
     insecure=()
     if [ "${INSECURE_REGISTRY:-}" = 1 ]; then insecure=(--insecure); fi
-    spin registry push -f "${MANIFEST:-deploy/wasi-p2/spin.toml}" "${insecure[@]}" "$IMAGE"
+    spin registry push -f "${MANIFEST:-deploy/spinkube/spin.toml}" "${insecure[@]}" "$IMAGE"
 }
 
 secret() {

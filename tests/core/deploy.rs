@@ -23,7 +23,7 @@ const VARIANT_WASMS: [&str; 2] =
 const DEPLOYS: &str = "
 deploy/akamai/deploy.sh | make variants | spin aka deploy -f deploy/postgres-only/spin.toml | client_ip_header=true-client-ip
 deploy/fermyon-cloud/deploy.sh | spin build | spin cloud deploy --link sqlite:default= |
-deploy/spinkube/deploy.sh | make variants | spin registry push -f deploy/wasi-p2/spin.toml |
+deploy/spinkube/deploy.sh | make variants | spin registry push -f deploy/spinkube/spin.toml |
 ";
 /// Made up: a signing secret of 48 bytes, a password hash, a database.
 const TOKEN: &str = "made-up-signing-secret-of-48-bytes-0123456789abc";
@@ -279,6 +279,9 @@ deploy/postgres-only/spin.toml: {component: {book-catalog: {
 deploy/wasi-p2/spin.toml: {component: {book-catalog: {
   source: ../../target/variants/book-catalog-p2.wasm, sqlite_databases: [default],
   build: {command: make variants, workdir: ../..}}}}
+deploy/spinkube/spin.toml: {component: {book-catalog: {
+  source: ../../target/variants/book-catalog-p2.wasm,
+  build: {command: make variants, workdir: ../..}}}}
 deploy/runtime-config/sqlite-path.toml: {sqlite_database: {default: {type: spin,
   path: absolute path}}}
 deploy/runtime-config/sqlite-libsql.toml: {sqlite_database: {default: {type: libsql,
@@ -339,8 +342,9 @@ fn comparable(manifest: &Yaml) -> Yaml {
 
 /// spin.toml declares every setting and passes it to the component; its only
 /// other variable is the PostgreSQL host it may reach. deploy/'s manifests
-/// are the same but for the build they serve, which `make variants` writes;
-/// one serving a PostgreSQL-only build grants no SQLite database.
+/// are the same but for the build they serve, which `make variants` writes,
+/// and may grant no SQLite database (one serving a PostgreSQL-only build
+/// must not).
 fn manifests_declare_the_settings(repo: &Repo, out: &mut Findings) {
     let m = repo.doc("spin.toml");
     let (mut others, component) = (keys(&m["variables"]), &m["component"]["book-catalog"]);
@@ -357,8 +361,8 @@ fn manifests_declare_the_settings(repo: &Repo, out: &mut Findings) {
         let (deploy, c) = (repo.doc(path), &repo.doc(path)["component"]["book-catalog"]);
         need!(out, comparable(&deploy) == comparable(&m) => "{path}: not spin.toml");
         let postgres_only = text(&c["source"]).ends_with("-postgres.wasm");
-        let granted = c["sqlite_databases"] == component["sqlite_databases"];
-        let sqlite = if postgres_only { c["sqlite_databases"].is_null() } else { granted };
+        let none = c["sqlite_databases"].is_null();
+        let sqlite = none || (c["sqlite_databases"] == component["sqlite_databases"] && !postgres_only);
         need!(out, sqlite => "{path}: SQLite");
     }
 }
