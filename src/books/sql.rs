@@ -8,10 +8,10 @@ use anyhow::{anyhow, bail};
 use super::model::{Book, BookChanges, BookId, NewBook};
 use super::query::BookQuery;
 use super::safe_writes::{Precondition, IDEMPOTENCY_KEY_SECONDS, KEYS_PRUNED_PER_CREATE};
+use crate::db::StoreKind;
 use crate::db::{
     failed_with, in_transaction, seconds, Column, Connection, Failure, Row, Sql, SqlParam,
 };
-use crate::settings::StoreKind;
 
 /// The columns every book statement returns, in `Book` field order.
 const BOOK_COLUMNS: &str = "id, title, author, year, version";

@@ -16,7 +16,7 @@
 use anyhow::{bail, Context as _};
 
 use super::{Column, Connection, Statement};
-use crate::settings::StoreKind;
+use crate::db::StoreKind;
 
 /// One migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

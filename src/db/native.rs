@@ -9,7 +9,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::ErrorCode;
 
 use super::{Column, Connection, Failure, Row, SqlParam, Statement, StoreError};
-use crate::settings::StoreKind;
+use crate::db::StoreKind;
 
 pub use rusqlite;
 

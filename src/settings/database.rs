@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::{Setting, SettingSource};
-use crate::db::Synchronous;
+use crate::db::{StoreKind, Synchronous};
 use crate::error::ApiError;
 
 /// The database `DB_URL` names (with `sqlite_synchronous` for SQLite); a
@@ -61,50 +61,6 @@ impl fmt::Display for UnsupportedDbUrl {
             None => f.write_str("DB_URL is not supported")?,
         }
         f.write_str(": use sqlite:, sqlite://LABEL, postgres://... or postgresql://...")
-    }
-}
-
-/// The kinds of store, each a Cargo feature and its own SQL dialect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKind {
-    Sqlite,
-    Postgres,
-}
-
-impl StoreKind {
-    /// In log lines.
-    pub fn name(self) -> &'static str {
-        match self {
-            StoreKind::Sqlite => "sqlite",
-            StoreKind::Postgres => "postgres",
-        }
-    }
-
-    /// Whether this build of the component contains the store.
-    pub fn is_built(self) -> bool {
-        match self {
-            StoreKind::Sqlite => cfg!(feature = "sqlite"),
-            StoreKind::Postgres => cfg!(feature = "postgres"),
-        }
-    }
-
-    /// For an operator whose `DB_URL` names a store this build lacks: which
-    /// build serves it (`make variants` names the files).
-    pub fn missing_build_message(self) -> &'static str {
-        match self {
-            StoreKind::Sqlite => {
-                "DB_URL names a SQLite database, but this build of the component has no SQLite \
-                 store (it was built with --no-default-features --features postgres): serve the \
-                 default build (book-catalog.wasm) or the SQLite-only build \
-                 (book-catalog-sqlite.wasm), or set DB_URL to a postgres:// URL"
-            }
-            StoreKind::Postgres => {
-                "DB_URL names a PostgreSQL database, but this build of the component has no \
-                 PostgreSQL store (it was built with --no-default-features --features sqlite): \
-                 serve the default build (book-catalog.wasm) or the PostgreSQL-only build \
-                 (book-catalog-postgres.wasm)"
-            }
-        }
     }
 }
 

@@ -5,17 +5,16 @@
 
 mod database;
 mod login;
+mod origins;
 pub mod password_hash;
 
-pub use database::{
-    database, redact_password, Database, StoreKind, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL,
-};
+pub use database::{database, redact_password, Database, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL};
 pub use login::{
     client_identity, credentials, login_limit, previous_signing_secret, signing_secret,
     ClientIdentity, Credentials, ExpectedPassword, LoginLimit,
 };
+pub use origins::AllowedOrigins;
 
-use crate::cors::AllowedOrigins;
 use crate::db::Synchronous;
 use crate::error::ApiError;
 

@@ -362,7 +362,8 @@ fn manifests_declare_the_settings(repo: &Repo, out: &mut Findings) {
         need!(out, comparable(&deploy) == comparable(&m) => "{path}: not spin.toml");
         let postgres_only = text(&c["source"]).ends_with("-postgres.wasm");
         let none = c["sqlite_databases"].is_null();
-        let sqlite = none || (c["sqlite_databases"] == component["sqlite_databases"] && !postgres_only);
+        let sqlite =
+            none || (c["sqlite_databases"] == component["sqlite_databases"] && !postgres_only);
         need!(out, sqlite => "{path}: SQLite");
     }
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use book_catalog::books::model::NewBook;
 use book_catalog::books::sql::{self, Keyed, StoredAnswer};
+use book_catalog::db::StoreKind;
 use book_catalog::db::{Column, Connection, Row, Statement, StoreError};
-use book_catalog::settings::StoreKind;
 use serde_json::json;
 
 use crate::support::*;

@@ -12,12 +12,13 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 use book_catalog::db::native::{self, rusqlite};
+use book_catalog::db::StoreKind;
 use book_catalog::db::{migrations, Connection, Row, Statement, StoreError};
 use book_catalog::log::request;
 use book_catalog::login::limit::LoginAttempts;
 use book_catalog::login::sql as login_sql;
 pub use book_catalog::settings::Setting;
-use book_catalog::settings::{Database, SettingSource, SettingUnavailable, StoreKind};
+use book_catalog::settings::{Database, SettingSource, SettingUnavailable};
 use book_catalog::{handle, ApiError, Body, BodyError, BodyStream, Context, RequestHead, Response};
 use futures::StreamExt;
 

@@ -4,7 +4,7 @@
 use crate::support::*;
 use book_catalog::db::migrations::{self, migrate, statements};
 use book_catalog::db::native::rusqlite;
-use book_catalog::settings::StoreKind;
+use book_catalog::db::StoreKind;
 use serde_json::json;
 
 /// The SQLite schema before versioning.

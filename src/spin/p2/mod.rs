@@ -17,10 +17,10 @@ use spin_sdk::wit::wasi::http0_2_0::types::{IncomingBody, InputStream};
 use wasi::io::streams::{OutputStream, StreamError};
 
 use super::{log, resolve, unix_now};
-use crate::db;
+use crate::db::{self, StoreKind};
 use crate::envelope::{Body, Response};
 use crate::port::{join_values, split_target, BodyError, BodyStream, Context, RequestHead};
-use crate::settings::{Database, Setting, SettingSource, SettingUnavailable, StoreKind};
+use crate::settings::{Database, Setting, SettingSource, SettingUnavailable};
 use crate::{app, log as lines};
 
 /// How much of the body one host call reads.

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
 
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError};
-use crate::settings::{redact_password, Database, StoreKind};
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind};
+use crate::settings::{redact_password, Database};
 
 /// Wraps `statement` so that it yields at least one row, whatever the data:
 /// Spin 4.0.0 to 4.0.2 never return from a `query` that yields none (Spin

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use spin_sdk::sqlite::{Connection, QueryResult, Value};
 
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, Synchronous};
-use crate::settings::{Database, StoreKind};
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind, Synchronous};
+use crate::settings::Database;
 
 /// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.

@@ -23,12 +23,12 @@ use spin_sdk::wasip3::{spawn, wit_future, wit_stream};
 
 use super::{log, unix_now};
 use crate::app::{self, Served};
-use crate::db;
+use crate::db::{self, StoreKind};
 use crate::envelope::Body;
 use crate::log as lines;
 use crate::port::RequestHead;
 use crate::port::{header_values, join_values, split_target, BodyError, BodyStream, Context};
-use crate::settings::{Database, Setting, SettingSource, SettingUnavailable, StoreKind};
+use crate::settings::{Database, Setting, SettingSource, SettingUnavailable};
 
 #[spin_sdk::http_service]
 async fn handle_request(request: Request) -> Result<WasiResponse, ErrorCode> {

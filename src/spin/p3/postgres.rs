@@ -10,8 +10,8 @@ use std::time::Duration;
 use spin_sdk::pg::wit::postgres::{Connection, DbValue, Error, ParameterValue, QueryError};
 use spin_sdk::wasip3::clocks::monotonic_clock;
 
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError};
-use crate::settings::{redact_password, Database, StoreKind};
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind};
+use crate::settings::{redact_password, Database};
 
 /// Connects on its first statement (Spin pools the connections host-side).
 pub struct PostgresConnection {

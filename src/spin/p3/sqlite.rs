@@ -15,8 +15,8 @@ use std::time::Duration;
 use spin_sdk::sqlite::wit::sqlite::{Connection, Error, RowResult, Value};
 use spin_sdk::wasip3::clocks::monotonic_clock;
 
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, Synchronous};
-use crate::settings::{Database, StoreKind};
+use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind, Synchronous};
+use crate::settings::Database;
 
 /// Idle connections an instance keeps: one per request it may run at once.
 const KEPT_IDLE: usize = 16;
