@@ -1,7 +1,8 @@
 #!/usr/bin/env -S python3 -B
 """Body limits, slow and stalled clients and a storm, on a real host's
-connections: half-sent heads and silent connections closed after
-HEADER_TIMEOUT; meanwhile 413 without waiting for a 100 MiB Content-Length,
+connections: on spin-lite, half-sent heads and silent connections closed
+after HEADER_TIMEOUT (its own guarantee; real Spin has none); on every host,
+413 without waiting for a 100 MiB Content-Length,
 bodies 1 byte over 1 MiB sent whole by 6 clients at once each reading its
 413 (no reset), a chunked body growing past 1 MiB, bodies at 1 byte per 100
 ms completing, a storm of 5,000 requests 200 at once (full: 50,000) without a
@@ -147,9 +148,10 @@ def run(ctx):
     host = ctx.host().start()
     token, port = host.token(), host.port
     # Stalled clients first: the rest runs while the host waits them out.
+    lite = ctx.host_kind == "spin-lite"
     stalled = [lib.sent(port, b"GET /books HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthoriz", 30)
-               for _ in range(200 if ctx.full else 50)]
-    idle = [lib.sent(port, b"", 30) for _ in range(10)]
+               for _ in range(200 if ctx.full else 50)] if lite else []
+    idle = [lib.sent(port, b"", 30) for _ in range(10)] if lite else []
     limit, watched, opened = HEADER_TIMEOUT + 5, {}, time.monotonic()
     watcher = threading.Thread(target=lambda: watched.update(closed=close_times(stalled + idle, opened, limit)))
     watcher.start()
@@ -167,12 +169,14 @@ def run(ctx):
     watcher.join(limit + 5)
     closed = watched.get("closed") or [None] * (len(stalled) + len(idle))
     heads, nothing = closed[:len(stalled)], closed[len(stalled):]
-    t.check(None not in heads, f"the host closes half-sent request heads within {limit} s "
-            f"(header read timeout {HEADER_TIMEOUT} s)", f"{heads.count(None)} of {len(heads)} still open")
-    t.check(None not in nothing, f"the host closes connections that send nothing within {limit} s",
-            f"{nothing.count(None)} of {len(nothing)} still open")
-    if None not in closed:
-        t.note(f"stalled and idle connections closed {min(closed):.1f}-{max(closed):.1f}s after they stalled")
+    if lite:
+        t.check(None not in heads, f"the host closes half-sent request heads within {limit} s "
+                f"(header read timeout {HEADER_TIMEOUT} s)", f"{heads.count(None)} of {len(heads)} still open")
+        t.check(None not in nothing, f"the host closes connections that send nothing within {limit} s",
+                f"{nothing.count(None)} of {len(nothing)} still open")
+        if None not in closed:
+            t.note(f"stalled and idle connections closed {min(closed):.1f}-{max(closed):.1f}s after they "
+                   "stalled")
     for s in stalled + idle:
         s.close()
     if ctx.full:
