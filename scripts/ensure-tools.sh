@@ -4,14 +4,17 @@
 # (the CLI docs/configuration.md makes password hashes with), `registry`
 # (docker-registry, for tests/faults/registry.py) and `browser` (chromium,
 # for tests/faults/browser.py) from Debian; into build/venv from PyPI, `otel`
-# (opentelemetry-proto: tests/faults/otel.py decodes what Spin exports) and
-# `client` (openapi-python-client: tests/faults/typed_client.py).
+# (opentelemetry-proto: tests/faults/otel.py decodes what Spin exports); into
+# build/typed-client from npm, `client` (openapi-typescript, openapi-fetch and
+# typescript at the versions tests/faults/typed-client/package.json pins, for
+# tests/faults/typed_client.py).
 # The Rust toolchain and the wasm32-wasip2 target come from
 # rust-toolchain.toml through rustup, on the first cargo call.
 set -euo pipefail
 
 HURL_VERSION=8.0.1
-VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/venv"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/build/venv"
 apt_updated=false
 
 apt_install() {
@@ -64,7 +67,14 @@ for tool in "$@"; do
                 systemctl disable --now docker-registry >/dev/null 2>&1 || true
             fi ;;
         otel) venv_install opentelemetry-proto 1.45.2 ;;
-        client) venv_install openapi-python-client 0.29.1 ;;
+        client)  # the exact versions package.json pins, again when it changes
+            src="$ROOT/tests/faults/typed-client" into="$ROOT/build/typed-client"
+            cmp -s "$src/package.json" "$into/node_modules/.installed-package.json" && continue
+            debian_tool npm npm
+            echo "== installing $src/package.json into $into (npm install)"
+            mkdir -p "$into" && cp "$src/package.json" "$into/"
+            npm install --prefix "$into" --no-audit --no-fund --loglevel=error
+            cp "$src/package.json" "$into/node_modules/.installed-package.json" ;;
         *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
     esac
 done

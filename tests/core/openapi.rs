@@ -36,13 +36,19 @@ fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
     }
 }
 
-/// Every schema an envelope gives its field `field`, through `$ref` and `allOf`
-/// (each must hold, so one `const` among them fixes the field).
-fn field_schemas<'a>(doc: &'a Value, schema: &'a Value, field: &str) -> Vec<&'a Value> {
+/// Every part of an envelope, through `$ref` and `allOf`, that gives its field
+/// `field` a schema (each must hold, so one `const` among them fixes the field).
+fn field_parts<'a>(doc: &'a Value, schema: &'a Value, field: &str) -> Vec<&'a Value> {
     let schema = resolve(doc, schema);
-    let own = Some(&schema["properties"][field]).filter(|own| !own.is_null());
+    let own = Some(schema).filter(|own| !own["properties"][field].is_null());
     let parts = schema["allOf"].as_sequence().into_iter().flatten();
-    own.into_iter().chain(parts.flat_map(|part| field_schemas(doc, part, field))).collect()
+    own.into_iter().chain(parts.flat_map(|part| field_parts(doc, part, field))).collect()
+}
+
+/// The schemas those parts give `field`.
+fn field_schemas<'a>(doc: &'a Value, schema: &'a Value, field: &str) -> Vec<&'a Value> {
+    let parts = field_parts(doc, schema, field).into_iter();
+    parts.map(|part| &part["properties"][field]).collect()
 }
 
 /// Every response the document defines, by name: each operation's and each
@@ -178,6 +184,8 @@ fn the_idempotency_key_rule_is_the_components() {
 
 /// Generators ignore keywords beside a `$ref` (an envelope's `data` came out
 /// untyped): no `$ref` has any, and every envelope types its three fields.
+/// A typed client makes a field optional when any part typing it does not
+/// require it (a created book was `Book | undefined`): each part requires it.
 #[test]
 fn every_envelope_is_typed_for_generators() {
     fn no_ref_has_siblings(node: &Value, at: &str) {
@@ -203,6 +211,11 @@ fn every_envelope_is_typed_for_generators() {
                 .iter()
                 .any(|part| part.as_mapping().is_some_and(|m| !m.is_empty()));
             assert!(typed, "{name}: `{field}` is untyped");
+            for part in field_parts(&doc, schema, field) {
+                let required = part["required"].as_sequence().into_iter().flatten();
+                let listed = required.filter_map(Value::as_str).any(|name| name == field);
+                assert!(listed, "{name}: `{field}` is typed but not required in {part:?}");
+            }
         }
     }
 }
