@@ -17,7 +17,6 @@ use crate::{books, cors, login, token};
 /// A request served: its response, and what its log line
 /// (`log::request`, written by the adapter once the response is sent) says
 /// of it.
-#[derive(Debug)]
 pub struct Served {
     pub response: Response,
     pub fields: RequestFields,

@@ -101,17 +101,3 @@ impl Response {
         }
     }
 }
-
-impl std::fmt::Debug for Response {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let body = match &self.body {
-            Body::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-            Body::Pieces(_) => "(streamed)".to_string(),
-        };
-        f.debug_struct("Response")
-            .field("status", &self.status)
-            .field("extra_headers", &self.extra_headers)
-            .field("body", &body)
-            .finish()
-    }
-}

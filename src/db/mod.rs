@@ -79,64 +79,6 @@ impl StoreKind {
     }
 }
 
-/// The store a request opened, of either kind: an adapter's
-/// `Context::Store`, over its two connections.
-pub enum Store<S, P> {
-    Sqlite(S),
-    Postgres(P),
-}
-
-impl<S: Connection, P: Connection> Connection for Store<S, P> {
-    fn kind(&self) -> StoreKind {
-        match self {
-            Store::Sqlite(_) => StoreKind::Sqlite,
-            Store::Postgres(_) => StoreKind::Postgres,
-        }
-    }
-    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
-        match self {
-            Store::Sqlite(db) => db.query(statement).await,
-            Store::Postgres(db) => db.query(statement).await,
-        }
-    }
-    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
-        match self {
-            Store::Sqlite(db) => db.execute(sql).await,
-            Store::Postgres(db) => db.execute(sql).await,
-        }
-    }
-    async fn prepare_write(&mut self) -> Result<(), StoreError> {
-        match self {
-            Store::Sqlite(db) => db.prepare_write().await,
-            Store::Postgres(db) => db.prepare_write().await,
-        }
-    }
-    async fn pause(&mut self, duration: Duration) {
-        match self {
-            Store::Sqlite(db) => db.pause(duration).await,
-            Store::Postgres(db) => db.pause(duration).await,
-        }
-    }
-}
-
-/// The connection of a store this build does not contain: there is none.
-pub enum NotBuilt {}
-
-impl Connection for NotBuilt {
-    fn kind(&self) -> StoreKind {
-        match *self {}
-    }
-    async fn query(&mut self, _: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
-        match *self {}
-    }
-    async fn execute(&mut self, _: &str) -> Result<(), StoreError> {
-        match *self {}
-    }
-    async fn pause(&mut self, _: Duration) {
-        match *self {}
-    }
-}
-
 /// Why a statement failed, as far as the core tells failures apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {

@@ -1,10 +1,9 @@
 //! An in-process SQLite database (rusqlite) as a `db::Connection`, native
-//! builds only: the core's tests run on it in memory, bench/native serves it.
-//! Its futures are ready at once: each statement runs when polled.
+//! builds only: the core's tests run on it in memory. Its futures are ready
+//! at once: each statement runs when polled.
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::ErrorCode;
 
@@ -12,18 +11,6 @@ use super::{Column, Connection, Failure, Row, SqlParam, Statement, StoreError};
 use crate::db::StoreKind;
 
 pub use rusqlite;
-
-/// Opens the SQLite file at `path` as the native benchmark serves it: WAL
-/// (set by the migrations), `synchronous=NORMAL`, a busy timeout, prepared
-/// statements cached.
-pub fn open(path: &std::path::Path) -> anyhow::Result<rusqlite::Connection> {
-    let connection =
-        rusqlite::Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
-    connection.busy_timeout(Duration::from_secs(5))?;
-    connection.pragma_update(None, "synchronous", "NORMAL")?;
-    connection.set_prepared_statement_cache_capacity(32);
-    Ok(connection)
-}
 
 /// rusqlite tells its failures by SQLite's result code.
 fn failure(error: rusqlite::Error) -> StoreError {

@@ -12,8 +12,9 @@ mod p2;
 mod p3;
 
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::db::{Connection, Row, Statement, StoreError, StoreKind};
 use crate::settings::{self, Setting, SettingUnavailable};
 
 /// One write per line, so that concurrent requests' lines never interleave.
@@ -35,4 +36,65 @@ fn resolve(
     variable: Result<Option<String>, String>,
 ) -> Result<Option<String>, SettingUnavailable> {
     settings::resolve(setting, variable, || std::env::var(setting.env_name()).ok())
+}
+
+/// The store a request opened, of either kind: each adapter's
+/// `Context::Store`, over its two connections.
+#[cfg_attr(not(all(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub enum Store<S, P> {
+    Sqlite(S),
+    Postgres(P),
+}
+
+impl<S: Connection, P: Connection> Connection for Store<S, P> {
+    fn kind(&self) -> StoreKind {
+        match self {
+            Store::Sqlite(_) => StoreKind::Sqlite,
+            Store::Postgres(_) => StoreKind::Postgres,
+        }
+    }
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+        match self {
+            Store::Sqlite(db) => db.query(statement).await,
+            Store::Postgres(db) => db.query(statement).await,
+        }
+    }
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(db) => db.execute(sql).await,
+            Store::Postgres(db) => db.execute(sql).await,
+        }
+    }
+    async fn prepare_write(&mut self) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(db) => db.prepare_write().await,
+            Store::Postgres(db) => db.prepare_write().await,
+        }
+    }
+    async fn pause(&mut self, duration: Duration) {
+        match self {
+            Store::Sqlite(db) => db.pause(duration).await,
+            Store::Postgres(db) => db.pause(duration).await,
+        }
+    }
+}
+
+/// The connection of a store this build does not contain: there is none.
+#[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+pub enum NotBuilt {}
+
+#[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+impl Connection for NotBuilt {
+    fn kind(&self) -> StoreKind {
+        match *self {}
+    }
+    async fn query(&mut self, _: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+        match *self {}
+    }
+    async fn execute(&mut self, _: &str) -> Result<(), StoreError> {
+        match *self {}
+    }
+    async fn pause(&mut self, _: Duration) {
+        match *self {}
+    }
 }

@@ -17,7 +17,8 @@ use spin_sdk::wit::wasi::http0_2_0::types::{IncomingBody, InputStream};
 use wasi::io::streams::{OutputStream, StreamError};
 
 use super::{log, resolve, unix_now};
-use crate::db::{self, StoreKind};
+use super::Store;
+use crate::db::StoreKind;
 use crate::envelope::{Body, Response};
 use crate::port::{join_values, split_target, BodyError, BodyStream, Context, RequestHead};
 use crate::settings::{Database, Setting, SettingSource, SettingUnavailable};
@@ -161,11 +162,11 @@ struct SpinContext {
 #[cfg(feature = "sqlite")]
 type Sqlite = sqlite::SqliteConnection;
 #[cfg(not(feature = "sqlite"))]
-type Sqlite = db::NotBuilt;
+type Sqlite = super::NotBuilt;
 #[cfg(feature = "postgres")]
 type Postgres = postgres::PostgresConnection;
 #[cfg(not(feature = "postgres"))]
-type Postgres = db::NotBuilt;
+type Postgres = super::NotBuilt;
 
 /// A Spin variable, as `resolve` takes it.
 fn variable(name: &str) -> Result<Option<String>, String> {
@@ -191,7 +192,7 @@ impl SettingSource for SpinContext {
 }
 
 impl Context for SpinContext {
-    type Store = db::Store<Sqlite, Postgres>;
+    type Store = Store<Sqlite, Postgres>;
 
     fn now(&self) -> u64 {
         *self.now.get_or_init(unix_now)
@@ -200,11 +201,9 @@ impl Context for SpinContext {
     fn connect(&mut self, database: &Database) -> anyhow::Result<Self::Store> {
         match database.kind {
             #[cfg(feature = "sqlite")]
-            StoreKind::Sqlite => Ok(db::Store::Sqlite(sqlite::SqliteConnection::new(database))),
+            StoreKind::Sqlite => Ok(Store::Sqlite(sqlite::SqliteConnection::new(database))),
             #[cfg(feature = "postgres")]
-            StoreKind::Postgres => {
-                Ok(db::Store::Postgres(postgres::PostgresConnection::new(database)))
-            }
+            StoreKind::Postgres => Ok(Store::Postgres(postgres::PostgresConnection::new(database))),
             #[allow(unreachable_patterns)]
             kind => Err(anyhow::anyhow!(kind.missing_build_message())),
         }

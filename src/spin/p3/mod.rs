@@ -22,8 +22,9 @@ use spin_sdk::wasip3::wit_bindgen::StreamWriter;
 use spin_sdk::wasip3::{spawn, wit_future, wit_stream};
 
 use super::{log, unix_now};
+use super::Store;
 use crate::app::{self, Served};
-use crate::db::{self, StoreKind};
+use crate::db::StoreKind;
 use crate::envelope::Body;
 use crate::log as lines;
 use crate::port::RequestHead;
@@ -135,11 +136,11 @@ struct SpinContext {
 #[cfg(feature = "sqlite")]
 type Sqlite = sqlite::SqliteConnection;
 #[cfg(not(feature = "sqlite"))]
-type Sqlite = db::NotBuilt;
+type Sqlite = super::NotBuilt;
 #[cfg(feature = "postgres")]
 type Postgres = postgres::PostgresConnection;
 #[cfg(not(feature = "postgres"))]
-type Postgres = db::NotBuilt;
+type Postgres = super::NotBuilt;
 
 impl SettingSource for SpinContext {
     fn setting(&mut self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
@@ -152,7 +153,7 @@ impl SettingSource for SpinContext {
 }
 
 impl Context for SpinContext {
-    type Store = db::Store<Sqlite, Postgres>;
+    type Store = Store<Sqlite, Postgres>;
 
     fn now(&self) -> u64 {
         *self.now.get_or_init(unix_now)
@@ -161,11 +162,9 @@ impl Context for SpinContext {
     fn connect(&mut self, database: &Database) -> anyhow::Result<Self::Store> {
         match database.kind {
             #[cfg(feature = "sqlite")]
-            StoreKind::Sqlite => Ok(db::Store::Sqlite(sqlite::SqliteConnection::new(database))),
+            StoreKind::Sqlite => Ok(Store::Sqlite(sqlite::SqliteConnection::new(database))),
             #[cfg(feature = "postgres")]
-            StoreKind::Postgres => {
-                Ok(db::Store::Postgres(postgres::PostgresConnection::new(database)))
-            }
+            StoreKind::Postgres => Ok(Store::Postgres(postgres::PostgresConnection::new(database))),
             #[allow(unreachable_patterns)]
             kind => Err(anyhow::anyhow!(kind.missing_build_message())),
         }
