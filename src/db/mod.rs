@@ -328,11 +328,16 @@ pub(crate) async fn wait_for_the_lock<C: Connection, T>(
     db: &mut C,
     mut attempt: impl AsyncFnMut(&mut C) -> Result<T, StoreError>,
 ) -> anyhow::Result<T> {
-    db.prepare_write().await?;
     let mut waited_us = 0;
     let mut jitter = Jitter::new();
     loop {
-        match attempt(db).await {
+        // Its PRAGMAs too: `synchronous` reads the schema, which another
+        // writer's lock can hold up as it can the write.
+        let tried = match db.prepare_write().await {
+            Ok(()) => attempt(db).await,
+            Err(error) => Err(error),
+        };
+        match tried {
             Err(error) if error.failure == Failure::Locked => {
                 waited_us += BUSY_TIMEOUT_MS * 1_000;
                 if waited_us >= WRITE_LOCK_DEADLINE_MS * 1_000 {
@@ -415,10 +420,12 @@ mod tests {
     use crate::error::ApiError;
     use crate::Response;
 
-    /// A SQLite connection whose writes find the lock taken `locked` times.
+    /// A SQLite connection whose writes find the lock taken `locked` times,
+    /// and whose PRAGMAs find it taken `pragmas_locked` times first.
     struct Contended {
         kind: StoreKind,
         locked: usize,
+        pragmas_locked: usize,
         tries: Vec<String>,
         prepared: usize,
         paused: Vec<Duration>,
@@ -426,7 +433,8 @@ mod tests {
 
     impl Contended {
         fn new(kind: StoreKind, locked: usize) -> Contended {
-            Contended { kind, locked, tries: Vec::new(), prepared: 0, paused: Vec::new() }
+            let tries = Vec::new();
+            Contended { kind, locked, pragmas_locked: 0, tries, prepared: 0, paused: Vec::new() }
         }
     }
 
@@ -447,6 +455,10 @@ mod tests {
         }
         async fn prepare_write(&mut self) -> Result<(), StoreError> {
             self.prepared += 1;
+            if self.pragmas_locked > 0 {
+                self.pragmas_locked -= 1;
+                return Err(StoreError::sqlite("database is locked"));
+            }
             Ok(())
         }
         async fn pause(&mut self, duration: Duration) {
@@ -470,10 +482,10 @@ mod tests {
     #[test]
     fn a_sqlite_write_waits_for_the_lock_in_short_jittered_pauses_and_runs_once() {
         let mut db = Contended::new(StoreKind::Sqlite, 3);
+        db.pragmas_locked = 2;
         assert_eq!(wait(insert().run(&mut db)).unwrap(), [[Column::Integer(1)]]);
         assert_eq!(db.tries.len(), 4, "three refusals, then the one write");
-        assert_eq!(db.prepared, 1);
-        assert_eq!(db.paused.len(), 3);
+        assert_eq!((db.prepared, db.paused.len()), (6, 5), "the PRAGMAs waited too");
         for pause in &db.paused {
             assert!((500..1_500).contains(&pause.as_micros()), "{pause:?}");
         }

@@ -16,8 +16,8 @@ use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, Re
 use spin_sdk::wit::wasi::http0_2_0::types::{IncomingBody, InputStream};
 use wasi::io::streams::{OutputStream, StreamError};
 
-use super::{log, resolve, unix_now};
 use super::Store;
+use super::{log, resolve, unix_now};
 use crate::db::StoreKind;
 use crate::envelope::{Body, Response};
 use crate::port::{join_values, split_target, BodyError, BodyStream, Context, RequestHead};

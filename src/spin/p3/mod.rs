@@ -21,8 +21,8 @@ use spin_sdk::wasip3::http::types::{ErrorCode, Fields, Response as WasiResponse}
 use spin_sdk::wasip3::wit_bindgen::StreamWriter;
 use spin_sdk::wasip3::{spawn, wit_future, wit_stream};
 
-use super::{log, unix_now};
 use super::Store;
+use super::{log, unix_now};
 use crate::app::{self, Served};
 use crate::db::StoreKind;
 use crate::envelope::Body;
