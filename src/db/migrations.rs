@@ -65,33 +65,19 @@ async fn applied_versions(connection: &mut impl Connection) -> anyhow::Result<Ve
 
 /// Applies the migrations `connection` has not recorded, in one transaction
 /// under a lock; returns the versions it applied (none when up to date).
-pub async fn migrate(connection: &mut impl Connection) -> anyhow::Result<Vec<i64>> {
+pub async fn migrate<C: Connection>(connection: &mut C) -> anyhow::Result<Vec<i64>> {
     let kind = connection.kind();
     if kind == StoreKind::Sqlite {
         // WAL lets readers and a writer work at once and makes commits
         // cheaper; the setting is kept in the file. It cannot be changed
         // inside a transaction, nor while another connection holds the file,
-        // so it is tried first and may fail: the next migration tries again.
-        let _ = connection.execute("PRAGMA journal_mode = WAL").await;
+        // so it is waited for first and may fail: the next migration tries
+        // again.
+        let wal = async |db: &mut C| db.execute("PRAGMA journal_mode = WAL").await;
+        let _ = super::wait_for_the_lock(connection, wal).await;
     }
-    match kind {
-        // Another request may be migrating: wait for its lock as any write does.
-        StoreKind::Sqlite => {
-            super::wait_for_the_lock(connection, async |db| db.execute("BEGIN IMMEDIATE").await)
-                .await?
-        }
-        StoreKind::Postgres => connection.execute("BEGIN").await?,
-    }
-    match apply_pending(connection, kind).await {
-        Ok(applied) => {
-            connection.execute("COMMIT").await?;
-            Ok(applied)
-        }
-        Err(error) => {
-            let _ = connection.execute("ROLLBACK").await;
-            Err(error)
-        }
-    }
+    // Another request may be migrating: SQLite's lock, PostgreSQL's advisory one.
+    super::transaction(connection, async |db| apply_pending(db, kind).await).await
 }
 
 async fn apply_pending(

@@ -376,30 +376,49 @@ impl Jitter {
     }
 }
 
-/// Runs `work` in one SQLite transaction that takes the write lock first,
-/// committed if it succeeds and rolled back if not. A database behind this
-/// build's schema is migrated, and `work` runs again.
+/// Transaction control: SQLite's `BEGIN` takes the write lock at once.
+pub const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
+pub const COMMIT: &str = "COMMIT";
+pub const ROLLBACK: &str = "ROLLBACK";
+
+/// Runs `work` in one transaction (SQLite's takes the write lock first,
+/// waiting for it as a write does), committed if it succeeds and rolled back
+/// if not: never left open on a connection, which may be kept for another
+/// request. A `COMMIT` that finds a lock taken waits for it too (SQLite
+/// keeps the transaction for another try).
+pub(crate) async fn transaction<C: Connection, T>(
+    db: &mut C,
+    work: impl AsyncFnOnce(&mut C) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    match db.kind() {
+        StoreKind::Sqlite => {
+            wait_for_the_lock(db, async |db| db.execute(BEGIN_WRITE).await).await?
+        }
+        StoreKind::Postgres => db.execute("BEGIN").await?,
+    }
+    let failed = match work(db).await {
+        Ok(value) => match wait_for_the_lock(db, async |db| db.execute(COMMIT).await).await {
+            Ok(()) => return Ok(value),
+            Err(error) => error,
+        },
+        Err(error) => error,
+    };
+    let _ = db.execute(ROLLBACK).await;
+    Err(failed)
+}
+
+/// Runs `work` in one SQLite transaction (`transaction`). A database behind
+/// this build's schema is migrated, and `work` runs again.
 pub async fn in_transaction<C: Connection, T>(
     db: &mut C,
     mut work: impl AsyncFnMut(&mut C) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let mut migrated = false;
-    loop {
-        wait_for_the_lock(db, async |db| db.execute("BEGIN IMMEDIATE").await).await?;
-        match work(db).await {
-            Ok(value) => {
-                db.execute("COMMIT").await?;
-                return Ok(value);
-            }
-            Err(error) => {
-                let _ = db.execute("ROLLBACK").await;
-                if migrated || !failed_with(&error, Failure::SchemaBehind) {
-                    return Err(error);
-                }
-                migrations::migrate(db).await.context("migrating the database")?;
-                migrated = true;
-            }
+    match transaction(db, async |db| work(db).await).await {
+        Err(error) if failed_with(&error, Failure::SchemaBehind) => {
+            migrations::migrate(db).await.context("migrating the database")?;
+            transaction(db, async |db| work(db).await).await
         }
+        result => result,
     }
 }
 
@@ -426,6 +445,7 @@ mod tests {
         kind: StoreKind,
         locked: usize,
         pragmas_locked: usize,
+        commits_locked: usize,
         tries: Vec<String>,
         prepared: usize,
         paused: Vec<Duration>,
@@ -434,7 +454,16 @@ mod tests {
     impl Contended {
         fn new(kind: StoreKind, locked: usize) -> Contended {
             let tries = Vec::new();
-            Contended { kind, locked, pragmas_locked: 0, tries, prepared: 0, paused: Vec::new() }
+            let paused = Vec::new();
+            Contended {
+                kind,
+                locked,
+                pragmas_locked: 0,
+                commits_locked: 0,
+                tries,
+                prepared: 0,
+                paused,
+            }
         }
     }
 
@@ -447,8 +476,13 @@ mod tests {
         }
         async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
             self.tries.push(sql.to_string());
-            if self.locked > 0 && !sql.starts_with("SELECT") && !sql.starts_with("COMMIT") {
-                self.locked -= 1;
+            let locked = match sql {
+                COMMIT => &mut self.commits_locked,
+                _ if sql.starts_with("SELECT") => return Ok(()),
+                _ => &mut self.locked,
+            };
+            if *locked > 0 {
+                *locked -= 1;
                 return Err(StoreError::sqlite("SQLite database \"default\": database is locked"));
             }
             Ok(())
@@ -489,12 +523,28 @@ mod tests {
         for pause in &db.paused {
             assert!((500..1_500).contains(&pause.as_micros()), "{pause:?}");
         }
-        // BEGIN IMMEDIATE waits the same way; the transaction then runs once.
+        // BEGIN IMMEDIATE and COMMIT wait the same way; the work runs once.
         let mut db = Contended::new(StoreKind::Sqlite, 2);
+        db.commits_locked = 1;
         let update = async |db: &mut Contended| Ok(db.execute("UPDATE books SET year = 1").await?);
         wait(in_transaction(&mut db, update)).unwrap();
         let begin = ["BEGIN IMMEDIATE"; 3];
-        assert_eq!(db.tries, [&begin[..], &["UPDATE books SET year = 1", "COMMIT"]].concat());
+        let rest = ["UPDATE books SET year = 1", "COMMIT", "COMMIT"];
+        assert_eq!(db.tries, [&begin[..], &rest].concat());
+    }
+
+    #[test]
+    fn a_transaction_that_cannot_commit_is_rolled_back_never_left_open() {
+        let mut db = Contended::new(StoreKind::Sqlite, 0);
+        db.commits_locked = usize::MAX;
+        let work = async |db: &mut Contended| Ok(db.execute("UPDATE books SET year = 1").await?);
+        let error = wait(transaction(&mut db, work)).unwrap_err();
+        assert!(format!("{error:#}").contains("database is locked"), "{error:#}");
+        assert_eq!(db.tries.last().map(String::as_str), Some(ROLLBACK));
+        let mut db = Contended::new(StoreKind::Sqlite, 0);
+        let fails = async |_: &mut Contended| -> anyhow::Result<()> { anyhow::bail!("no") };
+        assert!(wait(transaction(&mut db, fails)).is_err());
+        assert_eq!(db.tries, [BEGIN_WRITE, ROLLBACK]);
     }
 
     #[test]

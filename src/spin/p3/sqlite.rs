@@ -21,11 +21,13 @@ use crate::settings::Database;
 /// Idle connections an instance keeps: one per request it may run at once.
 const KEPT_IDLE: usize = 16;
 
-/// An open connection and the `synchronous` its PRAGMAs set, if they ran.
+/// An open connection, the `synchronous` its PRAGMAs set (if they ran),
+/// and whether a transaction is open on it.
 struct Open {
     label: String,
     connection: Connection,
     write_pragmas: Option<Synchronous>,
+    in_transaction: bool,
 }
 
 thread_local! {
@@ -64,7 +66,8 @@ impl SqliteConnection {
                 let connection = Connection::open(label).map_err(|error| {
                     StoreError::other(format!("opening SQLite database {label:?}: {error:?}"))
                 })?;
-                slot.insert(Open { label: label.clone(), connection, write_pragmas: None })
+                let label = label.clone();
+                slot.insert(Open { label, connection, write_pragmas: None, in_transaction: false })
             }
         };
         Ok(open.connection.execute(sql, &params).map_err(failed)?.rows)
@@ -72,8 +75,10 @@ impl SqliteConnection {
 }
 
 impl Drop for SqliteConnection {
+    /// Kept only when no transaction is open on it (a request cut short in
+    /// one): closing it rolls that back.
     fn drop(&mut self) {
-        if let Some(open) = self.open.take() {
+        if let Some(open) = self.open.take().filter(|open| !open.in_transaction) {
             IDLE.with_borrow_mut(|idle| {
                 if idle.len() < KEPT_IDLE {
                     idle.push(open);
@@ -111,7 +116,15 @@ impl db::Connection for SqliteConnection {
     }
 
     async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
-        self.run(sql, Vec::new()).map(drop)
+        self.run(sql, Vec::new())?;
+        if let Some(open) = &mut self.open {
+            match sql {
+                db::BEGIN_WRITE => open.in_transaction = true,
+                db::COMMIT | db::ROLLBACK => open.in_transaction = false,
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// A timer of the host's: the instance's other requests run meanwhile.
