@@ -7,6 +7,7 @@ mod engine;
 mod http;
 mod manifest;
 mod postgres;
+mod rows;
 mod sqlite;
 mod state;
 mod tls;
@@ -109,9 +110,9 @@ async fn run(cli: Cli) -> Result<()> {
         .context("the component does not export wasi:http/incoming-handler")?;
 
     let shared = Arc::new(Shared {
-        variables,
+        variables: Arc::new(variables),
         sqlite: SqliteDbs::new(&manifest.sqlite_databases, sqlite_locations),
-        postgres: PgPools::new(allowed)?,
+        postgres: Arc::new(PgPools::new(allowed)?),
         env: cli.env,
         pg_empty_query_error: cli.pg_empty_query_error,
     });
