@@ -25,10 +25,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 use wasmtime::component::{Component, Linker};
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::handler::ProxyPre;
+use wasmtime_wasi_http::p3::bindings::ServicePre;
 
 use crate::cli::Cli;
-use crate::http::{Limits, Server};
+use crate::http::{Limits, Reuse, Server};
 use crate::manifest::Manifest;
 use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
@@ -94,7 +95,7 @@ async fn run(cli: Cli) -> Result<()> {
     warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
 
     let instances = cli.max_instances + http::MAX_IDLE_INSTANCES;
-    let engine = engine::engine(&state_dir, instances)?;
+    let engine = engine::engine(&state_dir, instances, cli.max_instance_concurrent_reuse_count)?;
     http::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
     let component = Component::from_file(&engine, &manifest.source)
         .map_err(anyhow::Error::from)
@@ -105,9 +106,15 @@ async fn run(cli: Cli) -> Result<()> {
         .instantiate_pre(&component)
         .map_err(anyhow::Error::from)
         .context("the component needs an import this host does not provide")?;
-    let pre = ProxyPre::new(pre)
-        .map_err(anyhow::Error::from)
-        .context("the component does not export wasi:http/incoming-handler")?;
+    // The WASI version from the component's exports, as Spin main tells it.
+    let pre = match ServicePre::new(pre.clone()) {
+        Ok(p3) => ProxyPre::P3(p3),
+        Err(_) => ProxyPre::P2(
+            wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)
+                .map_err(anyhow::Error::from)
+                .context("the component exports neither wasi:http/incoming-handler@0.2 nor wasi:http/handler@0.3")?,
+        ),
+    };
 
     let shared = Arc::new(Shared {
         variables: Arc::new(variables),
@@ -124,6 +131,11 @@ async fn run(cli: Cli) -> Result<()> {
             max_reuse: cli.max_instance_reuse,
             max_instances: cli.max_instances,
             request_timeout: cli.request_timeout,
+            reuse: Reuse {
+                max_count: cli.max_instance_reuse_count,
+                max_concurrent: cli.max_instance_concurrent_reuse_count,
+                idle_timeout: cli.idle_instance_timeout,
+            },
         },
     ));
 
