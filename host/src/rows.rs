@@ -2,17 +2,41 @@
 //! (`execute-async`, `query-async`): a bounded channel between the producing
 //! task and the stream, so a large result never sits whole in memory.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::sync::mpsc;
-use wasmtime::component::{Destination, StreamProducer, StreamResult, VecBuffer};
+use wasmtime::component::{Accessor, Destination, FutureReader, HasData, Lift, Lower};
+use wasmtime::component::{StreamProducer, StreamReader, StreamResult, VecBuffer};
 use wasmtime::StoreContextMut;
 
 /// Rows produced ahead of the guest's reads.
 pub const ROWS_AHEAD: usize = 16;
 
-pub struct RowStream<T>(pub mpsc::Receiver<T>);
+/// The guest's ends of the rows and of the statement's outcome.
+pub type Ends<T, E> = (StreamReader<T>, FutureReader<Result<(), E>>);
+
+/// The rows and the statement's outcome (`lost` if its task is) as the
+/// guest's `stream` and `future`.
+pub fn to_guest<U, D: HasData, T, E, Lost>(
+    accessor: &Accessor<U, D>,
+    rows: mpsc::Receiver<T>,
+    done: impl Future<Output = Result<Result<(), E>, Lost>> + Send + 'static,
+    lost: E,
+) -> wasmtime::Result<Ends<T, E>>
+where
+    T: Lower + Lift + Send + Sync + 'static,
+    E: Lower + Lift + Send + Sync + 'static,
+{
+    let done = async move { Ok::<_, wasmtime::Error>(done.await.unwrap_or(Err(lost))) };
+    accessor.with(|mut access| {
+        let rows = StreamReader::new(&mut access, RowStream(rows))?;
+        Ok((rows, FutureReader::new(&mut access, done)?))
+    })
+}
+
+struct RowStream<T>(mpsc::Receiver<T>);
 
 impl<D, T: Send + Sync + 'static> StreamProducer<D> for RowStream<T> {
     type Item = T;

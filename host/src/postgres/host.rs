@@ -36,6 +36,20 @@ fn spin_error(e: PoolError) -> Error {
     }
 }
 
+impl PgView<'_> {
+    /// A pooled connection, or the version's error (by `error`).
+    pub(super) async fn open_connection<E>(
+        &mut self,
+        address: &str,
+        error: fn(PoolError) -> E,
+    ) -> wasmtime::Result<Result<Resource<Connection>, E>> {
+        match self.pools.open(address).await {
+            Ok(conn) => Ok(Ok(self.table.push(conn)?)),
+            Err(e) => Ok(Err(error(e))),
+        }
+    }
+}
+
 /// Runs one statement: Spin's error for a parameter PostgreSQL cannot take,
 /// then the statement's (in the version's terms, by `error`).
 pub(super) async fn run<E>(
@@ -102,10 +116,7 @@ impl HostConnection for PgView<'_> {
         &mut self,
         address: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        match self.pools.open(&address).await {
-            Ok(conn) => Ok(Ok(self.table.push(conn)?)),
-            Err(e) => Ok(Err(spin_error(e))),
-        }
+        self.open_connection(&address, spin_error).await
     }
 
     async fn query(

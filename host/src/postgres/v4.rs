@@ -15,7 +15,7 @@ use crate::bindings::spin::postgres::postgres::{
     HostConnectionBuilderWithStore, HostConnectionWithStore, ParameterValue, QueryError, Row,
     RowSet,
 };
-use crate::rows::{RowStream, ROWS_AHEAD};
+use crate::rows::{to_guest, ROWS_AHEAD};
 
 fn spin_error(e: PoolError) -> Error {
     match e {
@@ -72,10 +72,7 @@ impl HostConnection for PgView<'_> {
         &mut self,
         address: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        match self.pools.open(&address).await {
-            Ok(conn) => Ok(Ok(self.table.push(conn)?)),
-            Err(e) => Ok(Err(spin_error(e))),
-        }
+        self.open_connection(&address, spin_error).await
     }
 
     async fn query(
@@ -193,13 +190,8 @@ impl<U> HostConnectionWithStore<U> for SpinPostgres {
             }
         });
         let columns = columns_rx.await.unwrap_or_default();
-        let done = async move {
-            let lost = |_| Err(Error::Other("internal runtime error".into()));
-            Ok::<_, wasmtime::Error>(done.await.unwrap_or_else(lost))
-        };
-        accessor.with(|mut access| {
-            let rows = StreamReader::new(&mut access, RowStream(rows_rx))?;
-            Ok(Ok((columns, rows, FutureReader::new(&mut access, done)?)))
-        })
+        let lost = Error::Other("internal runtime error".into());
+        let (rows, done) = to_guest(accessor, rows_rx, done, lost)?;
+        Ok(Ok((columns, rows, done)))
     }
 }

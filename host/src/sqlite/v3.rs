@@ -11,7 +11,7 @@ use super::values::run;
 use crate::bindings::spin::sqlite::sqlite::{
     self, Error, HostConnection, HostConnectionWithStore, QueryResult, RowResult, Value,
 };
-use crate::rows::{RowStream, ROWS_AHEAD};
+use crate::rows::{to_guest, ROWS_AHEAD};
 
 impl sqlite::Host for SqliteView<'_> {}
 
@@ -113,14 +113,9 @@ impl<U> HostConnectionWithStore<U> for SpinSqlite {
             Ok(started) => started,
             Err(e) => return Ok(Err(e)),
         };
-        let done = async move {
-            let lost = || Err(Error::Io("internal runtime error".into()));
-            Ok::<_, wasmtime::Error>(done.await.unwrap_or_else(|_| lost()))
-        };
-        accessor.with(|mut access| {
-            let rows = StreamReader::new(&mut access, RowStream(rows))?;
-            Ok(Ok((columns, rows, FutureReader::new(&mut access, done)?)))
-        })
+        let lost = Error::Io("internal runtime error".into());
+        let (rows, done) = to_guest(accessor, rows, done, lost)?;
+        Ok(Ok((columns, rows, done)))
     }
 
     async fn changes_async(
