@@ -94,27 +94,29 @@ async fn run(cli: Cli) -> Result<()> {
         postgres::postgres_hosts(&manifest.allowed_outbound_hosts, |e| variables.expand(e));
     warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
 
+    let loading = || format!("cannot load component {}", manifest.source.display());
+    let bytes = std::fs::read(&manifest.source).with_context(loading)?;
+    // The WASI version from the component's exports, as Spin main tells it.
+    let p3 = http::exports_wasi_0_3(&bytes);
     let instances = cli.max_instances + http::MAX_IDLE_INSTANCES;
-    let engine = engine::engine(&state_dir, instances, cli.max_instance_concurrent_reuse_count)?;
+    let concurrent = p3.then_some(cli.max_instance_concurrent_reuse_count);
+    let engine = engine::engine(&state_dir, instances, concurrent)?;
     http::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
-    let component = Component::from_file(&engine, &manifest.source)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("cannot load component {}", manifest.source.display()))?;
+    let component =
+        Component::new(&engine, &bytes).map_err(anyhow::Error::from).with_context(loading)?;
     let mut linker = Linker::new(&engine);
-    state::add_to_linker(&mut linker)?;
+    state::add_to_linker(&mut linker, p3)?;
     let pre = linker
         .instantiate_pre(&component)
         .map_err(anyhow::Error::from)
         .context("the component needs an import this host does not provide")?;
-    // The WASI version from the component's exports, as Spin main tells it.
-    let pre = match ServicePre::new(pre.clone()) {
-        Ok(p3) => ProxyPre::P3(p3),
-        Err(_) => ProxyPre::P2(
-            wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)
-                .map_err(anyhow::Error::from)
-                .context("the component exports neither wasi:http/incoming-handler@0.2 nor wasi:http/handler@0.3")?,
-        ),
+    let pre = match p3 {
+        true => ServicePre::new(pre).map(ProxyPre::P3),
+        false => wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre).map(ProxyPre::P2),
     };
+    let pre = pre
+        .map_err(anyhow::Error::from)
+        .context("the component does not export wasi:http/incoming-handler")?;
 
     let shared = Arc::new(Shared {
         variables: Arc::new(variables),

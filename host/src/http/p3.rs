@@ -25,6 +25,30 @@ use wasmtime_wasi_http::WasiHttpView;
 
 use super::server::{Server, SLOT_WAIT};
 
+/// Whether the component exports `wasi:http/handler@0.3.*` (WASI 0.3), from
+/// its own exports (those of the components inside it do not count).
+pub fn exports_wasi_0_3(component: &[u8]) -> bool {
+    use wasmparser::Payload::{ComponentExportSection, ComponentSection, End, ModuleSection};
+    let mut depth = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(component) {
+        match payload {
+            Ok(ModuleSection { .. } | ComponentSection { .. }) => depth += 1,
+            Ok(End(_)) => depth -= 1,
+            Ok(ComponentExportSection(exports)) if depth == 0 => {
+                let handler = |e: &wasmparser::ComponentExport| {
+                    e.name.name.starts_with("wasi:http/handler@0.3")
+                };
+                if exports.into_iter().flatten().any(|e| handler(&e)) {
+                    return true;
+                }
+            }
+            Err(_) => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// `--max-instance-reuse-count`, `--max-instance-concurrent-reuse-count`,
 /// `--idle-instance-timeout`.
 #[derive(Clone, Copy)]
