@@ -329,7 +329,9 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         }
     }
 
-    /// What spin-lite answers when the component gives no response.
+    /// A WASI 0.3 request, through this thread's handler; a failure answers
+    /// as on the 0.2 path (503 without a slot, else a plain 500 and a log
+    /// line that says why).
     async fn handle_p3(
         &self,
         handler: &ProxyHandler<Instances<T>>,
