@@ -47,11 +47,27 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub runtime_config_file: Option<PathBuf>,
 
-    /// Requests one instance may serve, one after another; 1 gives every
-    /// request a fresh instance, as Spin does
+    /// WASI 0.2 components: requests one instance may serve, one after
+    /// another; 1 gives every request a fresh instance, as Spin does
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_instance_reuse: u32,
+
+    /// WASI 0.3 components: requests one instance serves before it is
+    /// dropped (as Spin's)
+    #[arg(long, value_name = "N", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_instance_reuse_count: u32,
+
+    /// WASI 0.3 components: requests one instance serves at once (as Spin's)
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_instance_concurrent_reuse_count: u32,
+
+    /// WASI 0.3 components: how long an idle instance is kept for reuse
+    /// (as Spin's: seconds, or with a suffix `s` or `ms`; no range)
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub idle_instance_timeout: Duration,
 
     /// Instances running at once; a request that finds them all busy for
     /// 5 s answers 503
@@ -96,6 +112,19 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// Up to a day: seconds, `Ns` or `Nms`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, scale) = match text.strip_suffix("ms") {
+        Some(millis) => (millis, 1e-3),
+        None => (text.strip_suffix('s').unwrap_or(text), 1.0),
+    };
+    match number.parse::<f64>().map(|n| n * scale) {
+        Ok(seconds) if (0.0..=86_400.0).contains(&seconds) => Ok(Duration::from_secs_f64(seconds)),
+        _ => Err(format!("{text:?} is not a duration from 0 to 86400 s")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +152,16 @@ mod tests {
             assert_eq!(cli.unwrap().pg_empty_query_error, on, "{value}");
         }
         assert!(parse(&["--max-instance-reuse", "0"]).is_err());
+        let cli = parse(&["--idle-instance-timeout", "250ms"]).unwrap();
+        assert_eq!(cli.idle_instance_timeout, Duration::from_millis(250));
+        assert_eq!(parse(&[]).unwrap().idle_instance_timeout, Duration::from_secs(1));
+        assert_eq!(
+            (cli.max_instance_reuse_count, cli.max_instance_concurrent_reuse_count),
+            (128, 16)
+        );
+        for bad in ["-1", "1..8s", "x"] {
+            assert!(parse(&["--idle-instance-timeout", bad]).is_err());
+        }
         assert!(parse(&["--max-instances", "1001"]).is_err());
     }
 }

@@ -7,10 +7,15 @@ use std::path::Path;
 use anyhow::Result;
 use wasmtime::{Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy};
 
-pub fn engine(state_dir: &Path, instances: u32) -> Result<Engine> {
+/// `concurrent`: for a WASI 0.3 component, the requests an instance serves
+/// at once, each of which may hold a stack of its own while blocked in the
+/// host. None for WASI 0.2: its stores then skip the concurrency machinery
+/// (a quarter of `GET /health`'s CPU).
+pub fn engine(state_dir: &Path, instances: u32, concurrent: Option<u32>) -> Result<Engine> {
     let mut config = Config::new();
     config.memory_init_cow(true);
     config.epoch_interruption(true);
+    config.concurrency_support(concurrent.is_some());
     let mut cache = CacheConfig::new();
     cache.with_directory(state_dir.join("cache"));
     match Cache::new(cache) {
@@ -30,7 +35,7 @@ pub fn engine(state_dir: &Path, instances: u32) -> Result<Engine> {
         .total_core_instances(instances * 8)
         .total_memories(instances * 2)
         .total_tables(instances * 4)
-        .total_stacks(instances)
+        .total_stacks(instances * (1 + concurrent.unwrap_or(0)))
         .max_memory_size(256 << 20)
         // Reset only the pages an instance dirtied (PAGEMAP_SCAN, Linux 6.7+;
         // up to 1 MiB by memset) rather than madvise the memory away: those

@@ -7,6 +7,7 @@ mod engine;
 mod http;
 mod manifest;
 mod postgres;
+mod rows;
 mod sqlite;
 mod state;
 mod tls;
@@ -24,10 +25,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 use wasmtime::component::{Component, Linker};
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::handler::ProxyPre;
+use wasmtime_wasi_http::p3::bindings::ServicePre;
 
 use crate::cli::Cli;
-use crate::http::{Limits, Server};
+use crate::http::{Limits, Reuse, Server};
 use crate::manifest::Manifest;
 use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
@@ -92,26 +94,34 @@ async fn run(cli: Cli) -> Result<()> {
         postgres::postgres_hosts(&manifest.allowed_outbound_hosts, |e| variables.expand(e));
     warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
 
+    let loading = || format!("cannot load component {}", manifest.source.display());
+    let bytes = std::fs::read(&manifest.source).with_context(loading)?;
+    // The WASI version from the component's exports, as Spin main tells it.
+    let p3 = http::exports_wasi_0_3(&bytes);
     let instances = cli.max_instances + http::MAX_IDLE_INSTANCES;
-    let engine = engine::engine(&state_dir, instances)?;
+    let concurrent = p3.then_some(cli.max_instance_concurrent_reuse_count);
+    let engine = engine::engine(&state_dir, instances, concurrent)?;
     http::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
-    let component = Component::from_file(&engine, &manifest.source)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("cannot load component {}", manifest.source.display()))?;
+    let component =
+        Component::new(&engine, &bytes).map_err(anyhow::Error::from).with_context(loading)?;
     let mut linker = Linker::new(&engine);
-    state::add_to_linker(&mut linker)?;
+    state::add_to_linker(&mut linker, p3)?;
     let pre = linker
         .instantiate_pre(&component)
         .map_err(anyhow::Error::from)
         .context("the component needs an import this host does not provide")?;
-    let pre = ProxyPre::new(pre)
+    let pre = match p3 {
+        true => ServicePre::new(pre).map(ProxyPre::P3),
+        false => wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre).map(ProxyPre::P2),
+    };
+    let pre = pre
         .map_err(anyhow::Error::from)
         .context("the component does not export wasi:http/incoming-handler")?;
 
     let shared = Arc::new(Shared {
-        variables,
+        variables: Arc::new(variables),
         sqlite: SqliteDbs::new(&manifest.sqlite_databases, sqlite_locations),
-        postgres: PgPools::new(allowed)?,
+        postgres: Arc::new(PgPools::new(allowed)?),
         env: cli.env,
         pg_empty_query_error: cli.pg_empty_query_error,
     });
@@ -123,6 +133,11 @@ async fn run(cli: Cli) -> Result<()> {
             max_reuse: cli.max_instance_reuse,
             max_instances: cli.max_instances,
             request_timeout: cli.request_timeout,
+            reuse: Reuse {
+                max_count: cli.max_instance_reuse_count,
+                max_concurrent: cli.max_instance_concurrent_reuse_count,
+                idle_timeout: cli.idle_instance_timeout,
+            },
         },
     ));
 

@@ -18,9 +18,9 @@ use crate::variables::{SpinVariables, Variables, VariablesView};
 
 /// Host state shared by every instance.
 pub struct Shared {
-    pub variables: Variables,
+    pub variables: Arc<Variables>,
     pub sqlite: SqliteDbs,
-    pub postgres: PgPools,
+    pub postgres: Arc<PgPools>,
     /// Exactly the `-e NAME=VALUE` pairs.
     pub env: Vec<(String, String)>,
     pub pg_empty_query_error: bool,
@@ -85,12 +85,27 @@ impl HasData for Io {
     type Data<'a> = &'a mut ResourceTable;
 }
 
-/// One interface at a time: no filesystem, sockets or outgoing HTTP.
-pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+/// One interface at a time: no filesystem, sockets or outgoing HTTP. For a
+/// WASI 0.3 component (`p3`) 0.3's and the newer Spin interfaces too (Rust's
+/// std imports WASI 0.2's from a 0.3 component as well).
+pub fn add_to_linker(linker: &mut Linker<State>, p3: bool) -> wasmtime::Result<()> {
     use bindings::fermyon::spin::{postgres, rdbms_types, sqlite, variables};
+    use bindings::spin::variables::variables as variables3;
+    use bindings::spin::{postgres::postgres as pg4, sqlite::sqlite as sqlite3};
     use wasmtime_wasi::p2::bindings::{cli, clocks, io, random};
     use wasmtime_wasi_http::p2::bindings::{http::types, LinkOptions};
     let l = linker;
+    if p3 {
+        wasmtime_wasi::p3::cli::add_to_linker(l)?;
+        wasmtime_wasi::p3::clocks::add_to_linker(l)?;
+        wasmtime_wasi::p3::random::add_to_linker(l)?;
+        let http_types =
+            wasmtime_wasi_http::p3::bindings::http::types::add_to_linker::<_, WasiHttp>;
+        http_types(l, State::http)?;
+        sqlite3::add_to_linker::<State, SpinSqlite>(l, State::sqlite)?;
+        variables3::add_to_linker::<State, SpinVariables>(l, State::variables)?;
+        pg4::add_to_linker::<State, SpinPostgres>(l, State::postgres)?;
+    }
     io::error::add_to_linker::<State, Io>(l, |s| &mut s.table)?;
     io::poll::add_to_linker::<State, Io>(l, |s| &mut s.table)?;
     io::streams::add_to_linker::<State, Io>(l, |s| &mut s.table)?;

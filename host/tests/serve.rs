@@ -260,6 +260,59 @@ fn a_request_that_waits_too_long_for_a_slot_answers_503() {
     assert_eq!(host.terminate().code(), Some(0));
 }
 
+/// A WASI 0.3 component (`components::p3_handler`) on one serving thread
+/// (one `ProxyHandler`: its instances serve in turn).
+fn p3_host(dir: &Path, handle: &str, args: &[&str]) -> Host {
+    let source = dir.join("p3.wasm");
+    std::fs::write(&source, components::p3_handler(handle)).unwrap();
+    let manifest = write_manifest(dir, &source, "", "");
+    Host::start(dir, &manifest, args, &[("SPIN_LITE_THREADS", "1")])
+}
+
+/// As Spin main: an instance serves requests in turn up to
+/// `--max-instance-reuse-count`, and is dropped after
+/// `--idle-instance-timeout` idle (each answers 200 + its instance's count).
+#[test]
+fn a_wasi_0_3_instance_is_reused_as_in_spin_main() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--max-instance-reuse-count", "3", "--idle-instance-timeout", "500ms"];
+    let host = p3_host(dir.path(), "(call $answer (local.get 0))", &args);
+    let mut statuses: Vec<u16> = (0..4).map(|_| get(host.port, "/").0).collect();
+    std::thread::sleep(Duration::from_millis(1000));
+    statuses.push(get(host.port, "/").0);
+    assert_eq!(statuses, [200, 201, 202, 200, 200], "{}", host.stderr());
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
+/// A looping WASI 0.3 guest is stopped at its deadline (500) and gives its
+/// instance's slot back; while it holds the only one, another request
+/// answers 503 after 5 s.
+#[test]
+fn a_wasi_0_3_guest_past_the_deadline_answers_500_and_frees_its_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let looping = "(loop $forever (br $forever)) (i32.const 0)";
+    let host = p3_host(dir.path(), looping, &["--request-timeout", "1", "--max-instances", "1"]);
+    for _ in 0..2 {
+        let started = Instant::now();
+        assert_plain(500, get(host.port, "/"));
+        let took = started.elapsed().as_secs_f64();
+        assert!((0.9..3.0).contains(&took), "at about 1 s: {took}");
+    }
+    host.wait_for_log("still running after 1 s (--request-timeout)");
+    assert_eq!(host.terminate().code(), Some(0));
+
+    let host = p3_host(dir.path(), looping, &["--request-timeout", "7", "--max-instances", "1"]);
+    let port = host.port;
+    let holder = std::thread::spawn(move || get(port, "/"));
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    assert_plain(503, get(port, "/"));
+    let waited = started.elapsed().as_secs_f64();
+    assert!((4.5..7.0).contains(&waited), "after the 5 s slot wait: {waited}");
+    assert_eq!(holder.join().unwrap().0, 500);
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
 /// The probe for PostgreSQL: `pg_address` by `--variable`, `pg_host` allowed.
 fn pg_probe(dir: &Path, pg_host: &str) -> PathBuf {
     probe_manifest(

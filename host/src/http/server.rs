@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,11 +18,14 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use wasmtime::Store;
+use wasmtime_wasi_http::handler::{
+    ExpirationError, InstantiationError, Proxy, ProxyHandler, ProxyPre,
+};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
-use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
-use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::{WasiBody, WasiHttpView};
 
+use super::p3::{Doomed, Instances, NoSlot, Reuse};
 use super::request_body::{BodyDeadline, RequestBody};
 use super::spin_headers::add_spin_headers;
 use crate::manifest::Route;
@@ -29,7 +33,7 @@ use crate::manifest::Route;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-const SLOT_WAIT: Duration = Duration::from_secs(5);
+pub const SLOT_WAIT: Duration = Duration::from_secs(5);
 pub const DEFAULT_MAX_INSTANCES: u32 = 32;
 /// Idle instances kept for reuse (only with `--max-instance-reuse` > 1).
 pub const MAX_IDLE_INSTANCES: u32 = 32;
@@ -79,13 +83,26 @@ fn internal_error() -> Response<HyperOutgoingBody> {
 
 pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
 
-/// `--max-instance-reuse`, `--max-instances`, `--request-timeout`.
+/// `--max-instance-reuse` (WASI 0.2), `--max-instances`,
+/// `--request-timeout`, the `--*-instance-*` of WASI 0.3.
 pub struct Limits {
     pub max_reuse: u32,
     pub max_instances: u32,
     pub request_timeout: Duration,
+    pub reuse: Reuse,
 }
 
+fn stopped(method: &http::Method, path: &str, timeout: Duration) {
+    eprintln!(
+        "component stopped on {method} {path}: still running after {} s \
+         (--request-timeout); its instance is discarded",
+        timeout.as_secs_f64()
+    );
+}
+
+/// A WASI 0.2 (`wasi:http/incoming-handler`) component is served here, an
+/// instance per request by default; a WASI 0.3 one by a `ProxyHandler` per
+/// serving thread (`p3.rs`).
 pub struct Server<T: 'static> {
     pre: ProxyPre<T>,
     new_state: NewState<T>,
@@ -97,7 +114,7 @@ pub struct Server<T: 'static> {
 
 struct Instance<T: 'static> {
     store: Store<T>,
-    proxy: Proxy,
+    proxy: wasmtime_wasi_http::p2::bindings::Proxy,
     served: u32,
 }
 
@@ -179,6 +196,8 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         shutdown: impl Future<Output = ()>,
     ) {
         let local = listener.local_addr().ok();
+        let p3 =
+            matches!(self.pre, ProxyPre::P3(_)).then(|| ProxyHandler::new(Instances(self.clone())));
         let graceful = GracefulShutdown::new();
         let mut builder = http1::Builder::new();
         builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
@@ -197,10 +216,10 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                 _ = &mut shutdown => break,
             };
             let _ = stream.set_nodelay(true);
-            let server = self.clone();
+            let (server, p3) = (self.clone(), p3.clone());
             let service = hyper::service::service_fn(move |req| {
-                let server = server.clone();
-                async move { Ok::<_, Infallible>(server.handle(req, peer, local).await) }
+                let (server, p3) = (server.clone(), p3.clone());
+                async move { Ok::<_, Infallible>(server.handle(req, p3, peer, local).await) }
             });
             let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
             // A client's resets and timeouts concern only that client.
@@ -220,6 +239,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
     async fn handle(
         self: Arc<Self>,
         req: Request<Incoming>,
+        p3: Option<ProxyHandler<Instances<T>>>,
         peer: SocketAddr,
         local: Option<SocketAddr>,
     ) -> Response<HyperOutgoingBody> {
@@ -232,7 +252,13 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         let (mut parts, body) = req.into_parts();
         // Before a slot is taken: a client that stalls holds none.
         let body = RequestBody::read_ahead(body, body_deadline).await;
-        add_spin_headers(&mut parts, &self.route, path_info, peer, local);
+        let full_url = add_spin_headers(&mut parts, &self.route, path_info, peer, local);
+        if let Some(handler) = p3 {
+            // As Spin: wasi:http 0.3 reads the scheme and authority from it.
+            parts.uri = full_url.parse().unwrap_or(parts.uri);
+            let req = Request::from_parts(parts, body.boxed_unsync());
+            return self.handle_p3(&handler, req, &method, &path).await;
+        }
         let req = Request::from_parts(parts, body);
 
         let permit =
@@ -240,16 +266,13 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                 Ok(Ok(permit)) => permit,
                 Ok(Err(_)) => return internal_error(),
                 Err(_) => {
-                    eprintln!(
-                        "{method} {path}: every instance slot was busy for {} s: answered 503",
-                        SLOT_WAIT.as_secs()
-                    );
+                    eprintln!("{method} {path}: {NoSlot}: answered 503");
                     return empty(StatusCode::SERVICE_UNAVAILABLE);
                 }
             };
         let mut instance = match self.take_idle() {
             Some(i) => i,
-            None => match self.instantiate().await {
+            None => match self.instantiate_p2().await {
                 Ok(i) => i,
                 Err(e) => {
                     eprintln!("cannot instantiate the component: {e:?}");
@@ -290,11 +313,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                 // A trapped instance is never reused.
                 Ok(Err(e)) => eprintln!("component failed on {method} {path}: {e:?}"),
                 // Dropping the call stopped the guest; its instance goes too.
-                Err(_) => eprintln!(
-                    "component stopped on {method} {path}: still running after {} s \
-                     (--request-timeout); its instance is discarded",
-                    timeout.as_secs_f64()
-                ),
+                Err(_) => stopped(&method, &path, timeout),
             }
             drop(permit);
         });
@@ -310,12 +329,64 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         }
     }
 
-    async fn instantiate(&self) -> wasmtime::Result<Instance<T>> {
-        let mut store = Store::new(self.pre.engine(), (self.new_state)());
+    /// A WASI 0.3 request, through this thread's handler; a failure answers
+    /// as on the 0.2 path (503 without a slot, else a plain 500 and a log
+    /// line that says why).
+    async fn handle_p3(
+        &self,
+        handler: &ProxyHandler<Instances<T>>,
+        req: Request<WasiBody>,
+        method: &http::Method,
+        path: &str,
+    ) -> Response<HyperOutgoingBody> {
+        let doomed = Doomed::default();
+        let e = match handler.handle(doomed.clone(), req).await {
+            Ok(response) => return response,
+            Err(e) => e,
+        };
+        let timed_out = doomed.get().is_some_and(|doomed| doomed.load(Relaxed));
+        if let Some(InstantiationError { error, .. }) =
+            e.downcast_ref::<InstantiationError<Doomed>>()
+        {
+            if error.is::<NoSlot>() {
+                eprintln!("{method} {path}: {error}: answered 503");
+                return empty(StatusCode::SERVICE_UNAVAILABLE);
+            }
+            eprintln!("cannot instantiate the component: {error:?}");
+        } else if e.is::<ExpirationError>() || timed_out {
+            stopped(method, path, self.limits.request_timeout);
+        } else {
+            eprintln!("component failed on {method} {path}: {e:?}");
+        }
+        internal_error()
+    }
+
+    pub(super) fn slots(&self) -> Arc<Semaphore> {
+        self.active.clone()
+    }
+
+    pub(super) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// A new store, its guest yielding every epoch tick, and the instance.
+    pub(super) async fn instantiate(&self) -> wasmtime::Result<(Store<T>, Proxy)> {
+        let engine = match &self.pre {
+            ProxyPre::P2(pre) => pre.engine(),
+            ProxyPre::P3(pre) => pre.engine(),
+        };
+        let mut store = Store::new(engine, (self.new_state)());
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         let proxy = self.pre.instantiate_async(&mut store).await?;
-        Ok(Instance { store, proxy, served: 0 })
+        Ok((store, proxy))
+    }
+
+    async fn instantiate_p2(&self) -> wasmtime::Result<Instance<T>> {
+        match self.instantiate().await? {
+            (store, Proxy::P2(proxy)) => Ok(Instance { store, proxy, served: 0 }),
+            _ => Err(wasmtime::format_err!("not a WASI 0.2 component")),
+        }
     }
 
     fn take_idle(&self) -> Option<Instance<T>> {

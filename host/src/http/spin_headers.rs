@@ -9,14 +9,14 @@ use crate::manifest::Route;
 
 /// Adds the headers Spin gives a component. Like Spin, after the client's
 /// own: a client that sends `spin-client-addr` cannot replace the
-/// platform's, which is the last value.
+/// platform's, which is the last value. Returns the full URL.
 pub fn add_spin_headers(
     parts: &mut Parts,
     route: &Route,
     path_info: &str,
     peer: SocketAddr,
     local: Option<SocketAddr>,
-) {
+) -> String {
     let headers = &mut parts.headers;
     if !headers.contains_key(http::header::HOST) {
         // HTTP/1.0 clients may omit Host; wasi-http needs an authority.
@@ -31,9 +31,10 @@ pub fn add_spin_headers(
         .unwrap_or("localhost")
         .to_string();
     let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let full_url = format!("http://{host}{path_and_query}");
     let spin_headers = [
         ("spin-path-info", path_info.to_string()),
-        ("spin-full-url", format!("http://{host}{path_and_query}")),
+        ("spin-full-url", full_url.clone()),
         ("spin-matched-route", route.raw.clone()),
         ("spin-base-path", "/".to_string()),
         ("spin-raw-component-route", route.raw.clone()),
@@ -45,6 +46,7 @@ pub fn add_spin_headers(
             headers.append(HeaderName::from_static(name), value);
         }
     }
+    full_url
 }
 
 #[cfg(test)]

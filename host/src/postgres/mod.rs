@@ -1,7 +1,8 @@
-//! Spin PostgreSQL (`fermyon:spin/postgres@2.0.0`) on tokio-postgres:
+//! Spin PostgreSQL (`fermyon:spin/postgres@2.0.0`,
+//! `spin:postgres/postgres@4.2.0`) on tokio-postgres:
 //! `allowed_outbound_hosts` (`allowed`), addresses checked against it
-//! (`address`), the pool (`pool`), values (`values`) and the interface
-//! (`host`). As in Spin, a failed statement is `query-failed` with
+//! (`address`), the pool (`pool`), values (`values`) and the interfaces
+//! (`host`, `v4`). As in Spin, a failed statement is `query-failed` with
 //! tokio-postgres' debug form of the error (its SQLSTATE, e.g.
 //! `SqlState(E42P01)`); no message carries the password.
 
@@ -12,6 +13,7 @@ mod address;
 mod allowed;
 mod host;
 pub mod pool;
+mod v4;
 mod values;
 
 pub use allowed::postgres_hosts;

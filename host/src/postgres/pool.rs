@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::{Row, RowStream, Statement};
 
 use super::address::{parse_and_check, CONNECT_TIMEOUT};
 use super::allowed::AllowedHost;
@@ -25,13 +25,27 @@ const MAX_CONNECTIONS: usize = 64;
 const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CACHED_STATEMENTS: usize = 64;
 
-/// Spin's `error` cases (`host.rs` converts: this module, which holds the
-/// resource type `bindings.rs` maps to, knows no WIT type).
+pub type BoxedParam = Box<dyn ToSql + Sync + Send>;
+
+/// Spin's `error` cases (`host.rs` and `v4.rs` convert: this module, which
+/// holds the resource types `bindings.rs` maps to, knows no WIT type).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PoolError {
     ConnectionFailed(String),
     QueryFailed(String),
+    /// Reported by the server: 4.2's `db-error`; 2.0 keeps the text.
+    Db(Box<DbFailure>),
     Other(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DbFailure {
+    pub text: String,
+    pub severity: String,
+    pub code: String,
+    pub message: String,
+    pub detail: Option<String>,
+    pub extras: Vec<(String, String)>,
 }
 
 pub struct PgPools {
@@ -96,7 +110,8 @@ impl PgPools {
             Some(client) => client,
             None => PgClient::new(connect(&pool.config, self.tls.clone()).await?),
         };
-        Ok(Connection { pool, client: Some(client), _permit: permit })
+        let client = Arc::new(tokio::sync::Mutex::new(Some(client)));
+        Ok(Connection { pool, client, _permit: permit })
     }
 }
 
@@ -134,21 +149,55 @@ fn error_text(e: &tokio_postgres::Error) -> String {
 }
 
 /// Spin's text for a failed statement: the error's debug form, which holds
-/// the server's SQLSTATE (`code: SqlState(E42P01)`), message and detail.
-fn query_failed(e: &tokio_postgres::Error) -> PoolError {
-    PoolError::QueryFailed(format!("{e:?}"))
+/// the server's SQLSTATE (`code: SqlState(E42P01)`), message and detail;
+/// with the server's fields as Spin main gives them.
+pub fn query_failed(e: &tokio_postgres::Error) -> PoolError {
+    let text = format!("{e:?}");
+    let Some(db) = e.as_db_error() else {
+        return PoolError::QueryFailed(text);
+    };
+    let named = [
+        ("column", db.column()),
+        ("constraint", db.constraint()),
+        ("routine", db.routine()),
+        ("hint", db.hint()),
+        ("table", db.table()),
+        ("datatype", db.datatype()),
+        ("schema", db.schema()),
+        ("file", db.file()),
+    ];
+    let extras = named.into_iter().filter_map(|(name, v)| Some((name.to_string(), v?.to_string())));
+    let line = db.line().map(|line| ("line".to_string(), line.to_string()));
+    let at = db.where_().map(|at| ("where_".to_string(), at.to_string()));
+    PoolError::Db(Box::new(DbFailure {
+        text,
+        severity: db.severity().to_string(),
+        code: db.code().code().to_string(),
+        message: db.message().to_string(),
+        detail: db.detail().map(str::to_string),
+        extras: extras.chain(line).chain(at).collect(),
+    }))
 }
+
+/// The `connection-builder` resource: its address (`set-ca-root` is
+/// refused: the system's roots are the only ones).
+pub struct Builder(pub String);
+
+/// A pooled client, shared with the statements of it under way (an async
+/// call runs without the instance's state).
+pub type Shared = Arc<tokio::sync::Mutex<Option<PgClient>>>;
 
 /// The `connection` resource: a pooled client and its place in the pool.
 pub struct Connection {
     pool: Arc<Pool>,
-    client: Option<PgClient>,
+    client: Shared,
     _permit: OwnedSemaphorePermit,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        let Some(client) = self.client.take() else {
+        // Still in use by a statement under way: closed after it.
+        let Some(client) = Arc::get_mut(&mut self.client).and_then(|c| c.get_mut().take()) else {
             return;
         };
         if client.broken || client.in_transaction || client.client.is_closed() {
@@ -163,21 +212,37 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    pub fn client(&mut self) -> Result<&mut PgClient, PoolError> {
-        self.client
-            .as_mut()
-            .ok_or_else(|| PoolError::ConnectionFailed("connection is closed".into()))
+    pub fn client(&self) -> Shared {
+        self.client.clone()
+    }
+}
+
+/// Runs one statement on `client` (`PgClient::run`).
+pub async fn run(
+    client: Shared,
+    sql: &str,
+    params: Vec<BoxedParam>,
+    kind: Kind,
+) -> Result<Outcome, PoolError> {
+    let refs: Vec<&(dyn ToSql + Sync)> =
+        params.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+    match client.lock().await.as_mut() {
+        Some(client) => client.run(sql, &refs, kind).await,
+        None => Err(PoolError::ConnectionFailed("connection is closed".into())),
     }
 }
 
 pub enum Kind {
     Query,
     Execute,
+    /// The rows as they come (`query-async`).
+    Stream,
 }
 
 pub enum Outcome {
     Rows(Vec<Row>),
     Count(u64),
+    Stream(RowStream),
 }
 
 impl PgClient {
@@ -211,6 +276,9 @@ impl PgClient {
             Ok::<_, tokio_postgres::Error>(match kind {
                 Kind::Query => Outcome::Rows(self.client.query(&stmt, params).await?),
                 Kind::Execute => Outcome::Count(self.client.execute(&stmt, params).await?),
+                Kind::Stream => {
+                    Outcome::Stream(self.client.query_raw(&stmt, params.iter().copied()).await?)
+                }
             })
         };
         match tokio::time::timeout(QUERY_TIMEOUT, work).await {

@@ -1,40 +1,14 @@
-//! `rdbms-types` values to and from PostgreSQL, as Spin converts them for
-//! `fermyon:spin/postgres@2.0.0`: booleans, signed integers, floats, text and
-//! bytes; a column of any other type reads as `unsupported` (or `db-null`),
-//! and unsigned parameters are refused (PostgreSQL has no unsigned types).
+//! Spin's PostgreSQL values to and from tokio-postgres', for
+//! `fermyon:spin/postgres@2.0.0` (`v2`) and `spin:postgres/postgres@4.2.0`
+//! (`v4`) alike: booleans, signed integers, floats, text and bytes, the
+//! cases both versions have and Spin converts. Other column types read as
+//! `unsupported` (or `db-null`); other parameters are refused (2.0's unsigned
+//! ones as Spin refuses them, PostgreSQL having no unsigned types).
 
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::Row;
 
-use crate::bindings::fermyon::spin::rdbms_types::{
-    Column, DbDataType, DbValue, Error, ParameterValue,
-};
-
-pub type BoxedParam = Box<dyn ToSql + Sync + Send>;
-
-/// One parameter, or Spin's error for a value PostgreSQL cannot take.
-pub fn to_sql(p: &ParameterValue) -> Result<BoxedParam, Error> {
-    Ok(match p {
-        ParameterValue::Boolean(v) => Box::new(*v),
-        ParameterValue::Int8(v) => Box::new(*v),
-        ParameterValue::Int16(v) => Box::new(*v),
-        ParameterValue::Int32(v) => Box::new(*v),
-        ParameterValue::Int64(v) => Box::new(*v),
-        ParameterValue::Floating32(v) => Box::new(*v),
-        ParameterValue::Floating64(v) => Box::new(*v),
-        ParameterValue::Str(v) => Box::new(v.clone()),
-        ParameterValue::Binary(v) => Box::new(v.clone()),
-        ParameterValue::DbNull => Box::new(Null),
-        ParameterValue::Uint8(_)
-        | ParameterValue::Uint16(_)
-        | ParameterValue::Uint32(_)
-        | ParameterValue::Uint64(_) => {
-            return Err(Error::ValueConversionFailed(
-                "Postgres does not support unsigned integers".into(),
-            ))
-        }
-    })
-}
+use super::pool::BoxedParam;
 
 /// SQL NULL for a parameter of any type.
 #[derive(Debug)]
@@ -54,81 +28,137 @@ impl ToSql for Null {
     to_sql_checked!();
 }
 
-/// A non-NULL value of a type `rdbms-types` cannot carry (its bytes unread).
-struct Present;
+/// A non-NULL value of a type the values cannot carry: its raw bytes.
+struct Raw(Vec<u8>);
 
-impl<'a> FromSql<'a> for Present {
-    fn from_sql(_: &Type, _: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Present)
+impl<'a> FromSql<'a> for Raw {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
     }
     fn accepts(_: &Type) -> bool {
         true
     }
 }
 
-pub fn data_type(ty: &Type) -> DbDataType {
-    match *ty {
-        Type::BOOL => DbDataType::Boolean,
-        Type::BYTEA => DbDataType::Binary,
-        Type::FLOAT4 => DbDataType::Floating32,
-        Type::FLOAT8 => DbDataType::Floating64,
-        Type::INT2 => DbDataType::Int16,
-        Type::INT4 => DbDataType::Int32,
-        Type::INT8 => DbDataType::Int64,
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR => DbDataType::Str,
-        _ => DbDataType::Other,
-    }
-}
-
-fn get<'a, T: FromSql<'a>>(
+fn get<'a, T: FromSql<'a>, V>(
     row: &'a Row,
     i: usize,
-    wrap: fn(T) -> DbValue,
-) -> Result<DbValue, String> {
+    wrap: fn(T) -> V,
+    null: V,
+) -> Result<V, String> {
     let value = row.try_get::<_, Option<T>>(i).map_err(|e| format!("{e:?}"))?;
-    Ok(value.map_or(DbValue::DbNull, wrap))
+    Ok(value.map_or(null, wrap))
 }
 
-fn db_value(row: &Row, i: usize, ty: &Type) -> Result<DbValue, String> {
-    match *ty {
-        Type::BOOL => get(row, i, DbValue::Boolean),
-        Type::BYTEA => get(row, i, DbValue::Binary),
-        Type::FLOAT4 => get(row, i, DbValue::Floating32),
-        Type::FLOAT8 => get(row, i, DbValue::Floating64),
-        Type::INT2 => get(row, i, DbValue::Int16),
-        Type::INT4 => get(row, i, DbValue::Int32),
-        Type::INT8 => get(row, i, DbValue::Int64),
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR => get(row, i, DbValue::Str),
-        _ => get(row, i, |_: Present| DbValue::Unsupported),
-    }
-}
-
-/// The columns (from the first row: none when there is no row, as in Spin)
-/// and the rows of a query result.
-pub fn row_set(rows: &[Row]) -> Result<(Vec<Column>, Vec<Vec<DbValue>>), Error> {
-    let columns = rows
-        .first()
-        .map(|row| {
-            row.columns()
-                .iter()
-                .map(|c| Column { name: c.name().to_string(), data_type: data_type(c.type_()) })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        let mut values = Vec::with_capacity(row.len());
-        for (i, col) in row.columns().iter().enumerate() {
-            values.push(db_value(row, i, col.type_()).map_err(Error::QueryFailed)?);
+/// One version's conversions; the names of the shared cases are the same
+/// in both, the rest differ: `$refused` parameters, `$other` column types,
+/// `$unsupported` values.
+macro_rules! conversions {
+    ($refused:pat => $refusal:expr, $other:expr, $unsupported:expr) => {
+        /// One parameter, or Spin's error for a value PostgreSQL cannot take.
+        pub fn to_sql(p: &ParameterValue) -> Result<BoxedParam, Error> {
+            Ok(match p {
+                ParameterValue::Boolean(v) => Box::new(*v),
+                ParameterValue::Int8(v) => Box::new(*v),
+                ParameterValue::Int16(v) => Box::new(*v),
+                ParameterValue::Int32(v) => Box::new(*v),
+                ParameterValue::Int64(v) => Box::new(*v),
+                ParameterValue::Floating32(v) => Box::new(*v),
+                ParameterValue::Floating64(v) => Box::new(*v),
+                ParameterValue::Str(v) => Box::new(v.clone()),
+                ParameterValue::Binary(v) => Box::new(v.clone()),
+                ParameterValue::DbNull => Box::new(Null),
+                $refused => return Err(Error::ValueConversionFailed($refusal)),
+            })
         }
-        out.push(values);
-    }
-    Ok((columns, out))
+
+        pub fn data_type(ty: &Type) -> DbDataType {
+            match *ty {
+                Type::BOOL => DbDataType::Boolean,
+                Type::BYTEA => DbDataType::Binary,
+                Type::FLOAT4 => DbDataType::Floating32,
+                Type::FLOAT8 => DbDataType::Floating64,
+                Type::INT2 => DbDataType::Int16,
+                Type::INT4 => DbDataType::Int32,
+                Type::INT8 => DbDataType::Int64,
+                Type::TEXT | Type::VARCHAR | Type::BPCHAR => DbDataType::Str,
+                _ => $other(ty),
+            }
+        }
+
+        /// A row's values, or the text of a value that does not convert.
+        pub fn values(row: &Row) -> Result<Vec<DbValue>, String> {
+            let value = |(i, column): (usize, &tokio_postgres::Column)| {
+                let null = DbValue::DbNull;
+                match *column.type_() {
+                    Type::BOOL => get(row, i, DbValue::Boolean, null),
+                    Type::BYTEA => get(row, i, DbValue::Binary, null),
+                    Type::FLOAT4 => get(row, i, DbValue::Floating32, null),
+                    Type::FLOAT8 => get(row, i, DbValue::Floating64, null),
+                    Type::INT2 => get(row, i, DbValue::Int16, null),
+                    Type::INT4 => get(row, i, DbValue::Int32, null),
+                    Type::INT8 => get(row, i, DbValue::Int64, null),
+                    Type::TEXT | Type::VARCHAR | Type::BPCHAR => get(row, i, DbValue::Str, null),
+                    _ => get(row, i, $unsupported, null),
+                }
+            };
+            row.columns().iter().enumerate().map(value).collect()
+        }
+
+        /// As in Spin, from a row: none when there is no row.
+        pub fn columns(row: &Row) -> Vec<Column> {
+            let column = |c: &tokio_postgres::Column| Column {
+                name: c.name().to_string(),
+                data_type: data_type(c.type_()),
+            };
+            row.columns().iter().map(column).collect()
+        }
+
+        /// The columns (as in Spin, from the first row: none when there is
+        /// no row) and the rows' values.
+        pub fn row_set(rows: &[Row]) -> Result<(Vec<Column>, Vec<Vec<DbValue>>), String> {
+            let columns = rows.first().map(columns).unwrap_or_default();
+            Ok((columns, rows.iter().map(values).collect::<Result<_, _>>()?))
+        }
+    };
+}
+
+pub mod v2 {
+    use super::*;
+    use crate::bindings::fermyon::spin::rdbms_types::{
+        Column, DbDataType, DbValue, Error, ParameterValue,
+    };
+
+    conversions!(
+        ParameterValue::Uint8(_)
+            | ParameterValue::Uint16(_)
+            | ParameterValue::Uint32(_)
+            | ParameterValue::Uint64(_)
+            => "Postgres does not support unsigned integers".into(),
+        |_| DbDataType::Other,
+        |_: Raw| DbValue::Unsupported
+    );
+}
+
+pub mod v4 {
+    use super::*;
+    use crate::bindings::spin::postgres::postgres::{
+        Column, DbDataType, DbValue, Error, ParameterValue,
+    };
+
+    conversions!(
+        other => format!("spin-lite does not convert this parameter: {other:?}"),
+        |ty: &Type| DbDataType::Other(ty.name().to_string()),
+        |raw: Raw| DbValue::Unsupported(raw.0)
+    );
 }
 
 #[cfg(test)]
 mod tests {
+    use super::v2::{data_type, to_sql};
     use super::*;
+    use crate::bindings::fermyon::spin::rdbms_types::{DbDataType, Error, ParameterValue};
+    use crate::bindings::spin::postgres::postgres as p4;
 
     #[test]
     fn parameters_convert_but_unsigned_ones() {
@@ -154,10 +184,17 @@ mod tests {
         assert!(matches!(data_type(&Type::VARCHAR), DbDataType::Str));
         assert!(matches!(data_type(&Type::BPCHAR), DbDataType::Str));
         assert!(matches!(data_type(&Type::BYTEA), DbDataType::Binary));
-        // Types `rdbms-types` 2.0 has no case for.
+        // Types `rdbms-types` 2.0 has no case for; 4.2 names them.
         for ty in [Type::NUMERIC, Type::TIMESTAMPTZ, Type::UUID, Type::JSONB] {
             assert!(matches!(data_type(&ty), DbDataType::Other), "{ty}");
+            let named = v4::data_type(&ty);
+            assert!(matches!(&named, p4::DbDataType::Other(n) if *n == ty.name()), "{ty}");
         }
-        assert!(row_set(&[]).unwrap().0.is_empty());
+        use p4::ParameterValue as P4;
+        assert!(v4::to_sql(&P4::Int32(1)).is_ok() && v4::to_sql(&P4::DbNull).is_ok());
+        let refused = v4::to_sql(&P4::Uuid("u".into())).err();
+        assert!(
+            matches!(&refused, Some(p4::Error::ValueConversionFailed(m)) if m.contains("Uuid"))
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! PRAGMA the component runs lasts as long as its connection).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
 /// Blocking: a new connection to `path`, its folder made first; the error
 /// is the text Spin's `io` error carries.
@@ -18,20 +18,61 @@ pub fn connect(path: &Path) -> Result<rusqlite::Connection, String> {
 }
 
 /// Its file and, from its first statement on, its own SQLite connection (so
-/// a transaction spans several `execute`s).
+/// a transaction spans several `execute`s). A statement holds it until its
+/// last row is taken (`execute-async`), as Spin's lock does.
+#[derive(Clone)]
 pub struct Connection {
-    pub(super) path: Arc<Path>,
-    pub(super) conn: Option<rusqlite::Connection>,
+    path: Arc<Path>,
+    conn: Arc<Mutex<Lazy>>,
 }
 
-impl Drop for Connection {
+struct Lazy(Option<rusqlite::Connection>);
+
+impl Drop for Lazy {
     /// Closing rolls back an open transaction and may checkpoint a WAL
     /// database (fsync): on the blocking pool, not the serving thread.
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
+        if let Some(conn) = self.0.take() {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn_blocking(move || drop(conn));
             }
         }
+    }
+}
+
+impl Connection {
+    pub fn new(path: Arc<Path>) -> Connection {
+        Connection { path, conn: Arc::new(Mutex::new(Lazy(None))) }
+    }
+
+    /// Blocking: `f` on the connection, made first if need be (the error is
+    /// the text of Spin's `io` error).
+    pub fn blocking<R>(&self, f: impl FnOnce(&rusqlite::Connection) -> R) -> Result<R, String> {
+        let mut lazy = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let conn = match lazy.0.take() {
+            Some(conn) => conn,
+            None => connect(&self.path)?,
+        };
+        Ok(f(lazy.0.insert(conn)))
+    }
+
+    /// `changes` or `last-insert-rowid`: 0 before the first statement, as on
+    /// a new connection; a thread hop only while a statement holds it.
+    pub async fn counter<R: Default + Send + 'static>(
+        &self,
+        read: fn(&rusqlite::Connection) -> R,
+    ) -> R {
+        let read = move |lazy: &Lazy| lazy.0.as_ref().map_or_else(R::default, read);
+        let free = match self.conn.try_lock() {
+            Ok(lazy) => Some(read(&lazy)),
+            Err(TryLockError::Poisoned(lazy)) => Some(read(&lazy.into_inner())),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        if let Some(value) = free {
+            return value;
+        }
+        let conn = self.conn.clone();
+        let held = move || read(&conn.lock().unwrap_or_else(PoisonError::into_inner));
+        tokio::task::spawn_blocking(held).await.unwrap_or_default()
     }
 }

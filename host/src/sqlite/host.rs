@@ -1,7 +1,7 @@
-//! `fermyon:spin/sqlite@2.0.0` on [`SqliteView`]. As in Spin, each statement
-//! runs on tokio's blocking pool: SQLite's busy handler may sleep while
-//! another connection holds the lock, and must not hold a serving thread
-//! that connection's `COMMIT` may need.
+//! `fermyon:spin/sqlite@2.0.0` on [`SqliteView`], and what the 3.1 room
+//! (`v3`) shares. As in Spin, each statement runs on tokio's blocking pool:
+//! SQLite's busy handler may sleep while another connection holds the lock,
+//! and must not hold a serving thread that connection's `COMMIT` may need.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
-use super::databases::{connect, Connection};
-use super::values::run;
+use super::databases::Connection;
+use super::values::{run, Refusal, SqlValue};
 use crate::bindings::fermyon::spin::sqlite::{self, Error, HostConnection, QueryResult, Value};
 
 /// The manifest's grants and the files of the granted labels.
@@ -29,25 +29,60 @@ impl SqliteDbs {
 
     /// In Spin's order: not granted is `access-denied` (even with a
     /// location), granted without a location `no-such-database`.
-    fn open(&self, label: &str) -> Result<Arc<Path>, Error> {
+    fn open(&self, label: &str) -> Result<Arc<Path>, Refusal> {
         if !self.granted.iter().any(|g| g == label) {
-            return Err(Error::AccessDenied);
+            return Err(Refusal::AccessDenied);
         }
-        self.files.get(label).cloned().ok_or(Error::NoSuchDatabase)
+        self.files.get(label).cloned().ok_or(Refusal::NoSuchDatabase)
     }
 }
 
-/// What `fermyon:spin/sqlite` sees of an instance's state.
+/// What `fermyon:spin/sqlite` and `spin:sqlite` see of an instance's state.
 pub struct SqliteView<'a> {
     pub dbs: &'a SqliteDbs,
     pub table: &'a mut ResourceTable,
 }
 
-/// The interface's `HasData` marker (as `WasiCli` is for `wasi:cli`).
+/// The interfaces' `HasData` marker (as `WasiCli` is for `wasi:cli`).
 pub struct SpinSqlite;
 
 impl HasData for SpinSqlite {
     type Data<'a> = SqliteView<'a>;
+}
+
+impl SqliteView<'_> {
+    /// No I/O: the connection is made at its first statement.
+    pub(super) fn open_connection<E: From<Refusal>>(
+        &mut self,
+        label: &str,
+    ) -> wasmtime::Result<Result<Resource<Connection>, E>> {
+        Ok(match self.dbs.open(label) {
+            Ok(path) => Ok(self.table.push(Connection::new(path))?),
+            Err(refusal) => Err(refusal.into()),
+        })
+    }
+}
+
+/// One statement on the blocking pool: its columns and all its rows, or the
+/// text of Spin's `io` error.
+pub(super) async fn query_all<V: SqlValue>(
+    conn: Connection,
+    statement: String,
+    params: Vec<V>,
+) -> Result<(Vec<String>, Vec<Vec<V>>), String> {
+    let ran = tokio::task::spawn_blocking(move || {
+        let (mut columns, mut rows) = (Vec::new(), Vec::new());
+        let push = |row| {
+            rows.push(row);
+            Ok(())
+        };
+        conn.blocking(|c| run(c, &statement, params, |names| columns = names, push))
+            .and_then(|ran| ran)?;
+        Ok((columns, rows))
+    })
+    .await;
+    // Spin's words when the blocking task is lost (it panicked).
+    ran.unwrap_or_else(|_| Err("internal runtime error".into()))
 }
 
 impl sqlite::Host for SqliteView<'_> {}
@@ -57,11 +92,7 @@ impl HostConnection for SqliteView<'_> {
         &mut self,
         database: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        let path = match self.dbs.open(&database) {
-            Ok(path) => path,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(Ok(self.table.push(Connection { path, conn: None })?))
+        self.open_connection(&database)
     }
 
     async fn execute(
@@ -70,23 +101,8 @@ impl HostConnection for SqliteView<'_> {
         statement: String,
         parameters: Vec<Value>,
     ) -> wasmtime::Result<Result<QueryResult, Error>> {
-        let resource = self.table.get_mut(&this)?;
-        let path = resource.path.clone();
-        let held = resource.conn.take();
-        let ran = tokio::task::spawn_blocking(move || {
-            let conn = match held.map_or_else(|| connect(&path), Ok) {
-                Ok(conn) => conn,
-                Err(e) => return (None, Err(Error::Io(e))),
-            };
-            let result = run(&conn, &statement, parameters);
-            (Some(conn), result)
-        })
-        .await;
-        // Spin's words when the blocking task is lost (it panicked).
-        let (conn, result) =
-            ran.unwrap_or_else(|_| (None, Err(Error::Io("internal runtime error".into()))));
-        self.table.get_mut(&this)?.conn = conn;
-        Ok(result)
+        let conn = self.table.get(&this)?.clone();
+        Ok(query_all(conn, statement, parameters).await.map(Into::into).map_err(Error::Io))
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {

@@ -1,54 +1,92 @@
-//! Spin's SQLite `value`s to and from rusqlite's, and one statement run.
+//! Spin's SQLite `value`s to and from rusqlite's, and one statement run, for
+//! both versions of the interface (their types are alike but distinct).
 
 use rusqlite::types::ValueRef;
 
-use crate::bindings::fermyon::spin::sqlite::{Error, QueryResult, RowResult, Value};
-
-/// Spin passes every SQLite error as `io` with rusqlite's text, which is
-/// SQLite's own message ("no such table: items", "database is locked").
-fn to_error(e: rusqlite::Error) -> Error {
-    Error::Io(e.to_string())
+/// Either version's `value`.
+pub trait SqlValue: Sized + Send + 'static {
+    fn to_sql(self) -> rusqlite::types::Value;
+    fn from_sql(v: ValueRef<'_>) -> Self;
 }
 
-fn to_sql(v: Value) -> rusqlite::types::Value {
-    use rusqlite::types::Value as V;
-    match v {
-        Value::Integer(i) => V::Integer(i),
-        Value::Real(f) => V::Real(f),
-        Value::Text(s) => V::Text(s),
-        Value::Blob(b) => V::Blob(b),
-        Value::Null => V::Null,
-    }
+/// Why `open` refused, in Spin's order: not granted, then no location.
+pub enum Refusal {
+    AccessDenied,
+    NoSuchDatabase,
 }
 
-fn from_sql(v: ValueRef<'_>) -> Value {
-    match v {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => Value::Integer(i),
-        ValueRef::Real(f) => Value::Real(f),
-        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
-    }
+macro_rules! alike {
+    ($($version:ident)::+) => {
+        impl SqlValue for crate::bindings::$($version)::+::Value {
+            fn to_sql(self) -> rusqlite::types::Value {
+                use rusqlite::types::Value as V;
+                match self {
+                    Self::Integer(i) => V::Integer(i),
+                    Self::Real(f) => V::Real(f),
+                    Self::Text(s) => V::Text(s),
+                    Self::Blob(b) => V::Blob(b),
+                    Self::Null => V::Null,
+                }
+            }
+
+            fn from_sql(v: ValueRef<'_>) -> Self {
+                match v {
+                    ValueRef::Null => Self::Null,
+                    ValueRef::Integer(i) => Self::Integer(i),
+                    ValueRef::Real(f) => Self::Real(f),
+                    ValueRef::Text(t) => Self::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Blob(b) => Self::Blob(b.to_vec()),
+                }
+            }
+        }
+
+        impl From<(Vec<String>, Vec<Vec<crate::bindings::$($version)::+::Value>>)>
+            for crate::bindings::$($version)::+::QueryResult
+        {
+            fn from(
+                (columns, rows): (Vec<String>, Vec<Vec<crate::bindings::$($version)::+::Value>>),
+            ) -> Self {
+                use crate::bindings::$($version)::+::RowResult;
+                let rows = rows.into_iter().map(|values| RowResult { values }).collect();
+                Self { columns, rows }
+            }
+        }
+
+        impl From<Refusal> for crate::bindings::$($version)::+::Error {
+            fn from(refusal: Refusal) -> Self {
+                match refusal {
+                    Refusal::AccessDenied => Self::AccessDenied,
+                    Refusal::NoSuchDatabase => Self::NoSuchDatabase,
+                }
+            }
+        }
+    };
 }
 
-/// Blocking: one statement, all its rows.
-pub fn run(
+alike!(fermyon::spin::sqlite);
+alike!(spin::sqlite::sqlite);
+
+/// Blocking: one statement; its column names to `columns` once prepared,
+/// then each row to `row`, which may stop it with an error. Errors are
+/// SQLite's own messages ("no such table: items", "database is locked"),
+/// which Spin passes as `io`.
+pub fn run<V: SqlValue>(
     conn: &rusqlite::Connection,
     statement: &str,
-    params: Vec<Value>,
-) -> Result<QueryResult, Error> {
-    let mut stmt = conn.prepare_cached(statement).map_err(to_error)?;
-    let columns: Vec<String> = stmt.column_names().map(String::from).collect();
-    let n = columns.len();
-    let mut rows =
-        stmt.query(rusqlite::params_from_iter(params.into_iter().map(to_sql))).map_err(to_error)?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().map_err(to_error)? {
-        let mut values = Vec::with_capacity(n);
-        for i in 0..n {
-            values.push(from_sql(row.get_ref(i).map_err(to_error)?));
-        }
-        out.push(RowResult { values });
+    params: Vec<V>,
+    columns: impl FnOnce(Vec<String>),
+    mut row: impl FnMut(Vec<V>) -> Result<(), String>,
+) -> Result<(), String> {
+    let text = |e: rusqlite::Error| e.to_string();
+    let mut stmt = conn.prepare_cached(statement).map_err(text)?;
+    let names: Vec<String> = stmt.column_names().map(String::from).collect();
+    let n = names.len();
+    columns(names);
+    let params = rusqlite::params_from_iter(params.into_iter().map(V::to_sql));
+    let mut rows = stmt.query(params).map_err(text)?;
+    while let Some(r) = rows.next().map_err(text)? {
+        let values: Result<Vec<V>, _> = (0..n).map(|i| r.get_ref(i).map(V::from_sql)).collect();
+        row(values.map_err(text)?)?;
     }
-    Ok(QueryResult { columns, rows: out })
+    Ok(())
 }

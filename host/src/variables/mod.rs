@@ -1,6 +1,6 @@
-//! Spin variables (`fermyon:spin/variables@2.0.0`): `./.env` (`dotenv`), a
-//! runtime config's providers (`providers`, `vault`), Spin's precedence
-//! (`resolve`), and the interface on [`VariablesView`].
+//! Spin variables (`fermyon:spin/variables@2.0.0`, `@3.0.0`): `./.env`
+//! (`dotenv`), a runtime config's providers (`providers`, `vault`), Spin's
+//! precedence (`resolve`), and the interfaces on [`VariablesView`].
 
 mod dotenv;
 mod providers;
@@ -11,16 +11,19 @@ pub use dotenv::read_dotenv;
 pub use providers::load as load_providers;
 pub use resolve::Variables;
 
-use wasmtime::component::HasData;
+use std::sync::Arc;
+
+use wasmtime::component::{Accessor, HasData};
 
 use crate::bindings::fermyon::spin::variables::{self, Error};
+use crate::bindings::spin::variables::variables as v3;
 
-/// What `fermyon:spin/variables` sees of an instance's state.
+/// What `fermyon:spin/variables` and `spin:variables` see of an instance.
 pub struct VariablesView<'a> {
-    pub variables: &'a Variables,
+    pub variables: &'a Arc<Variables>,
 }
 
-/// The interface's `HasData` marker (as `WasiCli` is for `wasi:cli`).
+/// The interfaces' `HasData` marker (as `WasiCli` is for `wasi:cli`).
 pub struct SpinVariables;
 
 impl HasData for SpinVariables {
@@ -30,5 +33,23 @@ impl HasData for SpinVariables {
 impl variables::Host for VariablesView<'_> {
     async fn get(&mut self, name: String) -> wasmtime::Result<Result<String, Error>> {
         Ok(self.variables.get(&name).await)
+    }
+}
+
+impl v3::Host for VariablesView<'_> {}
+
+/// 3.0's `get`: the same resolution, 3.0's error of the same case.
+impl<U> v3::HostWithStore<U> for SpinVariables {
+    async fn get(
+        accessor: &Accessor<U, Self>,
+        name: String,
+    ) -> wasmtime::Result<Result<String, v3::Error>> {
+        let variables = accessor.with(|mut access| access.get().variables.clone());
+        Ok(variables.get(&name).await.map_err(|e| match e {
+            Error::InvalidName(text) => v3::Error::InvalidName(text),
+            Error::Undefined(text) => v3::Error::Undefined(text),
+            Error::Provider(text) => v3::Error::Provider(text),
+            Error::Other(text) => v3::Error::Other(text),
+        }))
     }
 }

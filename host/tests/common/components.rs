@@ -189,13 +189,76 @@ world probe {
 
 /// The probe component's bytes.
 pub fn probe() -> Vec<u8> {
+    component(PROBE_WORLD, &probe_wat())
+}
+
+/// A WASI 0.3 component (`wasi:http/handler@0.3.0`, lifted async with a
+/// callback); `handle` is its core body, the request in local 0, and may
+/// end with `$answer`: status 200 plus the requests its instance served
+/// before, no body, no trailers.
+pub fn p3_handler(handle: &str) -> Vec<u8> {
+    let http = "wasi:http/types@0.3.0";
+    let new = "[static]response.new";
+    let wat = format!(
+        r#"(module
+  (import "{http}" "[constructor]fields" (func $fields (result i32)))
+  (import "{http}" "{new}" (func $response (param i32 i32 i32 i32 i32)))
+  (import "{http}" "[method]response.set-status-code" (func $status (param i32 i32) (result i32)))
+  (import "{http}" "[resource-drop]request" (func $drop_request (param i32)))
+  (import "{http}" "[future-new-1]{new}" (func $future (result i64)))
+  (import "{http}" "[async-lower][future-write-1]{new}" (func $write (param i32 i32) (result i32)))
+  (import "{http}" "[future-drop-writable-1]{new}" (func $drop_writer (param i32)))
+  (import "{http}" "[future-drop-readable-2]{new}" (func $drop_reader (param i32)))
+  (import "[export]wasi:http/handler@0.3.0" "[task-return]handle" (func $return (param i32 i32 i32 i64 i32 i32 i32 i32)))
+  (import "$root" "[waitable-set-new]" (func $set_new (result i32)))
+  (import "$root" "[waitable-join]" (func $join (param i32 i32)))
+  (import "$root" "[waitable-set-drop]" (func $set_drop (param i32)))
+  (import "$root" "[context-get-0]" (func $context (result i32)))
+  (import "$root" "[context-set-0]" (func $set_context (param i32)))
+  (memory (export "memory") 1)
+  (global $served (mut i32) (i32.const 0))
+  (func $answer (param $request i32) (result i32)
+    (local $future i64) (local $response i32) (local $writer i32) (local $set i32)
+    (call $drop_request (local.get $request))
+    (local.set $future (call $future))
+    (call $response (call $fields) (i32.const 0) (i32.const 0) (i32.wrap_i64 (local.get $future)) (i32.const 64))
+    (local.set $response (i32.load (i32.const 64)))
+    (call $drop_reader (i32.load (i32.const 68)))
+    (drop (call $status (local.get $response) (i32.add (i32.const 200) (global.get $served))))
+    (global.set $served (i32.add (global.get $served) (i32.const 1)))
+    (call $return (i32.const 0) (local.get $response) (i32.const 0) (i64.const 0) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0))
+    ;; The trailers, ok(none) (zeroes), once the host takes them.
+    (local.set $writer (i32.wrap_i64 (i64.shr_u (local.get $future) (i64.const 32))))
+    (if (i32.ne (call $write (local.get $writer) (i32.const 128)) (i32.const -1))
+      (then (call $drop_writer (local.get $writer)) (return (i32.const 0))))
+    (local.set $set (call $set_new))
+    (call $join (local.get $writer) (local.get $set))
+    (call $set_context (local.get $set))
+    (i32.or (i32.const 2) (i32.shl (local.get $set) (i32.const 4))))
+  (func (export "[async-lift]wasi:http/handler@0.3.0#handle") (param i32) (result i32)
+    {handle})
+  ;; The trailers were taken (event, the writer, its result): done.
+  (func (export "[callback][async-lift]wasi:http/handler@0.3.0#handle") (param i32 i32 i32) (result i32)
+    (call $join (local.get 1) (i32.const 0))
+    (call $drop_writer (local.get 1))
+    (call $set_drop (call $context))
+    (i32.const 0))
+)"#
+    );
+    let world = "package spin-lite-test:p3;
+world p3 { import wasi:http/types@0.3.0; export wasi:http/handler@0.3.0; }";
+    component(world, &wat)
+}
+
+/// A core module in WAT made a component of `world` (`package:.../world NAME`,
+/// against the repository's `wit/`).
+fn component(world: &str, wat: &str) -> Vec<u8> {
     let wit = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit");
     let mut resolve = wit_parser::Resolve::default();
     resolve.push_dir(&wit).expect("the repository's wit/ parses");
-    let package =
-        resolve.push_str(Path::new("probe.wit"), PROBE_WORLD).expect("the probe's world parses");
-    let world = resolve.select_world(&[package], Some("probe")).unwrap();
-    let mut module = wat::parse_str(probe_wat()).expect("the probe's WAT is valid");
+    let package = resolve.push_str(Path::new("world.wit"), world).expect("the world parses");
+    let world = resolve.select_world(&[package], None).unwrap();
+    let mut module = wat::parse_str(wat).expect("the WAT is valid");
     wit_component::embed_component_metadata(
         &mut module,
         &resolve,
@@ -208,5 +271,5 @@ pub fn probe() -> Vec<u8> {
         .unwrap()
         .validate(true)
         .encode()
-        .unwrap_or_else(|e| panic!("the probe is not a valid component: {e:?}"))
+        .unwrap_or_else(|e| panic!("not a valid component: {e:?}"))
 }

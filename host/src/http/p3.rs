@@ -1,0 +1,199 @@
+//! WASI 0.3 (`wasi:http/handler@0.3.0`): wasmtime-wasi-http's `ProxyHandler`
+//! reuses instances as Spin main does (`Reuse`), within spin-lite's bounds:
+//! an instance holds one of the `--max-instances` slots for its life (no slot
+//! within `SLOT_WAIT`: `NoSlot`, a 503), and a request past
+//! `--request-timeout` fails (`ExpirationError`, a 500) and dooms its
+//! instance, dropped once no other request is in it. A guest that loops
+//! keeps the event loop from timing it out; the handler's outer check then
+//! drops the instance a deadline after its latest request began.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::component::GuestTaskId;
+use wasmtime::{Store, StoreContextMut};
+use wasmtime_wasi_http::handler::{
+    HandlerState, Instance, ShouldAccept, WorkerExpiration, WorkerState, WorkerStatus,
+};
+use wasmtime_wasi_http::WasiHttpView;
+
+use super::server::{Server, SLOT_WAIT};
+
+/// Whether the component exports `wasi:http/handler@0.3.*` (WASI 0.3), from
+/// its own exports (those of the components inside it do not count).
+pub fn exports_wasi_0_3(component: &[u8]) -> bool {
+    use wasmparser::Payload::{ComponentExportSection, ComponentSection, End, ModuleSection};
+    let mut depth = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(component) {
+        match payload {
+            Ok(ModuleSection { .. } | ComponentSection { .. }) => depth += 1,
+            Ok(End(_)) => depth -= 1,
+            Ok(ComponentExportSection(exports)) if depth == 0 => {
+                let handler = |e: &wasmparser::ComponentExport| {
+                    e.name.name.starts_with("wasi:http/handler@0.3")
+                };
+                if exports.into_iter().flatten().any(|e| handler(&e)) {
+                    return true;
+                }
+            }
+            Err(_) => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `--max-instance-reuse-count`, `--max-instance-concurrent-reuse-count`,
+/// `--idle-instance-timeout`.
+#[derive(Clone, Copy)]
+pub struct Reuse {
+    pub max_count: u32,
+    pub max_concurrent: u32,
+    pub idle_timeout: Duration,
+}
+
+/// A request's instance, once it has one: whether it ran out of time.
+pub type Doomed = Arc<OnceLock<Arc<AtomicBool>>>;
+
+/// Every instance slot stayed taken for `SLOT_WAIT`.
+#[derive(Debug)]
+pub struct NoSlot;
+
+impl std::fmt::Display for NoSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "every instance slot was busy for {} s", SLOT_WAIT.as_secs())
+    }
+}
+
+impl std::error::Error for NoSlot {}
+
+/// The `ProxyHandler`'s state: one per serving thread, so a connection and
+/// the instances serving it stay on one thread.
+pub struct Instances<T: 'static>(pub Arc<Server<T>>);
+
+impl<T: WasiHttpView + Send + 'static> HandlerState for Instances<T> {
+    type StoreData = T;
+    type WorkerExpiration = Expiration;
+    type WorkerState = Worker<T>;
+
+    async fn instantiate(&self) -> wasmtime::Result<Instance<T, Expiration, Worker<T>>> {
+        let server = &self.0;
+        let slot = tokio::time::timeout(SLOT_WAIT, server.slots().acquire_owned())
+            .await
+            .map_err(|_| NoSlot)??;
+        let (store, proxy) = server.instantiate().await?;
+        let limits = server.limits();
+        let doomed = Arc::new(AtomicBool::new(false));
+        Ok(Instance {
+            store,
+            proxy,
+            view: T::http,
+            expiration: Expiration {
+                idle_timeout: limits.reuse.idle_timeout,
+                request_timeout: limits.request_timeout,
+                doomed: doomed.clone(),
+                sleep: Box::pin(tokio::time::sleep(Duration::MAX)),
+            },
+            state: Worker {
+                request_timeout: limits.request_timeout,
+                reuse: limits.reuse,
+                doomed,
+                _slot: slot,
+                _data: PhantomData,
+            },
+        })
+    }
+}
+
+pub struct Worker<T> {
+    request_timeout: Duration,
+    reuse: Reuse,
+    /// A request of this instance ran past its deadline.
+    doomed: Arc<AtomicBool>,
+    _slot: OwnedSemaphorePermit,
+    _data: PhantomData<fn() -> T>,
+}
+
+impl<T: Send + 'static> WorkerState for Worker<T> {
+    type StoreData = T;
+    type RequestData = Doomed;
+
+    fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
+        if total >= self.reuse.max_count as usize {
+            ShouldAccept::Never
+        } else if concurrent >= self.reuse.max_concurrent as usize {
+            ShouldAccept::No
+        } else {
+            ShouldAccept::Yes
+        }
+    }
+
+    fn on_request_start(
+        &self,
+        _: StoreContextMut<'_, T>,
+        request: Doomed,
+        _: GuestTaskId,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+        let _ = request.set(self.doomed.clone());
+        let (timeout, doomed) = (self.request_timeout, self.doomed.clone());
+        Box::pin(async move {
+            tokio::time::sleep(timeout).await;
+            doomed.store(true, Relaxed);
+        })
+    }
+
+    fn drop(&self, store: Store<T>, result: wasmtime::Result<()>) {
+        // A doomed instance's requests report why.
+        match result {
+            Err(e) if !self.doomed.load(Relaxed) => eprintln!("component instance dropped: {e:?}"),
+            _ => {}
+        }
+        drop(store);
+    }
+}
+
+/// Polled outside the instance's event loop, so it also fires while a guest
+/// loops (and then dooms the instance).
+pub struct Expiration {
+    idle_timeout: Duration,
+    request_timeout: Duration,
+    doomed: Arc<AtomicBool>,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl WorkerExpiration for Expiration {
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        status: WorkerStatus,
+        start: Instant,
+    ) -> Poll<()> {
+        let me = self.get_mut();
+        if status != WorkerStatus::Requests && me.doomed.load(Relaxed) {
+            return Poll::Ready(());
+        }
+        let limit = match status {
+            WorkerStatus::Idle => me.idle_timeout,
+            // Requests, or guest work after the last answer.
+            _ => me.request_timeout,
+        };
+        let Some(deadline) = start.checked_add(limit) else {
+            return Poll::Pending;
+        };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        if me.sleep.deadline() != deadline {
+            me.sleep.as_mut().reset(deadline);
+        }
+        let expired = me.sleep.as_mut().poll(cx);
+        if expired.is_ready() && status != WorkerStatus::Idle {
+            me.doomed.store(true, Relaxed);
+        }
+        expired
+    }
+}
