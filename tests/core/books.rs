@@ -375,7 +375,7 @@ fn sqlite_synchronous_is_normal_unless_full_and_full_when_unreadable() {
     assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
 }
 
-/// How the value is described (its scheme only): src/settings/db_url.rs.
+/// How the value is described (its scheme only): src/settings/database.rs.
 #[test]
 fn an_unsupported_db_url_is_500_naming_the_setting_without_its_password() {
     for db_url in ["mysql://u:hunter2@x/db", "mysql://u:p@ss/hunter2@x/db?password=hunter2"] {

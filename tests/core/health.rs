@@ -45,7 +45,7 @@ fn an_unusable_store_is_503_with_the_reason_in_the_log_only_until_it_answers() {
 
 #[test]
 fn a_db_url_that_cannot_be_used_is_503_without_opening_a_store() {
-    // That no password of it is logged: books.rs and src/settings/db_url.rs.
+    // That no password of it is logged: books.rs and src/settings/database.rs.
     for unreadable in [false, true] {
         let mut ctx = TestContext::new();
         match unreadable {

@@ -316,6 +316,8 @@ class Context:
     def __init__(self, args, label="faults"):
         self.store, self.full = args.store, args.scale == "full"
         self.host_kind, self.wasm, self.manifest, self.reuse = args.host, args.wasm, args.manifest, args.reuse
+        # The WASI 0.2 build (a fresh instance per request), by its manifest or file name.
+        self.wasi_p2 = "wasi-p2" in str(args.manifest or "") or str(args.wasm or "").endswith("-p2.wasm")
         self.tally = Tally(label + (" (spin up)" if args.host == "spin" else ""), self.store)
         self.tmp = tempfile.mkdtemp(prefix=f"book-faults-{self.store}.")
         self.hosts, self.pg, self.extra_clusters = [], None, []

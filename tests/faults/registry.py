@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -138,14 +139,17 @@ def plain_hurl(ctx, host, what):
 
 
 def gone_without_state_dir(ctx, ref):
-    """Without --state-dir, a book created is not there on the next request."""
+    """Without --state-dir, a book created is gone once its connection is: the
+    next request's (WASI 0.2), or its instance's, after a second idle (WASI 0.3,
+    whose instance keeps its SQLite connection)."""
     host = PulledApp(ctx, ref, state=False).start()
     token = host.token()
     created = host.call("POST", "/book", {"title": "Kept?", "author": "Nobody", "year": 2000}, token)
+    time.sleep(2)
     read = host.call("GET", f"/book/{(created.data or {}).get('id')}", token=token)
     ctx.tally.check(created.status == 201 and read.status == 404 and "in-memory database" in host.tail(1000),
                     "without --state-dir, Spin keeps the default SQLite database in memory: a book "
-                    "created is gone on the next request (the README's command sets --state-dir)",
+                    "created is gone once its connection closes (the README's command sets --state-dir)",
                     f"{created!r} {read!r}")
     host.kill()
 
