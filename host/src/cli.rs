@@ -83,10 +83,12 @@ pub struct Cli {
           default_value = "30", value_parser = parse_seconds)]
     pub request_timeout: Duration,
 
-    /// Fail a PostgreSQL query that returns zero rows (the component gets
-    /// query-failed; a log line names the statement) instead of answering:
-    /// real Spin 4.0.0 to 4.0.2 hang forever on such a query (Spin issue
-    /// #3671), so tests run with this to catch one. Off by default
+    /// Fail a blocking PostgreSQL query (2.0's `query`, 4.2's `query`) that
+    /// returns zero rows (the component gets query-failed; a log line names
+    /// the statement) instead of answering: real Spin 4.0.0 to 4.0.2 hang
+    /// forever on such a query (Spin issue #3671), Spin main on 4.2's, so
+    /// tests run with this to catch one. 4.2's `query-async` answers, as in
+    /// Spin main. Off by default
     #[arg(long, env = "SPIN_LITE_PG_EMPTY_QUERY_ERROR",
           value_parser = clap::builder::BoolishValueParser::new())]
     pub pg_empty_query_error: bool,

@@ -26,7 +26,7 @@ import lib
 BOOKS = 2_000_000
 SPIN_BUFFERED_LIMIT = 128 * 1024 * 1024  # Spin's MAX_HOST_BUFFERED_BYTES
 GROWTH_BOUND_KIB = 64 * 1024
-CUT_LINE = "error: the list was cut short: "
+CUT_LINE = "reason=\"the list was cut short: "
 
 
 class Listing:

@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use wasmtime::component::{Accessor, FutureReader, Resource, StreamReader};
 
-use super::host::{empty_query, execute, query, run, PgView, SpinPostgres};
+use super::host::{execute, query, run, PgView, SpinPostgres};
 use super::pool::{query_failed, Builder, Connection, Kind, Outcome, PoolError};
 use super::values::v4;
 use crate::bindings::spin::postgres::postgres::{
@@ -153,17 +153,17 @@ impl<U> HostConnectionWithStore<U> for SpinPostgres {
 
     /// The rows go to the guest as they come (at most `ROWS_AHEAD`
     /// waiting); a row that does not convert, or a failure on the way, ends
-    /// them with the error in the future.
+    /// them with the error in the future. Never the zero-row check: Spin
+    /// main answers an async query that returns no row (its blocking `query`
+    /// still hangs on one, observed).
     async fn query_async(
         accessor: &Accessor<U, Self>,
         this: Resource<Connection>,
         statement: String,
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<Rows, Error>> {
-        let (client, empty_query_error) = accessor.with(|mut access| {
-            let view = access.get();
-            view.table.get(&this).map(|c| (c.client(), view.empty_query_error))
-        })?;
+        let client =
+            accessor.with(|mut access| access.get().table.get(&this).map(|c| c.client()))?;
         let params = params.iter().map(v4::to_sql).collect();
         let mut stream = match run(client, &statement, params, Kind::Stream, spin_error).await {
             Ok(Outcome::Stream(stream)) => Box::pin(stream),
@@ -184,10 +184,7 @@ impl<U> HostConnectionWithStore<U> for SpinPostgres {
                     return Ok(());
                 }
             }
-            match columns_tx {
-                Some(_) if empty_query_error => Err(spin_error(empty_query(&statement))),
-                _ => Ok(()),
-            }
+            Ok(())
         });
         let columns = columns_rx.await.unwrap_or_default();
         let lost = Error::Other("internal runtime error".into());
