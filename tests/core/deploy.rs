@@ -17,12 +17,11 @@ const SIGNING_SECRETS: [&str; 2] = ["secret_token", "secret_token_previous"];
 const VARIANT_WASMS: [&str; 2] =
     ["target/variants/book-catalog-postgres.wasm", "target/variants/book-catalog-p2.wasm"];
 /// Each deploy script | what it builds | what it then deploys, once (Akamai:
-/// the PostgreSQL-only build, WASI 0.3; SpinKube: the WASI 0.2 build;
-/// Fermyon Cloud: spin.toml, its SQLite label linked) | a setting it passes
-/// unless given one (Akamai's edge names the client in true-client-ip).
+/// the PostgreSQL-only build, WASI 0.3; SpinKube: the WASI 0.2 build) | a
+/// setting it passes unless given one (Akamai's edge names the client in
+/// true-client-ip).
 const DEPLOYS: &str = "
 deploy/akamai/deploy.sh | make variants | spin aka deploy -f deploy/postgres-only/spin.toml | client_ip_header=true-client-ip
-deploy/fermyon-cloud/deploy.sh | spin build | spin cloud deploy --link sqlite:default= |
 deploy/spinkube/deploy.sh | make variants | spin registry push -f deploy/spinkube/spin.toml |
 ";
 /// Made up: a signing secret of 48 bytes, a password hash, a database.
@@ -557,7 +556,7 @@ fn each_check_fails_on_a_broken_example() {
 /// One broken example a line, `check | file | text | replacement` (`\n`: a
 /// line break): the files with that one change must fail the check.
 const BROKEN: &str = r#"
-files_parse | deploy/fermyon-cloud/deploy.sh | #!/usr/bin/env bash | # bash
+files_parse | deploy/akamai/deploy.sh | #!/usr/bin/env bash | # bash
 files_parse | deploy/settings.sh | done | done done
 files_hold_what_they_must | spin.toml | ["postgres://{{ db_host }}"] | ["postgres://{{ db_host }}", "https://*:*"]
 files_hold_what_they_must | spin.toml | secret_token_previous = { default = "" | secret_token_previous = { default = "x"
@@ -595,6 +594,4 @@ deploy_scripts_pass_every_setting | deploy/settings.sh | host="$host:5432" | hos
 deploy_scripts_pass_every_setting | deploy/akamai/deploy.sh | make variants | make variants\nvariable_flags+=(--variable secret_token=0123456789abcdef0123456789abcdef)
 deploy_scripts_pass_every_setting | deploy/akamai/deploy.sh | -f deploy/postgres-only/spin.toml | -f spin.toml
 deploy_scripts_pass_every_setting | deploy/akamai/deploy.sh | :-true-client-ip} | :-x-forwarded-for}
-deploy_scripts_pass_every_setting | deploy/fermyon-cloud/deploy.sh | spin cloud deploy --link | spin deploy --link
-deploy_scripts_pass_every_setting | deploy/fermyon-cloud/deploy.sh | sqlite:default= | sqlite:books=
 "#;
