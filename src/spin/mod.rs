@@ -11,9 +11,13 @@ mod p2;
 #[cfg(feature = "p3")]
 mod p3;
 
+#[cfg(feature = "postgres")]
+use std::borrow::Cow;
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[cfg(feature = "postgres")]
+use crate::db::Column;
 use crate::db::{Connection, Row, Statement, StoreError, StoreKind};
 use crate::settings::{self, Setting, SettingUnavailable};
 
@@ -36,6 +40,35 @@ fn resolve(
     variable: Result<Option<String>, String>,
 ) -> Result<Option<String>, SettingUnavailable> {
     settings::resolve(setting, variable, || std::env::var(setting.env_name()).ok())
+}
+
+/// A PostgreSQL statement as Spin's blocking `query` is sent it: wrapped so
+/// that it yields at least one row whatever the data, unless it is written
+/// so (a statement with data-modifying CTEs, which PostgreSQL allows only at
+/// the top level). Spin 4.0.0 to 4.0.2 never return from a `query` that
+/// yields none (Spin issue #3671), nor does Spin main's blocking 4.2 `query`
+/// (observed). Data-modifying statements run once as CTEs too. The join
+/// loses the CTE's order, so the outer query orders by the first column,
+/// every statement's key (`id` for books, as lists need).
+#[cfg(feature = "postgres")]
+fn always_a_row<'a>(statement: &'a Statement) -> Cow<'a, str> {
+    if statement.always_a_row {
+        return Cow::Borrowed(&statement.sql);
+    }
+    Cow::Owned(format!(
+        "WITH result AS ({}) \
+         SELECT result.* FROM (VALUES (1)) AS one(k) LEFT JOIN result ON true ORDER BY 1",
+        statement.sql
+    ))
+}
+
+/// The rows of a query sent by `always_a_row`, without the row of NULLs that
+/// stands for "no rows": a row whose first column is NULL is that row, as
+/// every statement's first column is a NOT NULL key.
+#[cfg(feature = "postgres")]
+fn without_the_empty_row(rows: impl Iterator<Item = impl Iterator<Item = Column>>) -> Vec<Row> {
+    let rows = rows.map(Iterator::collect::<Row>);
+    rows.filter(|row| !matches!(row.first(), Some(Column::Null) | None)).collect()
 }
 
 /// The store a request opened, of either kind: each adapter's

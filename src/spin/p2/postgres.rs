@@ -1,31 +1,14 @@
 //! PostgreSQL through Spin (`fermyon:spin/postgres@2.0.0`, in every Spin
-//! since 2.0) as a `db::Connection`.
+//! since 2.0) as a `db::Connection`: every query returns a row
+//! (`always_a_row`).
 
 use std::time::Duration;
 
-use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error, RowSet};
+use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error};
 
+use super::super::{always_a_row, without_the_empty_row};
 use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind};
 use crate::settings::{redact_password, Database};
-
-/// Wraps `statement` so that it yields at least one row, whatever the data:
-/// Spin 4.0.0 to 4.0.2 never return from a `query` that yields none (Spin
-/// issue #3671; docs/operations.md). Data-modifying statements run once as
-/// CTEs too. The join loses the CTE's order, so the outer query orders by
-/// the first column, every statement's key (`id` for books, as lists need).
-pub(crate) fn at_least_one_row(statement: &str) -> String {
-    format!(
-        "WITH result AS ({statement}) \
-         SELECT result.* FROM (VALUES (1)) AS one(k) LEFT JOIN result ON true ORDER BY 1"
-    )
-}
-
-/// The rows of a result built by `at_least_one_row`: without the row of NULLs
-/// that stands for "no rows". A row whose first column is NULL is that row:
-/// every statement's first column is a NOT NULL key.
-fn rows_of(result: RowSet) -> impl Iterator<Item = Vec<DbValue>> {
-    result.rows.into_iter().filter(|row| !matches!(row.first(), Some(DbValue::DbNull) | None))
-}
 
 /// Connects on its first query (Spin pools the connections host-side).
 pub struct PostgresConnection {
@@ -53,18 +36,11 @@ impl db::Connection for PostgresConnection {
         StoreKind::Postgres
     }
 
-    /// Runs `statement` through `query`, wrapped by `at_least_one_row`
-    /// unless it is written to return a row anyway (a statement with
-    /// data-modifying CTEs, which PostgreSQL allows only at the top level).
     async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
-        let sql = if statement.always_a_row {
-            statement.sql.clone()
-        } else {
-            at_least_one_row(&statement.sql)
-        };
         let params = bind(&statement.params);
-        let rows = self.connection()?.query(&sql, &params).map_err(|error| failed(&error, ""))?;
-        Ok(rows_of(rows).map(|row| row.into_iter().map(column).collect()).collect())
+        let sql = always_a_row(statement);
+        let set = self.connection()?.query(&sql, &params).map_err(|error| failed(&error, ""))?;
+        Ok(without_the_empty_row(set.rows.into_iter().map(|row| row.into_iter().map(column))))
     }
 
     /// Through `execute`, which the zero-row hang never affects.

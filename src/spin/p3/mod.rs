@@ -18,7 +18,7 @@ use futures::StreamExt;
 use spin_sdk::http::body::IncomingBodyExt;
 use spin_sdk::http::Request;
 use spin_sdk::wasip3::http::types::{ErrorCode, Fields, Response as WasiResponse};
-use spin_sdk::wasip3::wit_bindgen::StreamWriter;
+use spin_sdk::wasip3::wit_bindgen::{yield_async, StreamWriter};
 use spin_sdk::wasip3::{spawn, wit_future, wit_stream};
 
 use super::Store;
@@ -96,6 +96,10 @@ async fn write_body(writer: &mut StreamWriter<u8>, body: Body) -> Result<(), Str
             while let Some(piece) = pieces.next().await {
                 let piece = piece.map_err(|error| format!("the list was cut short: {error}"))?;
                 unread(writer.write_all(piece).await)?;
+                // A page is read by a blocking call, and a fast client takes
+                // each piece at once: without this the instance's other
+                // requests would wait for the whole list (seconds).
+                yield_async().await;
             }
             Ok(())
         }
