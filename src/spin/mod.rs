@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 #[cfg(feature = "postgres")]
 use crate::db::Column;
 use crate::db::{Connection, Row, Statement, StoreError, StoreKind};
-use crate::settings::{self, Setting, SettingUnavailable};
+use crate::settings::{self, Database, Setting, SettingUnavailable};
 
 /// One write per line, so that concurrent requests' lines never interleave.
 fn log(line: &str) {
@@ -71,6 +71,20 @@ fn without_the_empty_row(rows: impl Iterator<Item = impl Iterator<Item = Column>
     rows.filter(|row| !matches!(row.first(), Some(Column::Null) | None)).collect()
 }
 
+/// A connection of a world's adapter, made for `database` (connecting may
+/// wait for the first statement), or why this build cannot.
+trait Open: Sized {
+    fn open(database: &Database) -> anyhow::Result<Self>;
+}
+
+/// The store `database` names, of the adapter's connections.
+fn connect<S: Open, P: Open>(database: &Database) -> anyhow::Result<Store<S, P>> {
+    Ok(match database.kind {
+        StoreKind::Sqlite => Store::Sqlite(S::open(database)?),
+        StoreKind::Postgres => Store::Postgres(P::open(database)?),
+    })
+}
+
 /// The store a request opened, of either kind: each adapter's
 /// `Context::Store`, over its two connections.
 #[cfg_attr(not(all(feature = "sqlite", feature = "postgres")), allow(dead_code))]
@@ -115,6 +129,13 @@ impl<S: Connection, P: Connection> Connection for Store<S, P> {
 /// The connection of a store this build does not contain: there is none.
 #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
 pub enum NotBuilt {}
+
+#[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+impl Open for NotBuilt {
+    fn open(database: &Database) -> anyhow::Result<Self> {
+        Err(anyhow::anyhow!(database.kind.missing_build_message()))
+    }
+}
 
 #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
 impl Connection for NotBuilt {

@@ -18,7 +18,6 @@ use wasi::io::streams::{OutputStream, StreamError};
 
 use super::Store;
 use super::{log, resolve, unix_now};
-use crate::db::StoreKind;
 use crate::envelope::{Body, Response};
 use crate::port::{join_values, split_target, BodyError, BodyStream, Context, RequestHead};
 use crate::settings::{Database, Setting, SettingSource, SettingUnavailable};
@@ -199,13 +198,6 @@ impl Context for SpinContext {
     }
 
     fn connect(&mut self, database: &Database) -> anyhow::Result<Self::Store> {
-        match database.kind {
-            #[cfg(feature = "sqlite")]
-            StoreKind::Sqlite => Ok(Store::Sqlite(sqlite::SqliteConnection::new(database))),
-            #[cfg(feature = "postgres")]
-            StoreKind::Postgres => Ok(Store::Postgres(postgres::PostgresConnection::new(database))),
-            #[allow(unreachable_patterns)]
-            kind => Err(anyhow::anyhow!(kind.missing_build_message())),
-        }
+        super::connect(database)
     }
 }

@@ -17,12 +17,14 @@ pub struct SqliteConnection {
     write_ready: bool,
 }
 
-impl SqliteConnection {
-    pub fn new(database: &Database) -> SqliteConnection {
+impl super::super::Open for SqliteConnection {
+    fn open(database: &Database) -> anyhow::Result<SqliteConnection> {
         let (label, synchronous) = (database.address.clone(), database.synchronous);
-        SqliteConnection { label, connection: None, synchronous, write_ready: false }
+        Ok(SqliteConnection { label, connection: None, synchronous, write_ready: false })
     }
+}
 
+impl SqliteConnection {
     fn run(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult, StoreError> {
         let label = &self.label;
         let connection = match &mut self.connection {

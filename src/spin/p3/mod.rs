@@ -24,7 +24,6 @@ use spin_sdk::wasip3::{spawn, wit_future, wit_stream};
 use super::Store;
 use super::{log, unix_now};
 use crate::app::{self, Served};
-use crate::db::StoreKind;
 use crate::envelope::Body;
 use crate::log as lines;
 use crate::port::RequestHead;
@@ -164,13 +163,6 @@ impl Context for SpinContext {
     }
 
     fn connect(&mut self, database: &Database) -> anyhow::Result<Self::Store> {
-        match database.kind {
-            #[cfg(feature = "sqlite")]
-            StoreKind::Sqlite => Ok(Store::Sqlite(sqlite::SqliteConnection::new(database))),
-            #[cfg(feature = "postgres")]
-            StoreKind::Postgres => Ok(Store::Postgres(postgres::PostgresConnection::new(database))),
-            #[allow(unreachable_patterns)]
-            kind => Err(anyhow::anyhow!(kind.missing_build_message())),
-        }
+        super::connect(database)
     }
 }

@@ -21,11 +21,13 @@ pub struct PostgresConnection {
     connection: Option<Connection>,
 }
 
-impl PostgresConnection {
-    pub fn new(database: &Database) -> PostgresConnection {
-        PostgresConnection { database: database.clone(), connection: None }
+impl super::super::Open for PostgresConnection {
+    fn open(database: &Database) -> anyhow::Result<PostgresConnection> {
+        Ok(PostgresConnection { database: database.clone(), connection: None })
     }
+}
 
+impl PostgresConnection {
     fn connection(&mut self) -> Result<&Connection, StoreError> {
         match &mut self.connection {
             Some(connection) => Ok(connection),

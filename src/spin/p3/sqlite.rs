@@ -23,7 +23,7 @@ const KEPT_IDLE: usize = 16;
 
 /// An open connection, the `synchronous` its PRAGMAs set (if they ran),
 /// and whether a transaction is open on it.
-struct Open {
+struct Opened {
     label: String,
     connection: Connection,
     write_pragmas: Option<Synchronous>,
@@ -31,26 +31,28 @@ struct Open {
 }
 
 thread_local! {
-    static IDLE: RefCell<Vec<Open>> = const { RefCell::new(Vec::new()) };
+    static IDLE: RefCell<Vec<Opened>> = const { RefCell::new(Vec::new()) };
 }
 
 pub struct SqliteConnection {
     label: String,
     synchronous: Synchronous,
     /// Taken from the idle ones, or opened at the first statement.
-    open: Option<Open>,
+    open: Option<Opened>,
 }
 
-impl SqliteConnection {
-    pub fn new(database: &Database) -> SqliteConnection {
+impl super::super::Open for SqliteConnection {
+    fn open(database: &Database) -> anyhow::Result<SqliteConnection> {
         let label = database.address.clone();
         let open = IDLE.with_borrow_mut(|idle| {
             let found = idle.iter().rposition(|open| open.label == label)?;
             Some(idle.swap_remove(found))
         });
-        SqliteConnection { label, synchronous: database.synchronous, open }
+        Ok(SqliteConnection { label, synchronous: database.synchronous, open })
     }
+}
 
+impl SqliteConnection {
     fn run(&mut self, sql: &str, params: Vec<Value>) -> Result<Vec<RowResult>, StoreError> {
         let label = &self.label;
         let failed = |error: Error| {
@@ -67,7 +69,12 @@ impl SqliteConnection {
                     StoreError::other(format!("opening SQLite database {label:?}: {error:?}"))
                 })?;
                 let label = label.clone();
-                slot.insert(Open { label, connection, write_pragmas: None, in_transaction: false })
+                slot.insert(Opened {
+                    label,
+                    connection,
+                    write_pragmas: None,
+                    in_transaction: false,
+                })
             }
         };
         Ok(open.connection.execute(sql, &params).map_err(failed)?.rows)
