@@ -378,6 +378,7 @@ impl Jitter {
 
 /// Transaction control: SQLite's `BEGIN` takes the write lock at once.
 pub const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
+pub const BEGIN: &str = "BEGIN";
 pub const COMMIT: &str = "COMMIT";
 pub const ROLLBACK: &str = "ROLLBACK";
 
@@ -394,7 +395,7 @@ pub(crate) async fn transaction<C: Connection, T>(
         StoreKind::Sqlite => {
             wait_for_the_lock(db, async |db| db.execute(BEGIN_WRITE).await).await?
         }
-        StoreKind::Postgres => db.execute("BEGIN").await?,
+        StoreKind::Postgres => db.execute(BEGIN).await?,
     }
     let failed = match work(db).await {
         Ok(value) => match wait_for_the_lock(db, async |db| db.execute(COMMIT).await).await {

@@ -11,29 +11,65 @@ use std::time::Duration;
 use spin_sdk::pg::wit::postgres::{Connection, DbValue, Error, ParameterValue, QueryError};
 use spin_sdk::wasip3::clocks::monotonic_clock;
 
+use std::cell::RefCell;
+
 use super::super::{always_a_row, without_the_empty_row};
+use super::instance::{Idle, Kept};
 use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind};
 use crate::settings::{redact_password, Database};
 
-/// Connects on its first statement (Spin pools the connections host-side).
+thread_local! {
+    static IDLE: Idle<Connection> = const { RefCell::new(Vec::new()) };
+}
+
+/// Spin's connection (one of its host-side pool), kept by the instance
+/// between requests (`instance::Kept`) unless a statement failed on it.
 pub struct PostgresConnection {
     database: Database,
-    connection: Option<Connection>,
+    kept: Option<Kept<Connection>>,
 }
 
 impl super::super::Open for PostgresConnection {
     fn open(database: &Database) -> anyhow::Result<PostgresConnection> {
-        Ok(PostgresConnection { database: database.clone(), connection: None })
+        let kept = Kept::take(&IDLE, &database.address);
+        Ok(PostgresConnection { database: database.clone(), kept })
     }
 }
 
 impl PostgresConnection {
-    fn connection(&mut self) -> Result<&Connection, StoreError> {
-        match &mut self.connection {
-            Some(connection) => Ok(connection),
-            slot => Ok(slot.insert(Connection::open(&self.database.address).map_err(|error| {
-                StoreError::other(self.database.connect_failure(&describe(error).1))
-            })?)),
+    /// Runs `statement` on the connection, opened at the first.
+    fn run<T>(
+        &mut self,
+        sql: &str,
+        statement: impl FnOnce(&Connection) -> Result<T, Error>,
+    ) -> Result<T, StoreError> {
+        let kept = match &mut self.kept {
+            Some(kept) => kept,
+            slot => {
+                let address = &self.database.address;
+                let connection = Connection::open(address).map_err(|error| {
+                    StoreError::other(self.database.connect_failure(&describe(error).1))
+                })?;
+                slot.insert(Kept::new(address, connection))
+            }
+        };
+        match statement(&kept.held) {
+            Ok(value) => {
+                kept.ran(sql);
+                Ok(value)
+            }
+            Err(error) => {
+                kept.broken();
+                Err(failed(error, sql))
+            }
+        }
+    }
+}
+
+impl Drop for PostgresConnection {
+    fn drop(&mut self) {
+        if let Some(kept) = self.kept.take() {
+            kept.give_back(&IDLE);
         }
     }
 }
@@ -46,13 +82,13 @@ impl db::Connection for PostgresConnection {
     async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
         let params = bind(&statement.params);
         let sql = always_a_row(statement);
-        let set = self.connection()?.query(&sql, &params).map_err(|error| failed(error, ""))?;
+        let set = self.run("", |connection| connection.query(&sql, &params))?;
         Ok(without_the_empty_row(set.rows.into_iter().map(|row| row.into_iter().map(column))))
     }
 
     /// Through `execute`, which the zero-row hang never affects.
     async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
-        self.connection()?.execute(sql, &[]).map(drop).map_err(|error| failed(error, sql))
+        self.run(sql, |connection| connection.execute(sql, &[])).map(drop)
     }
 
     async fn pause(&mut self, duration: Duration) {
@@ -78,6 +114,9 @@ fn describe(error: Error) -> (Option<String>, String) {
         | Error::ValueConversionFailed(text)
         | Error::Other(text) => (None, text),
     };
+    // The blocking calls give some failures as text only (a unique violation).
+    let told = || db::SQLSTATES_TOLD_APART.into_iter().find(|code| text.contains(code));
+    let sqlstate = sqlstate.or_else(|| told().map(str::to_string));
     (sqlstate, redact_password(&text))
 }
 

@@ -1,7 +1,6 @@
 //! A Spin SQLite database (`spin:sqlite/sqlite@3.1.0`) as a `db::Connection`,
-//! its connection kept by the instance between requests (with its PRAGMAs):
-//! a request takes an idle one or opens one, and gives it back when done, so
-//! no two requests running at once share a connection or a transaction.
+//! its connection kept by the instance between requests with its PRAGMAs
+//! (`instance::Kept`).
 //!
 //! Statements go through the interface's blocking `open` and `execute`, not
 //! `*-async`: under Spin main they cost 10 to 20 % less CPU a request, with a
@@ -15,82 +14,63 @@ use std::time::Duration;
 use spin_sdk::sqlite::wit::sqlite::{Connection, Error, RowResult, Value};
 use spin_sdk::wasip3::clocks::monotonic_clock;
 
+use super::instance::{Idle, Kept};
 use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind, Synchronous};
 use crate::settings::Database;
 
-/// Idle connections an instance keeps: one per request it may run at once.
-const KEPT_IDLE: usize = 16;
-
-/// An open connection, the `synchronous` its PRAGMAs set (if they ran),
-/// and whether a transaction is open on it.
-struct Opened {
-    label: String,
-    connection: Connection,
-    write_pragmas: Option<Synchronous>,
-    in_transaction: bool,
+thread_local! {
+    static IDLE: Idle<Opened> = const { RefCell::new(Vec::new()) };
 }
 
-thread_local! {
-    static IDLE: RefCell<Vec<Opened>> = const { RefCell::new(Vec::new()) };
+/// An open connection and the `synchronous` its PRAGMAs set, if they ran.
+struct Opened {
+    connection: Connection,
+    write_pragmas: Option<Synchronous>,
 }
 
 pub struct SqliteConnection {
     label: String,
     synchronous: Synchronous,
-    /// Taken from the idle ones, or opened at the first statement.
-    open: Option<Opened>,
+    /// Taken from the instance's idle ones, or opened at the first statement.
+    kept: Option<Kept<Opened>>,
 }
 
 impl super::super::Open for SqliteConnection {
     fn open(database: &Database) -> anyhow::Result<SqliteConnection> {
         let label = database.address.clone();
-        let open = IDLE.with_borrow_mut(|idle| {
-            let found = idle.iter().rposition(|open| open.label == label)?;
-            Some(idle.swap_remove(found))
-        });
-        Ok(SqliteConnection { label, synchronous: database.synchronous, open })
+        let kept = Kept::take(&IDLE, &label);
+        Ok(SqliteConnection { label, synchronous: database.synchronous, kept })
     }
 }
 
 impl SqliteConnection {
     fn run(&mut self, sql: &str, params: Vec<Value>) -> Result<Vec<RowResult>, StoreError> {
         let label = &self.label;
-        let failed = |error: Error| {
+        let kept = match &mut self.kept {
+            Some(kept) => kept,
+            slot => {
+                let connection = Connection::open(label).map_err(|error| {
+                    StoreError::other(format!("opening SQLite database {label:?}: {error:?}"))
+                })?;
+                slot.insert(Kept::new(label, Opened { connection, write_pragmas: None }))
+            }
+        };
+        let result = kept.held.connection.execute(sql, &params).map_err(|error| {
             let detail = match error {
                 Error::Io(text) => text,
                 other => format!("{other:?}"),
             };
             StoreError::sqlite(format!("SQLite database {label:?}: {detail}"))
-        };
-        let open = match &mut self.open {
-            Some(open) => open,
-            slot => {
-                let connection = Connection::open(label).map_err(|error| {
-                    StoreError::other(format!("opening SQLite database {label:?}: {error:?}"))
-                })?;
-                let label = label.clone();
-                slot.insert(Opened {
-                    label,
-                    connection,
-                    write_pragmas: None,
-                    in_transaction: false,
-                })
-            }
-        };
-        Ok(open.connection.execute(sql, &params).map_err(failed)?.rows)
+        })?;
+        kept.ran(sql);
+        Ok(result.rows)
     }
 }
 
 impl Drop for SqliteConnection {
-    /// Kept only when no transaction is open on it (a request cut short in
-    /// one): closing it rolls that back.
     fn drop(&mut self) {
-        if let Some(open) = self.open.take().filter(|open| !open.in_transaction) {
-            IDLE.with_borrow_mut(|idle| {
-                if idle.len() < KEPT_IDLE {
-                    idle.push(open);
-                }
-            });
+        if let Some(kept) = self.kept.take() {
+            kept.give_back(&IDLE);
         }
     }
 }
@@ -110,28 +90,20 @@ impl db::Connection for SqliteConnection {
     /// core, `db::BUSY_TIMEOUT_MS`), and `synchronous` would stay FULL. They
     /// last as long as the connection.
     async fn prepare_write(&mut self) -> Result<(), StoreError> {
-        let ran = self.open.as_ref().and_then(|open| open.write_pragmas);
+        let ran = self.kept.as_ref().and_then(|kept| kept.held.write_pragmas);
         if ran != Some(self.synchronous) {
             for pragma in db::write_pragmas(self.synchronous) {
                 self.run(&pragma, Vec::new())?;
             }
-            if let Some(open) = &mut self.open {
-                open.write_pragmas = Some(self.synchronous);
+            if let Some(kept) = &mut self.kept {
+                kept.held.write_pragmas = Some(self.synchronous);
             }
         }
         Ok(())
     }
 
     async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
-        self.run(sql, Vec::new())?;
-        if let Some(open) = &mut self.open {
-            match sql {
-                db::BEGIN_WRITE => open.in_transaction = true,
-                db::COMMIT | db::ROLLBACK => open.in_transaction = false,
-                _ => {}
-            }
-        }
-        Ok(())
+        self.run(sql, Vec::new()).map(drop)
     }
 
     /// A timer of the host's: the instance's other requests run meanwhile.
