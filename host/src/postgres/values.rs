@@ -8,7 +8,7 @@
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::Row;
 
-use super::pool::BoxedParam;
+use super::pool::{BoxedParam, PoolError};
 
 /// SQL NULL for a parameter of any type.
 #[derive(Debug)]
@@ -86,8 +86,8 @@ macro_rules! conversions {
             }
         }
 
-        /// A row's values, or the text of a value that does not convert.
-        pub fn values(row: &Row) -> Result<Vec<DbValue>, String> {
+        /// A row's values, or Spin's error for one that does not convert.
+        pub fn values(row: &Row) -> Result<Vec<DbValue>, Error> {
             let value = |(i, column): (usize, &tokio_postgres::Column)| {
                 let null = DbValue::DbNull;
                 match *column.type_() {
@@ -102,7 +102,8 @@ macro_rules! conversions {
                     _ => get(row, i, $unsupported, null),
                 }
             };
-            row.columns().iter().enumerate().map(value).collect()
+            let values = row.columns().iter().enumerate().map(value);
+            values.collect::<Result<_, _>>().map_err(|text| PoolError::QueryFailed(text).into())
         }
 
         /// As in Spin, from a row: none when there is no row.
@@ -114,11 +115,9 @@ macro_rules! conversions {
             row.columns().iter().map(column).collect()
         }
 
-        /// The columns (as in Spin, from the first row: none when there is
-        /// no row) and the rows' values.
-        pub fn row_set(rows: &[Row]) -> Result<(Vec<Column>, Vec<Vec<DbValue>>), String> {
+        pub fn row_set(rows: &[Row]) -> Result<RowSet, Error> {
             let columns = rows.first().map(columns).unwrap_or_default();
-            Ok((columns, rows.iter().map(values).collect::<Result<_, _>>()?))
+            Ok(RowSet { columns, rows: rows.iter().map(values).collect::<Result<_, _>>()? })
         }
     };
 }
@@ -126,7 +125,7 @@ macro_rules! conversions {
 pub mod v2 {
     use super::*;
     use crate::bindings::fermyon::spin::rdbms_types::{
-        Column, DbDataType, DbValue, Error, ParameterValue,
+        Column, DbDataType, DbValue, Error, ParameterValue, RowSet,
     };
 
     conversions!(
@@ -143,7 +142,7 @@ pub mod v2 {
 pub mod v4 {
     use super::*;
     use crate::bindings::spin::postgres::postgres::{
-        Column, DbDataType, DbValue, Error, ParameterValue,
+        Column, DbDataType, DbValue, Error, ParameterValue, RowSet,
     };
 
     conversions!(
