@@ -85,31 +85,44 @@ pub(super) async fn query_all<V: SqlValue>(
     ran.unwrap_or_else(|_| Err("internal runtime error".into()))
 }
 
-impl sqlite::Host for SqliteView<'_> {}
+/// `connection`'s blocking functions alike in 2.0 and 3.1, then `$more`
+/// (3.1's); the version's `sqlite`, `Error`, `Value`, `QueryResult` and
+/// `HostConnection` are in scope.
+macro_rules! blocking {
+    ($($more:tt)*) => {
+        impl sqlite::Host for SqliteView<'_> {}
 
-impl HostConnection for SqliteView<'_> {
-    async fn open(
-        &mut self,
-        database: String,
-    ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.open_connection(&database)
-    }
+        impl HostConnection for SqliteView<'_> {
+            async fn open(
+                &mut self,
+                database: String,
+            ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
+                self.open_connection(&database)
+            }
 
-    async fn execute(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        parameters: Vec<Value>,
-    ) -> wasmtime::Result<Result<QueryResult, Error>> {
-        let conn = self.table.get(&this)?.clone();
-        Ok(query_all(conn, statement, parameters).await.map(Into::into).map_err(Error::Io))
-    }
+            async fn execute(
+                &mut self,
+                this: Resource<Connection>,
+                statement: String,
+                parameters: Vec<Value>,
+            ) -> wasmtime::Result<Result<QueryResult, Error>> {
+                let conn = self.table.get(&this)?.clone();
+                let rows = query_all(conn, statement, parameters).await;
+                Ok(rows.map(Into::into).map_err(Error::Io))
+            }
 
-    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        self.table.delete(this)?;
-        Ok(())
-    }
+            async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+                self.table.delete(this)?;
+                Ok(())
+            }
+
+            $($more)*
+        }
+    };
 }
+pub(super) use blocking;
+
+blocking!();
 
 #[cfg(test)]
 mod tests {

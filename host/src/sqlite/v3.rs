@@ -6,44 +6,20 @@ use tokio::sync::{mpsc, oneshot};
 use wasmtime::component::{Accessor, FutureReader, Resource, StreamReader};
 
 use super::databases::Connection;
-use super::host::{query_all, SpinSqlite, SqliteView};
+use super::host::{blocking, query_all, SpinSqlite, SqliteView};
 use super::values::run;
 use crate::bindings::spin::sqlite::sqlite::{
     self, Error, HostConnection, HostConnectionWithStore, QueryResult, RowResult, Value,
 };
 use crate::rows::{to_guest, ROWS_AHEAD};
 
-impl sqlite::Host for SqliteView<'_> {}
-
-impl HostConnection for SqliteView<'_> {
-    async fn open(
-        &mut self,
-        database: String,
-    ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.open_connection(&database)
-    }
-
-    async fn execute(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        parameters: Vec<Value>,
-    ) -> wasmtime::Result<Result<QueryResult, Error>> {
-        let conn = self.table.get(&this)?.clone();
-        Ok(query_all(conn, statement, parameters).await.map(Into::into).map_err(Error::Io))
-    }
-
+blocking! {
     async fn changes(&mut self, this: Resource<Connection>) -> wasmtime::Result<u64> {
         Ok(self.table.get(&this)?.counter(rusqlite::Connection::changes).await)
     }
 
     async fn last_insert_rowid(&mut self, this: Resource<Connection>) -> wasmtime::Result<i64> {
         Ok(self.table.get(&this)?.counter(rusqlite::Connection::last_insert_rowid).await)
-    }
-
-    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        self.table.delete(this)?;
-        Ok(())
     }
 }
 
