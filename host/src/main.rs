@@ -29,7 +29,7 @@ use wasmtime_wasi_http::handler::ProxyPre;
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 
 use crate::cli::Cli;
-use crate::http::{Limits, Reuse, Server};
+use crate::http::{Limits, Server};
 use crate::manifest::Manifest;
 use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
@@ -133,11 +133,9 @@ async fn run(cli: Cli) -> Result<()> {
             max_reuse: cli.max_instance_reuse,
             max_instances: cli.max_instances,
             request_timeout: cli.request_timeout,
-            reuse: Reuse {
-                max_count: cli.max_instance_reuse_count,
-                max_concurrent: cli.max_instance_concurrent_reuse_count,
-                idle_timeout: cli.idle_instance_timeout,
-            },
+            reuse_count: cli.max_instance_reuse_count,
+            concurrent_reuse: cli.max_instance_concurrent_reuse_count,
+            idle_timeout: cli.idle_instance_timeout,
         },
     ));
 
@@ -161,6 +159,5 @@ async fn run(cli: Cli) -> Result<()> {
         }
         println!("Shutting down");
     };
-    server.serve(listener, shutdown).await;
-    Ok(())
+    Ok(server.serve(listener, shutdown).await.context("cannot serve")?)
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use wasmtime_wasi_http::{Error, RequestOptions, Result, WasiBody, WasiHttpHooks};
 use wasmtime_wasi_http::{ForbiddenHeaderFilter, DEFAULT_FORBIDDEN_HEADERS};
 
-pub use p3::{exports_wasi_0_3, Reuse};
+pub use p3::exports_wasi_0_3;
 pub use server::{
     serving_runtime, start_epoch_ticker, Limits, Server, DEFAULT_MAX_INSTANCES, MAX_IDLE_INSTANCES,
 };

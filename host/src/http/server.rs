@@ -9,23 +9,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use wasmtime::error::Context as _;
 use wasmtime::Store;
 use wasmtime_wasi_http::handler::{
     ExpirationError, InstantiationError, Proxy, ProxyHandler, ProxyPre,
 };
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
-use wasmtime_wasi_http::{WasiBody, WasiHttpView};
+use wasmtime_wasi_http::WasiHttpView;
 
-use super::p3::{Doomed, Instances, NoSlot, Reuse};
+use super::p3::{Doomed, Instances, NoSlot};
 use super::request_body::{BodyDeadline, RequestBody};
 use super::spin_headers::add_spin_headers;
 use crate::manifest::Route;
@@ -54,10 +55,6 @@ fn serving_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(64)))
 }
 
-async fn stop_signal(mut stopped: tokio::sync::watch::Receiver<bool>) {
-    let _ = stopped.wait_for(|stop| *stop).await;
-}
-
 /// Advances the engine's epoch every `EPOCH_TICK`: guest code yields that often.
 pub fn start_epoch_ticker(engine: wasmtime::Engine) -> std::io::Result<()> {
     std::thread::Builder::new()
@@ -81,23 +78,27 @@ fn internal_error() -> Response<HyperOutgoingBody> {
     empty(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
-
-/// `--max-instance-reuse` (WASI 0.2), `--max-instances`,
-/// `--request-timeout`, the `--*-instance-*` of WASI 0.3.
-pub struct Limits {
-    pub max_reuse: u32,
-    pub max_instances: u32,
-    pub request_timeout: Duration,
-    pub reuse: Reuse,
-}
-
-fn stopped(method: &http::Method, path: &str, timeout: Duration) {
+fn stopped(method: &Method, path: &str, timeout: Duration) {
     eprintln!(
         "component stopped on {method} {path}: still running after {} s \
          (--request-timeout); its instance is discarded",
         timeout.as_secs_f64()
     );
+}
+
+pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
+
+/// `--max-instance-reuse` (WASI 0.2), `--max-instances`, `--request-timeout`
+/// and WASI 0.3's `--max-instance-reuse-count`,
+/// `--max-instance-concurrent-reuse-count`, `--idle-instance-timeout`.
+#[derive(Clone, Copy)]
+pub struct Limits {
+    pub max_reuse: u32,
+    pub max_instances: u32,
+    pub request_timeout: Duration,
+    pub reuse_count: u32,
+    pub concurrent_reuse: u32,
+    pub idle_timeout: Duration,
 }
 
 /// A WASI 0.2 (`wasi:http/incoming-handler`) component is served here, an
@@ -107,9 +108,9 @@ pub struct Server<T: 'static> {
     pre: ProxyPre<T>,
     new_state: NewState<T>,
     route: Route,
-    limits: Limits,
+    pub(super) limits: Limits,
     idle: Mutex<Vec<Instance<T>>>,
-    active: Arc<Semaphore>,
+    slots: Arc<Semaphore>,
 }
 
 struct Instance<T: 'static> {
@@ -120,15 +121,8 @@ struct Instance<T: 'static> {
 
 impl<T: WasiHttpView + Send + 'static> Server<T> {
     pub fn new(pre: ProxyPre<T>, new_state: NewState<T>, route: Route, limits: Limits) -> Self {
-        let slots = limits.max_instances as usize;
-        Server {
-            pre,
-            new_state,
-            route,
-            limits,
-            idle: Mutex::new(Vec::new()),
-            active: Arc::new(Semaphore::new(slots)),
-        }
+        let slots = Arc::new(Semaphore::new(limits.max_instances as usize));
+        Server { pre, new_state, route, limits, idle: Mutex::new(Vec::new()), slots }
     }
 
     /// One single-threaded runtime per core on the same listener: a
@@ -136,72 +130,55 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
     /// multi-threaded runtime (`GET /book/{id}`, c16, SQLite): 116 -> 44 us
     /// of CPU and 2.64 -> 0.58 context switches a request. Returns once
     /// `shutdown` resolved and in-flight requests finished (or the grace).
-    pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-        let threads = serving_threads();
-        let (stop, stopped) = tokio::sync::watch::channel(false);
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let (stop, stopped) = watch::channel(false);
+        let listener = listener.into_std()?;
         let mut others = Vec::new();
-        let listener = match listener.into_std() {
-            Ok(listener) => listener,
-            Err(e) => {
-                eprintln!("cannot share the listener: {e}");
-                return;
-            }
-        };
-        for index in 1..threads {
-            let Ok(clone) = listener.try_clone() else {
+        for index in 1..serving_threads() {
+            let Ok(listener) = listener.try_clone() else {
                 eprintln!("cannot share the listener: serving on {index} thread(s)");
                 break;
             };
-            let server = self.clone();
-            let stopped = stopped.clone();
-            let spawned =
-                std::thread::Builder::new().name(format!("serve-{index}")).spawn(move || {
-                    let served = serving_runtime().and_then(|runtime| {
-                        runtime.block_on(async move {
-                            let listener = TcpListener::from_std(clone)?;
-                            server.accept_loop(listener, stop_signal(stopped)).await;
-                            Ok(())
-                        })
-                    });
-                    if let Err(e) = served {
-                        eprintln!("serving thread {index}: {e}");
-                    }
+            let (server, stopped) = (self.clone(), stopped.clone());
+            let serve = move || {
+                let served = serving_runtime().and_then(|runtime| {
+                    runtime.block_on(async move {
+                        server.accept_loop(TcpListener::from_std(listener)?, stopped).await;
+                        Ok(())
+                    })
                 });
-            match spawned {
+                if let Err(e) = served {
+                    eprintln!("serving thread {index}: {e}");
+                }
+            };
+            match std::thread::Builder::new().name(format!("serve-{index}")).spawn(serve) {
                 Ok(handle) => others.push(handle),
                 Err(e) => eprintln!("cannot start serving thread {index}: {e}"),
             }
         }
-        let listener = match TcpListener::from_std(listener) {
-            Ok(listener) => listener,
-            Err(e) => {
-                eprintln!("cannot serve: {e}");
-                let _ = stop.send(true);
-                return;
-            }
-        };
+        let listener = TcpListener::from_std(listener)?;
         let trigger = async move {
             shutdown.await;
             let _ = stop.send(true);
         };
-        tokio::join!(self.accept_loop(listener, stop_signal(stopped)), trigger);
+        tokio::join!(self.accept_loop(listener, stopped), trigger);
         for handle in others {
             let _ = tokio::task::spawn_blocking(move || handle.join()).await;
         }
+        Ok(())
     }
 
-    async fn accept_loop(
-        self: Arc<Self>,
-        listener: TcpListener,
-        shutdown: impl Future<Output = ()>,
-    ) {
+    async fn accept_loop(self: Arc<Self>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
         let local = listener.local_addr().ok();
         let p3 =
             matches!(self.pre, ProxyPre::P3(_)).then(|| ProxyHandler::new(Instances(self.clone())));
         let graceful = GracefulShutdown::new();
         let mut builder = http1::Builder::new();
         builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
-        tokio::pin!(shutdown);
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -213,7 +190,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                         continue;
                     }
                 },
-                _ = &mut shutdown => break,
+                _ = stop.wait_for(|stop| *stop) => break,
             };
             let _ = stream.set_nodelay(true);
             let (server, p3) = (self.clone(), p3.clone());
@@ -229,10 +206,8 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         }
         drop(listener);
         if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
-            eprintln!(
-                "shutdown: gave up on in-flight requests after {} s",
-                SHUTDOWN_GRACE.as_secs()
-            );
+            let grace = SHUTDOWN_GRACE.as_secs();
+            eprintln!("shutdown: gave up on in-flight requests after {grace} s");
         }
     }
 
@@ -244,8 +219,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         local: Option<SocketAddr>,
     ) -> Response<HyperOutgoingBody> {
         let body_deadline = BodyDeadline::start();
-        let method = req.method().clone();
-        let path = req.uri().path().to_string();
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
         let Some(path_info) = self.route.matches(&path) else {
             return empty(StatusCode::NOT_FOUND);
         };
@@ -253,63 +227,64 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         // Before a slot is taken: a client that stalls holds none.
         let body = RequestBody::read_ahead(body, body_deadline).await;
         let full_url = add_spin_headers(&mut parts, &self.route, path_info, peer, local);
-        if let Some(handler) = p3 {
-            // As Spin: wasi:http 0.3 reads the scheme and authority from it.
-            parts.uri = full_url.parse().unwrap_or(parts.uri);
-            let req = Request::from_parts(parts, body.boxed_unsync());
-            return self.handle_p3(&handler, req, &method, &path).await;
+        let doomed = Doomed::default();
+        let answered = match p3 {
+            Some(handler) => {
+                // As Spin: wasi:http 0.3 reads the scheme and authority from it.
+                parts.uri = full_url.parse().unwrap_or(parts.uri);
+                let req = Request::from_parts(parts, body.boxed_unsync());
+                handler.handle(doomed.clone(), req).await
+            }
+            None => self.handle_p2(Request::from_parts(parts, body), &method, &path).await,
+        };
+        let e = match answered {
+            Ok(response) => return response,
+            Err(e) => e,
+        };
+        // A failure: 503 without a slot, else a plain 500 and a log line.
+        let instantiating = e.downcast_ref::<InstantiationError<Doomed>>().map(|i| &i.error);
+        if e.is::<NoSlot>() || instantiating.is_some_and(|e| e.is::<NoSlot>()) {
+            eprintln!("{method} {path}: {NoSlot}: answered 503");
+            return empty(StatusCode::SERVICE_UNAVAILABLE);
         }
-        let req = Request::from_parts(parts, body);
+        if let Some(error) = instantiating {
+            eprintln!("cannot instantiate the component: {error:?}");
+        } else if e.is::<ExpirationError>() || doomed.get().is_some_and(|d| d.load(Relaxed)) {
+            stopped(&method, &path, self.limits.request_timeout);
+        } else {
+            eprintln!("component failed on {method} {path}: {e:?}");
+        }
+        internal_error()
+    }
 
-        let permit =
-            match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned()).await {
-                Ok(Ok(permit)) => permit,
-                Ok(Err(_)) => return internal_error(),
-                Err(_) => {
-                    eprintln!("{method} {path}: {NoSlot}: answered 503");
-                    return empty(StatusCode::SERVICE_UNAVAILABLE);
-                }
-            };
+    /// A WASI 0.2 request, in an idle instance or a new one, called in a
+    /// task of its own: the guest may stream the body after the head.
+    async fn handle_p2(
+        self: &Arc<Self>,
+        req: Request<RequestBody>,
+        method: &Method,
+        path: &str,
+    ) -> wasmtime::Result<Response<HyperOutgoingBody>> {
+        let permit = self.slot().await?;
         let mut instance = match self.take_idle() {
-            Some(i) => i,
-            None => match self.instantiate_p2().await {
-                Ok(i) => i,
-                Err(e) => {
-                    eprintln!("cannot instantiate the component: {e:?}");
-                    return internal_error();
-                }
+            Some(instance) => instance,
+            None => match self.instantiate().await.context("cannot instantiate the component")? {
+                (store, Proxy::P2(proxy)) => Instance { store, proxy, served: 0 },
+                _ => wasmtime::bail!("not a WASI 0.2 component"),
             },
         };
-
         let (sender, receiver) = tokio::sync::oneshot::channel();
-        let data = instance.store.data_mut();
-        let resources = data
-            .http()
-            .new_incoming_request(Scheme::Http, req)
-            .and_then(|r| Ok((r, data.http().new_response_outparam(sender)?)));
-        let (request, outparam) = match resources {
-            Ok(pair) => pair,
-            Err(e) => {
-                eprintln!("cannot pass the request to the component: {e:?}");
-                return internal_error();
-            }
-        };
-
-        // Its own task: the guest may stream the body after the head.
-        let server = self.clone();
+        let mut http = instance.store.data_mut().http();
+        let request = http.new_incoming_request(Scheme::Http, req)?;
+        let outparam = http.new_response_outparam(sender)?;
+        let (method, path, server) = (method.clone(), path.to_string(), self.clone());
         tokio::spawn(async move {
             let timeout = server.limits.request_timeout;
-            let result = {
-                let Instance { store, proxy, .. } = &mut instance;
-                let call =
-                    proxy.wasi_http_incoming_handler().call_handle(&mut *store, request, outparam);
-                tokio::time::timeout(timeout, call).await
-            };
-            match result {
-                Ok(Ok(())) => {
-                    instance.served += 1;
-                    server.recycle(instance);
-                }
+            let Instance { store, proxy, .. } = &mut instance;
+            let call =
+                proxy.wasi_http_incoming_handler().call_handle(&mut *store, request, outparam);
+            match tokio::time::timeout(timeout, call).await {
+                Ok(Ok(())) => server.recycle(instance),
                 // A trapped instance is never reused.
                 Ok(Err(e)) => eprintln!("component failed on {method} {path}: {e:?}"),
                 // Dropping the call stopped the guest; its instance goes too.
@@ -317,8 +292,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             }
             drop(permit);
         });
-
-        match receiver.await {
+        Ok(match receiver.await {
             Ok(Ok(response)) => response,
             Ok(Err(code)) => {
                 eprintln!("component answered with an error: {code:?}");
@@ -326,47 +300,12 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             }
             // Trapped, timed out or set no response (the task logs why).
             Err(_) => internal_error(),
-        }
+        })
     }
 
-    /// A WASI 0.3 request, through this thread's handler; a failure answers
-    /// as on the 0.2 path (503 without a slot, else a plain 500 and a log
-    /// line that says why).
-    async fn handle_p3(
-        &self,
-        handler: &ProxyHandler<Instances<T>>,
-        req: Request<WasiBody>,
-        method: &http::Method,
-        path: &str,
-    ) -> Response<HyperOutgoingBody> {
-        let doomed = Doomed::default();
-        let e = match handler.handle(doomed.clone(), req).await {
-            Ok(response) => return response,
-            Err(e) => e,
-        };
-        let timed_out = doomed.get().is_some_and(|doomed| doomed.load(Relaxed));
-        if let Some(InstantiationError { error, .. }) =
-            e.downcast_ref::<InstantiationError<Doomed>>()
-        {
-            if error.is::<NoSlot>() {
-                eprintln!("{method} {path}: {error}: answered 503");
-                return empty(StatusCode::SERVICE_UNAVAILABLE);
-            }
-            eprintln!("cannot instantiate the component: {error:?}");
-        } else if e.is::<ExpirationError>() || timed_out {
-            stopped(method, path, self.limits.request_timeout);
-        } else {
-            eprintln!("component failed on {method} {path}: {e:?}");
-        }
-        internal_error()
-    }
-
-    pub(super) fn slots(&self) -> Arc<Semaphore> {
-        self.active.clone()
-    }
-
-    pub(super) fn limits(&self) -> &Limits {
-        &self.limits
+    pub(super) async fn slot(&self) -> wasmtime::Result<OwnedSemaphorePermit> {
+        let slot = tokio::time::timeout(SLOT_WAIT, self.slots.clone().acquire_owned()).await;
+        Ok(slot.map_err(|_| NoSlot)??)
     }
 
     /// A new store, its guest yielding every epoch tick, and the instance.
@@ -382,13 +321,6 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         Ok((store, proxy))
     }
 
-    async fn instantiate_p2(&self) -> wasmtime::Result<Instance<T>> {
-        match self.instantiate().await? {
-            (store, Proxy::P2(proxy)) => Ok(Instance { store, proxy, served: 0 }),
-            _ => Err(wasmtime::format_err!("not a WASI 0.2 component")),
-        }
-    }
-
     fn take_idle(&self) -> Option<Instance<T>> {
         if self.limits.max_reuse <= 1 {
             return None;
@@ -396,7 +328,8 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         self.idle.lock().ok()?.pop()
     }
 
-    fn recycle(&self, instance: Instance<T>) {
+    fn recycle(&self, mut instance: Instance<T>) {
+        instance.served += 1;
         if instance.served >= self.limits.max_reuse {
             return;
         }
