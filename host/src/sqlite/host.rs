@@ -11,7 +11,9 @@ use wasmtime::component::{HasData, Resource, ResourceTable};
 
 use super::databases::Connection;
 use super::values::{run, Refusal, SqlValue};
-use crate::bindings::fermyon::spin::sqlite::{self, Error, HostConnection, QueryResult, Value};
+use crate::bindings::fermyon::spin::sqlite::{
+    self, Error, HostConnection, QueryResult, RowResult, Value,
+};
 
 /// The manifest's grants and the files of the granted labels.
 pub struct SqliteDbs {
@@ -86,8 +88,8 @@ pub(super) async fn query_all<V: SqlValue>(
 }
 
 /// `connection`'s blocking functions alike in 2.0 and 3.1, then `$more`
-/// (3.1's); the version's `sqlite`, `Error`, `Value`, `QueryResult` and
-/// `HostConnection` are in scope.
+/// (3.1's); the version's `sqlite`, `Error`, `Value`, `QueryResult`,
+/// `RowResult` and `HostConnection` are in scope.
 macro_rules! blocking {
     ($($more:tt)*) => {
         impl sqlite::Host for SqliteView<'_> {}
@@ -107,8 +109,12 @@ macro_rules! blocking {
                 parameters: Vec<Value>,
             ) -> wasmtime::Result<Result<QueryResult, Error>> {
                 let conn = self.table.get(&this)?.clone();
-                let rows = query_all(conn, statement, parameters).await;
-                Ok(rows.map(Into::into).map_err(Error::Io))
+                let (columns, rows) = match query_all(conn, statement, parameters).await {
+                    Ok(ran) => ran,
+                    Err(e) => return Ok(Err(Error::Io(e))),
+                };
+                let rows = rows.into_iter().map(|values| RowResult { values }).collect();
+                Ok(Ok(QueryResult { columns, rows }))
             }
 
             async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {

@@ -40,18 +40,6 @@ macro_rules! alike {
             }
         }
 
-        impl From<(Vec<String>, Vec<Vec<crate::bindings::$($version)::+::Value>>)>
-            for crate::bindings::$($version)::+::QueryResult
-        {
-            fn from(
-                (columns, rows): (Vec<String>, Vec<Vec<crate::bindings::$($version)::+::Value>>),
-            ) -> Self {
-                use crate::bindings::$($version)::+::RowResult;
-                let rows = rows.into_iter().map(|values| RowResult { values }).collect();
-                Self { columns, rows }
-            }
-        }
-
         impl From<Refusal> for crate::bindings::$($version)::+::Error {
             fn from(refusal: Refusal) -> Self {
                 match refusal {
