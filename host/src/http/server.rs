@@ -27,7 +27,7 @@ use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::WasiHttpView;
 
 use super::p3::{Doomed, Instances, NoSlot};
-use super::request_body::{BodyDeadline, RequestBody};
+use super::request_body::RequestBody;
 use super::spin_headers::add_spin_headers;
 use crate::manifest::Route;
 
@@ -218,14 +218,14 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         peer: SocketAddr,
         local: Option<SocketAddr>,
     ) -> Response<HyperOutgoingBody> {
-        let body_deadline = BodyDeadline::start();
+        let arrived = tokio::time::Instant::now();
         let (method, path) = (req.method().clone(), req.uri().path().to_string());
         let Some(path_info) = self.route.matches(&path) else {
             return empty(StatusCode::NOT_FOUND);
         };
         let (mut parts, body) = req.into_parts();
         // Before a slot is taken: a client that stalls holds none.
-        let body = RequestBody::read_ahead(body, body_deadline).await;
+        let body = RequestBody::read_ahead(body, arrived).await;
         let full_url = add_spin_headers(&mut parts, &self.route, path_info, peer, local);
         let doomed = Doomed::default();
         let answered = match p3 {
