@@ -33,7 +33,7 @@ use crate::http::{Limits, Server};
 use crate::manifest::Manifest;
 use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
-use crate::state::{Shared, State};
+use crate::state::Shared;
 use crate::variables::Variables;
 
 fn main() -> ExitCode {
@@ -127,7 +127,7 @@ async fn run(cli: Cli) -> Result<()> {
     });
     let server = Arc::new(Server::new(
         pre,
-        Box::new(move || State::new(shared.clone())),
+        shared,
         manifest.route.clone(),
         Limits {
             max_reuse: cli.max_instance_reuse,

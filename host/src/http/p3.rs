@@ -8,7 +8,6 @@
 //! drops the instance a deadline after its latest request began.
 
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -24,6 +23,7 @@ use wasmtime_wasi_http::handler::{
 use wasmtime_wasi_http::WasiHttpView;
 
 use super::server::{Limits, Server, SLOT_WAIT};
+use crate::state::State;
 
 /// Whether the component exports `wasi:http/handler@0.3.*` (WASI 0.3), from
 /// its own exports (those of the components inside it do not count).
@@ -66,14 +66,14 @@ impl std::error::Error for NoSlot {}
 
 /// The `ProxyHandler`'s state: one per serving thread, so a connection and
 /// the instances serving it stay on one thread.
-pub struct Instances<T: 'static>(pub Arc<Server<T>>);
+pub struct Instances(pub Arc<Server>);
 
-impl<T: WasiHttpView + Send + 'static> HandlerState for Instances<T> {
-    type StoreData = T;
+impl HandlerState for Instances {
+    type StoreData = State;
     type WorkerExpiration = Expiration;
-    type WorkerState = Worker<T>;
+    type WorkerState = Worker;
 
-    async fn instantiate(&self) -> wasmtime::Result<Instance<T, Expiration, Worker<T>>> {
+    async fn instantiate(&self) -> wasmtime::Result<Instance<State, Expiration, Worker>> {
         let slot = self.0.slot().await?;
         let (store, proxy) = self.0.instantiate().await?;
         let (limits, doomed) = (self.0.limits, Arc::new(AtomicBool::new(false)));
@@ -81,23 +81,22 @@ impl<T: WasiHttpView + Send + 'static> HandlerState for Instances<T> {
         Ok(Instance {
             store,
             proxy,
-            view: T::http,
+            view: State::http,
             expiration: Expiration { limits, doomed: doomed.clone(), sleep },
-            state: Worker { limits, doomed, _slot: slot, _data: PhantomData },
+            state: Worker { limits, doomed, _slot: slot },
         })
     }
 }
 
-pub struct Worker<T> {
+pub struct Worker {
     limits: Limits,
     /// A request of this instance ran past its deadline.
     doomed: Arc<AtomicBool>,
     _slot: OwnedSemaphorePermit,
-    _data: PhantomData<fn() -> T>,
 }
 
-impl<T: Send + 'static> WorkerState for Worker<T> {
-    type StoreData = T;
+impl WorkerState for Worker {
+    type StoreData = State;
     type RequestData = Doomed;
 
     fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
@@ -112,7 +111,7 @@ impl<T: Send + 'static> WorkerState for Worker<T> {
 
     fn on_request_start(
         &self,
-        _: StoreContextMut<'_, T>,
+        _: StoreContextMut<'_, State>,
         request: Doomed,
         _: GuestTaskId,
     ) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
@@ -124,7 +123,7 @@ impl<T: Send + 'static> WorkerState for Worker<T> {
         })
     }
 
-    fn drop(&self, store: Store<T>, result: wasmtime::Result<()>) {
+    fn drop(&self, store: Store<State>, result: wasmtime::Result<()>) {
         // A doomed instance's requests report why.
         match result {
             Err(e) if !self.doomed.load(Relaxed) => eprintln!("component instance dropped: {e:?}"),

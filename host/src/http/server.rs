@@ -30,6 +30,7 @@ use super::p3::{Doomed, Instances, NoSlot};
 use super::request_body::RequestBody;
 use super::spin_headers::add_spin_headers;
 use crate::manifest::Route;
+use crate::state::{Shared, State};
 
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
@@ -86,8 +87,6 @@ fn stopped(method: &Method, path: &str, timeout: Duration) {
     );
 }
 
-pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
-
 /// `--max-instance-reuse` (WASI 0.2), `--max-instances`, `--request-timeout`
 /// and WASI 0.3's `--max-instance-reuse-count`,
 /// `--max-instance-concurrent-reuse-count`, `--idle-instance-timeout`.
@@ -104,25 +103,25 @@ pub struct Limits {
 /// A WASI 0.2 (`wasi:http/incoming-handler`) component is served here, an
 /// instance per request by default; a WASI 0.3 one by a `ProxyHandler` per
 /// serving thread (`p3.rs`).
-pub struct Server<T: 'static> {
-    pre: ProxyPre<T>,
-    new_state: NewState<T>,
+pub struct Server {
+    pre: ProxyPre<State>,
+    shared: Arc<Shared>,
     route: Route,
     pub(super) limits: Limits,
-    idle: Mutex<Vec<Instance<T>>>,
+    idle: Mutex<Vec<Instance>>,
     slots: Arc<Semaphore>,
 }
 
-struct Instance<T: 'static> {
-    store: Store<T>,
+struct Instance {
+    store: Store<State>,
     proxy: wasmtime_wasi_http::p2::bindings::Proxy,
     served: u32,
 }
 
-impl<T: WasiHttpView + Send + 'static> Server<T> {
-    pub fn new(pre: ProxyPre<T>, new_state: NewState<T>, route: Route, limits: Limits) -> Self {
+impl Server {
+    pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Self {
         let slots = Arc::new(Semaphore::new(limits.max_instances as usize));
-        Server { pre, new_state, route, limits, idle: Mutex::new(Vec::new()), slots }
+        Server { pre, shared, route, limits, idle: Mutex::new(Vec::new()), slots }
     }
 
     /// One single-threaded runtime per core on the same listener: a
@@ -214,7 +213,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
     async fn handle(
         self: Arc<Self>,
         req: Request<Incoming>,
-        p3: Option<ProxyHandler<Instances<T>>>,
+        p3: Option<ProxyHandler<Instances>>,
         peer: SocketAddr,
         local: Option<SocketAddr>,
     ) -> Response<HyperOutgoingBody> {
@@ -309,26 +308,26 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
     }
 
     /// A new store, its guest yielding every epoch tick, and the instance.
-    pub(super) async fn instantiate(&self) -> wasmtime::Result<(Store<T>, Proxy)> {
+    pub(super) async fn instantiate(&self) -> wasmtime::Result<(Store<State>, Proxy)> {
         let engine = match &self.pre {
             ProxyPre::P2(pre) => pre.engine(),
             ProxyPre::P3(pre) => pre.engine(),
         };
-        let mut store = Store::new(engine, (self.new_state)());
+        let mut store = Store::new(engine, State::new(self.shared.clone()));
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         let proxy = self.pre.instantiate_async(&mut store).await?;
         Ok((store, proxy))
     }
 
-    fn take_idle(&self) -> Option<Instance<T>> {
+    fn take_idle(&self) -> Option<Instance> {
         if self.limits.max_reuse <= 1 {
             return None;
         }
         self.idle.lock().ok()?.pop()
     }
 
-    fn recycle(&self, mut instance: Instance<T>) {
+    fn recycle(&self, mut instance: Instance) {
         instance.served += 1;
         if instance.served >= self.limits.max_reuse {
             return;
