@@ -10,7 +10,7 @@ use std::sync::Arc;
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
 use super::databases::Connection;
-use super::values::{run, Refusal, SqlValue};
+use super::values::{run, SqlValue};
 use crate::bindings::fermyon::spin::sqlite::{
     self, Error, HostConnection, QueryResult, RowResult, Value,
 };
@@ -28,15 +28,6 @@ impl SqliteDbs {
         let files = files.map(|(label, path)| (label, Arc::from(path))).collect();
         SqliteDbs { granted: granted.to_vec(), files }
     }
-
-    /// In Spin's order: not granted is `access-denied` (even with a
-    /// location), granted without a location `no-such-database`.
-    fn open(&self, label: &str) -> Result<Arc<Path>, Refusal> {
-        if !self.granted.iter().any(|g| g == label) {
-            return Err(Refusal::AccessDenied);
-        }
-        self.files.get(label).cloned().ok_or(Refusal::NoSuchDatabase)
-    }
 }
 
 /// What `fermyon:spin/sqlite` and `spin:sqlite` see of an instance's state.
@@ -53,14 +44,20 @@ impl HasData for SpinSqlite {
 }
 
 impl SqliteView<'_> {
-    /// No I/O: the connection is made at its first statement.
-    pub(super) fn open_connection<E: From<Refusal>>(
+    /// In Spin's order: not granted is `access-denied` (even with a
+    /// location), granted without a location `no-such-database`. No I/O:
+    /// the connection is made at its first statement.
+    pub(super) fn open_connection<E>(
         &mut self,
         label: &str,
+        [access_denied, no_such_database]: [E; 2],
     ) -> wasmtime::Result<Result<Resource<Connection>, E>> {
-        Ok(match self.dbs.open(label) {
-            Ok(path) => Ok(self.table.push(Connection::new(path))?),
-            Err(refusal) => Err(refusal.into()),
+        if !self.dbs.granted.iter().any(|g| g == label) {
+            return Ok(Err(access_denied));
+        }
+        Ok(match self.dbs.files.get(label) {
+            Some(path) => Ok(self.table.push(Connection::new(path.clone()))?),
+            None => Err(no_such_database),
         })
     }
 }
@@ -99,7 +96,7 @@ macro_rules! blocking {
                 &mut self,
                 database: String,
             ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-                self.open_connection(&database)
+                self.open_connection(&database, [Error::AccessDenied, Error::NoSuchDatabase])
             }
 
             async fn execute(

@@ -75,7 +75,8 @@ impl<U> HostConnectionWithStore<U> for SpinSqlite {
         accessor: &Accessor<U, Self>,
         database: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        accessor.with(|mut access| access.get().open_connection(&database))
+        let refusals = [Error::AccessDenied, Error::NoSuchDatabase];
+        accessor.with(|mut access| access.get().open_connection(&database, refusals))
     }
 
     async fn execute_async(
