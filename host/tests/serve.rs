@@ -335,10 +335,9 @@ fn postgres_refusals_are_spins_and_keep_the_password() {
     let password = "pw-that-must-not-leak";
     let dir = tempfile::tempdir().unwrap();
     let manifest = pg_probe(dir.path(), &host_port);
-    for address in [
-        format!("postgres://u:{password}@127.0.0.2:1/d"),
-        format!("{}{}sslmode=require", url, if url.contains('?') { "&" } else { "?" }),
-    ] {
+    for address in
+        [format!("postgres://u:{password}@127.0.0.2:1/d"), with_param(&url, "sslmode=require")]
+    {
         let variable = format!("pg_address={address}");
         let host = Host::start(dir.path(), &manifest, &["--variable", &variable], &[]);
         let answer = body(&host, "/p/");
