@@ -159,5 +159,5 @@ async fn run(cli: Cli) -> Result<()> {
         }
         println!("Shutting down");
     };
-    Ok(server.serve(listener, shutdown).await.context("cannot serve")?)
+    server.serve(listener, shutdown).await.context("cannot serve")
 }

@@ -18,8 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, RowStream, Statement};
 
-use super::address::{parse_and_check, CONNECT_TIMEOUT};
-use super::allowed::AllowedHost;
+use super::allowed::{parse_and_check, AllowedHost, CONNECT_TIMEOUT};
 
 const MAX_CONNECTIONS: usize = 64;
 const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
