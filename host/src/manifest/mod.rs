@@ -13,10 +13,16 @@ use serde::Deserialize;
 pub use template::{validate_name, Template};
 
 /// One application variable (`[variables]`).
-#[derive(Debug)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AppVariable {
     pub default: Option<String>,
+    #[serde(default)]
     pub required: bool,
+    #[allow(dead_code)]
+    secret: Option<bool>,
+    #[allow(dead_code)]
+    description: Option<String>,
 }
 
 #[derive(Debug)]
@@ -70,23 +76,11 @@ impl Route {
 struct RawManifest {
     spin_manifest_version: toml::Value,
     #[serde(default)]
-    variables: BTreeMap<String, RawVariable>,
+    variables: BTreeMap<String, AppVariable>,
     #[serde(default)]
     trigger: RawTriggers,
     #[serde(default)]
     component: BTreeMap<String, RawComponent>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawVariable {
-    default: Option<String>,
-    #[serde(default)]
-    required: bool,
-    #[allow(dead_code)]
-    secret: Option<bool>,
-    #[allow(dead_code)]
-    description: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -130,9 +124,8 @@ impl Manifest {
             bail!("only spin_manifest_version = 2 is supported");
         }
 
-        let mut variables = BTreeMap::new();
-        for (name, v) in raw.variables {
-            validate_name(&name).map_err(|e| anyhow::anyhow!("variable {name:?}: {e}"))?;
+        for (name, v) in &raw.variables {
+            validate_name(name).map_err(|e| anyhow::anyhow!("variable {name:?}: {e}"))?;
             match (&v.default, v.required) {
                 (Some(_), true) => {
                     bail!("variable {name:?} cannot be both required and have a default")
@@ -142,8 +135,8 @@ impl Manifest {
                 }
                 _ => {}
             }
-            variables.insert(name, AppVariable { default: v.default, required: v.required });
         }
+        let variables = raw.variables;
 
         let [trigger] = raw.trigger.http.as_slice() else {
             bail!("expected exactly one [[trigger.http]], found {}", raw.trigger.http.len());
