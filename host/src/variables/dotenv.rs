@@ -5,32 +5,18 @@ use std::collections::HashMap;
 
 /// A missing file has none.
 pub fn read_dotenv(path: &std::path::Path) -> HashMap<String, String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return HashMap::new();
-    };
-    parse_dotenv(&text)
+    parse_dotenv(&std::fs::read_to_string(path).unwrap_or_default())
 }
 
 pub fn parse_dotenv(text: &str) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let key = key.trim();
-        let value = value.trim();
-        let value = ['"', '\'']
-            .iter()
-            .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)))
-            .unwrap_or(value);
-        out.insert(key.to_string(), value.to_string());
-    }
-    out
+    let lines = text.lines().map(str::trim).filter(|line| !line.starts_with('#'));
+    let pairs =
+        lines.filter_map(|line| line.strip_prefix("export ").unwrap_or(line).split_once('='));
+    let unquote = |value: &str| {
+        let quoted = ['"', '\''].iter().find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q));
+        quoted.unwrap_or(value).to_string()
+    };
+    pairs.map(|(key, value)| (key.trim().to_string(), unquote(value.trim()))).collect()
 }
 
 #[cfg(test)]
