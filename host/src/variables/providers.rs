@@ -22,12 +22,7 @@ pub enum Provider {
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 enum ProviderConfig {
-    Env {
-        #[serde(default)]
-        prefix: Option<String>,
-        #[serde(default)]
-        dotenv_path: Option<String>,
-    },
+    Env { prefix: Option<String>, dotenv_path: Option<String> },
     Vault(VaultConfig),
 }
 

@@ -81,20 +81,18 @@ impl Variables {
             .ok_or_else(|| Error::Undefined(format!("no variable for {name:?}")))?;
         let mut values = HashMap::new();
         for reference in template.references() {
-            match self.value(reference).await {
-                Ok(Some(value)) => {
-                    values.insert(reference.to_string(), value);
-                }
+            let value = match self.value(reference).await {
+                Ok(Some(value)) => value,
                 Ok(None) => {
-                    return Err(Error::Provider(format!(
-                        "no provider resolved required variable {reference:?}"
-                    )))
+                    let text = format!("no provider resolved required variable {reference:?}");
+                    return Err(Error::Provider(text));
                 }
                 Err(reason) => {
                     eprintln!("error: variables provider: {reason}");
                     return Err(Error::Provider(reason));
                 }
-            }
+            };
+            values.insert(reference.to_string(), value);
         }
         template
             .expand(&values)
