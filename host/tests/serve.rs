@@ -28,25 +28,13 @@ const PROBE_VARIABLES: &str = r#"greeting = { default = "from-default" }
 needed = { default = "x" }"#;
 
 /// The probe's manifest: component variable `greeting`, SQLite `default`,
-/// `archive` and `elsewhere` granted, PostgreSQL at `{{ pg_host }}` allowed
-/// when declared, `extra` appended to its variables.
+/// `archive` and `elsewhere` granted, `extra` appended to the component.
 fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> PathBuf {
     let source = dir.join("probe.wasm");
     std::fs::write(&source, components::probe()).unwrap();
-    write_manifest(
-        dir,
-        &source,
-        variables,
-        &format!(
-            "sqlite_databases = [\"default\", \"archive\", \"elsewhere\"]\n{}\
-             [component.app.variables]\ngreeting = \"{{{{ greeting }}}}\"\n{extra}",
-            if variables.contains("pg_host") {
-                "allowed_outbound_hosts = [\"postgres://{{ pg_host }}\"]\n"
-            } else {
-                ""
-            }
-        ),
-    )
+    let component = "sqlite_databases = [\"default\", \"archive\", \"elsewhere\"]\n\
+                     variables.greeting = \"{{ greeting }}\"\n";
+    write_manifest(dir, &source, variables, &format!("{component}{extra}"))
 }
 
 fn body(host: &Host, path: &str) -> String {
@@ -68,11 +56,9 @@ fn variables_come_from_spins_sources_in_spins_order() {
         (&[], &[env_var], Some(dotenv), "from-env"),
         (&flag, &[env_var], Some(dotenv), "from-flag"),
     ] {
-        match dotenv {
-            Some(text) => std::fs::write(dir.path().join(".env"), text).unwrap(),
-            None => {
-                let _ = std::fs::remove_file(dir.path().join(".env"));
-            }
+        let _ = std::fs::remove_file(dir.path().join(".env"));
+        if let Some(text) = dotenv {
+            std::fs::write(dir.path().join(".env"), text).unwrap();
         }
         let host = Host::start(dir.path(), &manifest, args, env);
         assert_eq!(body(&host, "/v/greeting"), expected);
@@ -278,45 +264,32 @@ fn a_wasi_0_3_guest_past_the_deadline_answers_500_and_frees_its_slot() {
     assert_eq!(host.terminate().code(), Some(0));
 }
 
-/// The probe for PostgreSQL: `pg_address` by `--variable`, `pg_host` allowed.
-fn pg_probe(dir: &Path, pg_host: &str) -> PathBuf {
-    probe_manifest(
-        dir,
-        &format!(
-            "{PROBE_VARIABLES}\npg_address = {{ default = \"\" }}\n\
-             pg_host = {{ default = \"{pg_host}\" }}"
-        ),
-        "pg_address = \"{{ pg_address }}\"\n",
-    )
+/// The probe on the PostgreSQL database at `address`, the test server's
+/// host:port allowed.
+fn pg_probe(dir: &Path, address: &str, args: &[&str]) -> Host {
+    let (_, host_port) = test_pg_url();
+    let variables = format!(
+        "{PROBE_VARIABLES}\npg_address = {{ default = \"{address}\" }}\n\
+         pg_host = {{ default = \"{host_port}\" }}"
+    );
+    let extra = "allowed_outbound_hosts = [\"postgres://{{ pg_host }}\"]\n\
+                 variables.pg_address = \"{{ pg_address }}\"\n";
+    Host::start(dir, &probe_manifest(dir, &variables, extra), args, &[])
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: make test runs it"]
 fn postgres_as_spin_serves_it_and_the_zero_row_check() {
-    let (url, host_port) = test_pg_url();
-    let scratch = ScratchDatabase::create(&url);
-    let address = scratch.url();
+    let scratch = ScratchDatabase::create(&test_pg_url().0);
     let dir = tempfile::tempdir().unwrap();
-    let manifest = pg_probe(dir.path(), &host_port);
-    let variable = format!("pg_address={address}");
-    let host = Host::start(
-        dir.path(),
-        &manifest,
-        &["--variable", &variable, "--max-instance-reuse", "2"],
-        &[],
-    );
+    let host = pg_probe(dir.path(), &scratch.url(), &["--max-instance-reuse", "2"]);
     for expected in ["1", "2", "3"] {
         assert_eq!(body(&host, "/p/"), expected);
     }
     assert_eq!(body(&host, "/z/"), "0");
     assert_eq!(host.terminate().code(), Some(0));
 
-    let host = Host::start(
-        dir.path(),
-        &manifest,
-        &["--variable", &variable, "--pg-empty-query-error"],
-        &[],
-    );
+    let host = pg_probe(dir.path(), &scratch.url(), &["--pg-empty-query-error"]);
     assert_eq!(body(&host, "/p/"), "4");
     let answer = body(&host, "/z/");
     assert!(answer.starts_with("error:2"), "query-failed: {answer}");
@@ -331,15 +304,13 @@ fn postgres_as_spin_serves_it_and_the_zero_row_check() {
 #[test]
 #[ignore = "needs PostgreSQL: make test runs it"]
 fn postgres_refusals_are_spins_and_keep_the_password() {
-    let (url, host_port) = test_pg_url();
+    let url = test_pg_url().0;
     let password = "pw-that-must-not-leak";
     let dir = tempfile::tempdir().unwrap();
-    let manifest = pg_probe(dir.path(), &host_port);
     for address in
         [format!("postgres://u:{password}@127.0.0.2:1/d"), with_param(&url, "sslmode=require")]
     {
-        let variable = format!("pg_address={address}");
-        let host = Host::start(dir.path(), &manifest, &["--variable", &variable], &[]);
+        let host = pg_probe(dir.path(), &address, &[]);
         let answer = body(&host, "/p/");
         assert!(answer.starts_with("error:0"), "connection-failed: {answer}");
         assert!(!answer.contains(password), "{answer}");

@@ -35,11 +35,8 @@ pub fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
     let out = Arc::new(Mutex::new(String::new()));
     let sink = out.clone();
     std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines() {
-            let Ok(line) = line else { break };
-            let mut s = sink.lock().unwrap();
-            s.push_str(&line);
-            s.push('\n');
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push_str(&format!("{line}\n"));
         }
     });
     out
