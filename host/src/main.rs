@@ -39,12 +39,11 @@ use crate::variables::Variables;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            print!("{e}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return ExitCode::SUCCESS;
-            }
             // One line: clap's first line already says what is wrong.
             let text = e.to_string();
             eprintln!("{}", text.lines().next().unwrap_or("error: invalid arguments"));
