@@ -123,13 +123,11 @@ impl WorkerState for Worker {
         })
     }
 
-    fn drop(&self, store: Store<State>, result: wasmtime::Result<()>) {
+    fn drop(&self, _: Store<State>, result: wasmtime::Result<()>) {
         // A doomed instance's requests report why.
-        match result {
-            Err(e) if !self.doomed.load(Relaxed) => eprintln!("component instance dropped: {e:?}"),
-            _ => {}
+        if let (Err(e), false) = (result, self.doomed.load(Relaxed)) {
+            eprintln!("component instance dropped: {e:?}");
         }
-        drop(store);
     }
 }
 
