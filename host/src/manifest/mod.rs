@@ -182,42 +182,12 @@ impl Manifest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn parses_a_spin_manifest() {
-        let text = r#"
-spin_manifest_version = 2
-[application]
-name = "app"
-[variables]
-api_key = { required = true, secret = true }
-db_host = { default = "127.0.0.1:5432" }
-[[trigger.http]]
-route = "/..."
-component = "web"
-[component.web]
-source = "target/web.wasm"
-sqlite_databases = ["default"]
-allowed_outbound_hosts = ["postgres://{{ db_host }}"]
-[component.web.variables]
-api_key = "{{ api_key }}"
-"#;
-        let m = Manifest::parse(text, PathBuf::from("/app")).unwrap();
-        assert_eq!(m.component_id, "web");
-        assert_eq!(m.source, PathBuf::from("/app/target/web.wasm"));
-        assert_eq!(m.route.raw, "/...");
-        assert_eq!(m.sqlite_databases, vec!["default"]);
-        assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
-        assert!(m.variables["api_key"].required);
-        assert_eq!(m.variables["api_key"].default, None);
-        assert_eq!(m.variables["db_host"].default.as_deref(), Some("127.0.0.1:5432"));
-        let refs: Vec<_> = m.component_variables["api_key"].references().collect();
-        assert_eq!(refs, vec!["api_key"]);
-    }
-
-    fn manifest(extra_vars: &str, component_extra: &str) -> String {
+    /// A manifest of component `c` on `/api/...`, with `extra_vars` and
+    /// `component_extra` (more of `[component.c]`).
+    pub(crate) fn manifest(extra_vars: &str, component_extra: &str) -> String {
         format!(
             r#"
 spin_manifest_version = 2
@@ -233,6 +203,28 @@ source = "c.wasm"
 {component_extra}
 "#
         )
+    }
+
+    #[test]
+    fn parses_a_spin_manifest() {
+        let text = manifest(
+            "api_key = { required = true, secret = true }\n\
+             db_host = { default = \"127.0.0.1:5432\" }",
+            "sqlite_databases = [\"default\"]\n\
+             allowed_outbound_hosts = [\"postgres://{{ db_host }}\"]\n\
+             [component.c.variables]\napi_key = \"{{ api_key }}\"",
+        );
+        let m = Manifest::parse(&text, PathBuf::from("/app")).unwrap();
+        assert_eq!(m.component_id, "c");
+        assert_eq!(m.source, PathBuf::from("/app/c.wasm"));
+        assert_eq!(m.route.raw, "/api/...");
+        assert_eq!(m.sqlite_databases, vec!["default"]);
+        assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
+        assert!(m.variables["api_key"].required);
+        assert_eq!(m.variables["api_key"].default, None);
+        assert_eq!(m.variables["db_host"].default.as_deref(), Some("127.0.0.1:5432"));
+        let refs: Vec<_> = m.component_variables["api_key"].references().collect();
+        assert_eq!(refs, vec!["api_key"]);
     }
 
     #[test]

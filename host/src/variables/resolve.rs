@@ -106,25 +106,13 @@ mod tests {
     use std::path::PathBuf;
 
     fn manifest() -> Manifest {
-        let text = r#"
-spin_manifest_version = 2
-[application]
-name = "t"
-[variables]
-api_key = { default = "", secret = true }
-db_host = { default = "127.0.0.1:5432" }
-needed = { required = true }
-[[trigger.http]]
-route = "/..."
-component = "c"
-[component.c]
-source = "c.wasm"
-[component.c.variables]
-api_key = "{{ api_key }}"
-url = "postgres://{{db_host}}/x"
-fixed = "literal"
-"#;
-        Manifest::parse(text, PathBuf::from(".")).unwrap()
+        let text = crate::manifest::tests::manifest(
+            "api_key = { default = \"\", secret = true }\n\
+             db_host = { default = \"127.0.0.1:5432\" }\nneeded = { required = true }",
+            "variables.api_key = \"{{ api_key }}\"\n\
+             variables.url = \"postgres://{{db_host}}/x\"\nvariables.fixed = \"literal\"",
+        );
+        Manifest::parse(&text, PathBuf::from(".")).unwrap()
     }
 
     fn pairs(list: &[(&str, &str)]) -> HashMap<String, String> {
