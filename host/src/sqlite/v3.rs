@@ -41,15 +41,11 @@ async fn start(
     tokio::task::spawn_blocking(move || {
         let mut columns_tx = Some(columns_tx);
         let ran = conn.blocking(|c| {
-            let mut columns = |names| columns_tx.take().map(|tx| tx.send(Ok(names)));
-            let send = |values| rows_tx.blocking_send(RowResult { values });
-            run(
-                c,
-                &statement,
-                parameters,
-                |names| drop(columns(names)),
-                |values| send(values).map_err(|_| "row send error".to_string()),
-            )
+            let columns = |names| drop(columns_tx.take().map(|tx| tx.send(Ok(names))));
+            let sent = |values| rows_tx.blocking_send(RowResult { values });
+            run(c, &statement, parameters, columns, |row| {
+                sent(row).map_err(|_| "row send error".into())
+            })
         });
         match ran {
             Ok(ran) => drop(done_tx.send(ran.map_err(Error::Io))),
