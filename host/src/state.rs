@@ -36,10 +36,7 @@ pub struct State {
 impl State {
     pub fn new(shared: Arc<Shared>) -> State {
         let mut wasi = WasiCtx::builder();
-        wasi.inherit_stdout().inherit_stderr();
-        for (k, v) in &shared.env {
-            wasi.env(k, v);
-        }
+        wasi.inherit_stdout().inherit_stderr().envs(&shared.env);
         State {
             shared,
             table: ResourceTable::new(),
