@@ -173,7 +173,7 @@ mod tests {
         assert!(matches!(v.get("nope").await, Err(Error::Undefined(_))));
         // Application variables are not visible unless the component maps them.
         assert!(matches!(v.get("db_host").await, Err(Error::Undefined(_))));
-        // Which names are invalid is template.rs's test.
+        // Which names are invalid is manifest.rs's test.
         assert!(matches!(v.get("a-b").await, Err(Error::InvalidName(_))));
         assert_eq!(v.expand("postgres://{{ db_host }}").unwrap(), "postgres://127.0.0.1:5432");
         assert_eq!(v.expand("postgres://{{ nope }}").unwrap_err(), "nope");
