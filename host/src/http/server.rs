@@ -291,15 +291,12 @@ impl Server {
             }
             drop(permit);
         });
-        Ok(match receiver.await {
-            Ok(Ok(response)) => response,
-            Ok(Err(code)) => {
-                eprintln!("component answered with an error: {code:?}");
-                internal_error()
-            }
+        match receiver.await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(code)) => wasmtime::bail!("the component answered with an error: {code:?}"),
             // Trapped, timed out or set no response (the task logs why).
-            Err(_) => internal_error(),
-        })
+            Err(_) => Ok(internal_error()),
+        }
     }
 
     pub(super) async fn slot(&self) -> wasmtime::Result<OwnedSemaphorePermit> {
