@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use anyhow::{bail, Context as _, Result};
+use serde::Deserialize;
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
 use super::databases::Connection;
@@ -22,12 +24,58 @@ pub struct SqliteDbs {
 }
 
 impl SqliteDbs {
-    /// `locations`: label -> file (`runtime_config::locations`).
+    /// `locations`: label -> file (`locations`).
     pub fn new(granted: &[String], locations: BTreeMap<String, PathBuf>) -> SqliteDbs {
         let files = locations.into_iter().filter(|(label, _)| granted.contains(label));
         let files = files.map(|(label, path)| (label, Arc::from(path))).collect();
         SqliteDbs { granted: granted.to_vec(), files }
     }
+}
+
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    sqlite_database: BTreeMap<String, Database>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Database {
+    #[serde(rename = "type")]
+    kind: String,
+    path: Option<PathBuf>,
+}
+
+/// Label -> database file, as Spin's runtime config says it:
+/// `[sqlite_database.LABEL]` with `type = "spin"` and a `path` (relative to
+/// the current directory, as in Spin); `default` is `<state-dir>/sqlite_db.db`
+/// unless the file moves it.
+pub fn locations(file: Option<&Path>, state_dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
+    let mut locations = BTreeMap::from([("default".to_string(), state_dir.join("sqlite_db.db"))]);
+    let Some(file) = file else {
+        return Ok(locations);
+    };
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read runtime config {}", file.display()))?;
+    let parsed: File = toml::from_str(&text)
+        .with_context(|| format!("runtime config {} is not valid", file.display()))?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    for (label, database) in parsed.sqlite_database {
+        let path = match (database.kind.as_str(), database.path) {
+            ("spin", Some(path)) => cwd.join(path),
+            // Spin keeps such a database in memory (one per `open`).
+            ("spin", None) => bail!(
+                "runtime config: [sqlite_database.{label}] has no path (an in-memory \
+                 database, which spin-lite does not provide)"
+            ),
+            (kind, _) => bail!(
+                "runtime config: [sqlite_database.{label}] is of type {kind:?}; spin-lite \
+                 provides only type = \"spin\""
+            ),
+        };
+        locations.insert(label, path);
+    }
+    Ok(locations)
 }
 
 /// What `fermyon:spin/sqlite` and `spin:sqlite` see of an instance's state.
@@ -244,5 +292,31 @@ mod tests {
         let rows = ok(&mut second, &b, "SELECT i FROM t ORDER BY i").await;
         let expected = [Value::Integer(1), Value::Integer(2), Value::Integer(5)];
         assert_eq!(format!("{rows:?}"), format!("{expected:?}"));
+    }
+
+    #[test]
+    fn labels_from_the_file_may_move_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let file = dir.path().join("rc.toml");
+        let cwd = std::env::current_dir().unwrap();
+        std::fs::write(
+            &file,
+            "[sqlite_database.archive]\ntype = \"spin\"\npath = \"a/archive.db\"\n\
+             [sqlite_database.default]\ntype = \"spin\"\npath = \"/abs/main.db\"\n",
+        )
+        .unwrap();
+        let both = locations(Some(&file), &state).unwrap();
+        assert_eq!(both["archive"], cwd.join("a/archive.db"));
+        assert_eq!(both["default"], PathBuf::from("/abs/main.db"));
+
+        for bad in [
+            "[sqlite_database.x]\ntype = \"spin\"\n",
+            "[sqlite_database.x]\ntype = \"libsql\"\nurl = \"https://h\"\ntoken = \"t\"\n",
+            "[sqlite_database.x]\ntype = \"spin\"\npath = \"p\"\nsize = 1\n",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            assert!(locations(Some(&file), &state).is_err(), "{bad}");
+        }
     }
 }
