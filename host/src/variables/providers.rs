@@ -137,16 +137,13 @@ url = "http://127.0.0.1:8200"
 token = "root-token-xyz"
 mount = "secret"
 prefix = "app"
-
 [[variables_provider]]
 type = "env"
 prefix = "APP"
 dotenv_path = "app.env"
-
 [sqlite_database.default]
 type = "spin"
 path = "data.db"
-
 [key_value_store.default]
 type = "spin"
 "#,
