@@ -35,10 +35,8 @@ pub fn exports_wasi_0_3(component: &[u8]) -> bool {
             Ok(ModuleSection { .. } | ComponentSection { .. }) => depth += 1,
             Ok(End(_)) => depth -= 1,
             Ok(ComponentExportSection(exports)) if depth == 0 => {
-                let handler = |e: &wasmparser::ComponentExport| {
-                    e.name.name.starts_with("wasi:http/handler@0.3")
-                };
-                if exports.into_iter().flatten().any(|e| handler(&e)) {
+                let mut names = exports.into_iter().flatten().map(|e| e.name.name);
+                if names.any(|name| name.starts_with("wasi:http/handler@0.3")) {
                     return true;
                 }
             }

@@ -75,10 +75,6 @@ fn empty(status: StatusCode) -> Response<HyperOutgoingBody> {
     r
 }
 
-fn internal_error() -> Response<HyperOutgoingBody> {
-    empty(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
 fn stopped(method: &Method, path: &str, timeout: Duration) {
     eprintln!(
         "component stopped on {method} {path}: still running after {} s \
@@ -253,7 +249,7 @@ impl Server {
         } else {
             eprintln!("component failed on {method} {path}: {e:?}");
         }
-        internal_error()
+        empty(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     /// A WASI 0.2 request, in an idle instance or a new one, called in a
@@ -295,7 +291,7 @@ impl Server {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(code)) => wasmtime::bail!("the component answered with an error: {code:?}"),
             // Trapped, timed out or set no response (the task logs why).
-            Err(_) => Ok(internal_error()),
+            Err(_) => Ok(empty(StatusCode::INTERNAL_SERVER_ERROR)),
         }
     }
 
