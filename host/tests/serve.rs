@@ -73,12 +73,8 @@ fn variables_come_from_spins_sources_in_spins_order() {
 fn the_component_environment_is_exactly_the_e_pairs() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = probe_manifest(dir.path(), PROBE_VARIABLES, "");
-    let host = Host::start(
-        dir.path(),
-        &manifest,
-        &["-e", "FIRST=1", "--env", "SECOND=a=b"],
-        &[("HOST_ONLY", "x"), ("SPIN_VARIABLE_GREETING", "y")],
-    );
+    let env = [("HOST_ONLY", "x"), ("SPIN_VARIABLE_GREETING", "y")];
+    let host = Host::start(dir.path(), &manifest, &["-e", "FIRST=1", "--env", "SECOND=a=b"], &env);
     assert_eq!(body(&host, "/e"), "FIRST=1\nSECOND=a=b\n");
     let host = Host::start(dir.path(), &manifest, &[], &[("HOST_ONLY", "x")]);
     assert_eq!(body(&host, "/e"), "");
@@ -170,16 +166,14 @@ fn looping() -> [Vec<u8>; 2] {
 
 /// Sends `count` requests at once; each one's answer and how long it took.
 fn concurrent_requests(port: u16, count: usize) -> Vec<((u16, String, String), Duration)> {
-    let threads: Vec<_> = (0..count)
-        .map(|_| {
-            std::thread::spawn(move || {
-                let started = Instant::now();
-                let answer = get(port, "/items");
-                (answer, started.elapsed())
-            })
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
+    let timed = move || {
+        let started = Instant::now();
+        (get(port, "/items"), started.elapsed())
+    };
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..count).map(|_| s.spawn(timed)).collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    })
 }
 
 #[test]
