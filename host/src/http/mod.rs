@@ -7,7 +7,6 @@
 mod p3;
 mod request_body;
 mod server;
-mod spin_headers;
 
 use std::future::Future;
 use std::sync::Arc;
