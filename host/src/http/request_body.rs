@@ -129,17 +129,14 @@ impl Body for RequestBody {
 
     fn size_hint(&self) -> SizeHint {
         let read = self.read.as_ref().map_or(0, |bytes| bytes.len() as u64);
-        match &self.rest {
-            None => SizeHint::with_exact(read),
-            Some(rest) => {
-                let hint = rest.size_hint();
-                let mut total = SizeHint::new();
-                total.set_lower(hint.lower() + read);
-                if let Some(upper) = hint.upper() {
-                    total.set_upper(upper + read);
-                }
-                total
-            }
+        let Some(rest) = &self.rest else {
+            return SizeHint::with_exact(read);
+        };
+        let (hint, mut total) = (rest.size_hint(), SizeHint::new());
+        total.set_lower(hint.lower() + read);
+        if let Some(upper) = hint.upper() {
+            total.set_upper(upper + read);
         }
+        total
     }
 }
