@@ -94,7 +94,10 @@ impl PgPools {
             .ok()
             .and_then(Result::ok)
             .ok_or_else(|| PoolError::ConnectionFailed("too many connections".into()))?;
-        let idle = pool.take_idle();
+        let idle = pool.idle.lock().ok().and_then(|mut idle| {
+            idle.retain(|c| !c.client.is_closed());
+            idle.pop()
+        });
         let client = match idle {
             Some(client) => client,
             None => PgClient::new(connect(&pool.config, self.tls.clone()).await?),
@@ -119,14 +122,6 @@ async fn connect(
         let _ = connection.await;
     });
     Ok(client)
-}
-
-impl Pool {
-    fn take_idle(&self) -> Option<PgClient> {
-        let mut idle = self.idle.lock().ok()?;
-        idle.retain(|c| !c.client.is_closed());
-        idle.pop()
-    }
 }
 
 /// tokio-postgres' message plus its cause (e.g. "Connection refused").
