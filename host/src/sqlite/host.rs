@@ -181,8 +181,8 @@ mod tests {
 
     use super::*;
 
-    fn databases(dir: &Path) -> SqliteDbs {
-        let file = dir.join("state/sqlite_db.db");
+    /// `default` granted, at `file`.
+    fn databases(file: PathBuf) -> SqliteDbs {
         SqliteDbs::new(&["default".to_string()], BTreeMap::from([("default".to_string(), file)]))
     }
 
@@ -212,7 +212,7 @@ mod tests {
     #[tokio::test]
     async fn each_open_is_a_connection_of_its_own_with_rusqlites_defaults() {
         let dir = tempfile::tempdir().unwrap();
-        let dbs = databases(dir.path());
+        let dbs = databases(dir.path().join("state/sqlite_db.db"));
         let mut table = ResourceTable::new();
         let mut view = SqliteView { dbs: &dbs, table: &mut table };
         let conn = open(&mut view).await;
@@ -246,12 +246,9 @@ mod tests {
 
         // A folder that cannot be made is an `io` error.
         std::fs::write(dir.path().join("file"), "").unwrap();
-        let dbs = SqliteDbs::new(
-            &["x".into()],
-            BTreeMap::from([("x".into(), dir.path().join("file/x.db"))]),
-        );
+        let dbs = databases(dir.path().join("file/x.db"));
         let mut view = SqliteView { dbs: &dbs, table: &mut table };
-        let conn = view.open("x".into()).await.unwrap().unwrap();
+        let conn = open(&mut view).await;
         let err = exec(&mut view, &conn, "SELECT 1", vec![]).await;
         assert!(matches!(&err, Err(Error::Io(m)) if m.starts_with("cannot create")), "{err:?}");
     }
@@ -264,7 +261,7 @@ mod tests {
     #[tokio::test]
     async fn a_writer_waiting_for_the_lock_holds_no_serving_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let dbs = databases(dir.path());
+        let dbs = databases(dir.path().join("state/sqlite_db.db"));
         let (mut first_table, mut second_table) = (ResourceTable::new(), ResourceTable::new());
         let mut first = SqliteView { dbs: &dbs, table: &mut first_table };
         let mut second = SqliteView { dbs: &dbs, table: &mut second_table };
