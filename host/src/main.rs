@@ -112,10 +112,9 @@ async fn run(cli: Cli) -> Result<()> {
     let pre = match p3 {
         true => ServicePre::new(pre).map(ProxyPre::P3),
         false => wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre).map(ProxyPre::P2),
-    };
-    let pre = pre
-        .map_err(anyhow::Error::from)
-        .context("the component does not export wasi:http/incoming-handler")?;
+    }
+    .map_err(anyhow::Error::from)
+    .context("the component does not export wasi:http/incoming-handler")?;
 
     let shared = Arc::new(Shared {
         variables: Arc::new(variables),
