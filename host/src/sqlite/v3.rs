@@ -109,15 +109,10 @@ impl<U> HostConnectionWithStore<U> for SpinSqlite {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
     use std::sync::Arc;
     use std::time::Duration;
 
     use super::*;
-
-    fn conn(dir: &Path) -> Connection {
-        Connection::new(Arc::from(dir.join("db.sqlite")))
-    }
 
     async fn rows_of(sql: &str, conn: &Connection) -> (Vec<String>, Vec<i64>, Result<(), Error>) {
         let (columns, mut rows, done) = start(conn.clone(), sql.into(), vec![]).await.unwrap();
@@ -136,7 +131,7 @@ mod tests {
     #[tokio::test]
     async fn rows_stream_in_order_and_errors_come_last() {
         let dir = tempfile::tempdir().unwrap();
-        let conn = conn(dir.path());
+        let conn = Connection::new(Arc::from(dir.path().join("db.sqlite")));
         assert!(rows_of("CREATE TABLE t (n INTEGER)", &conn).await.2.is_ok());
         let insert = "INSERT INTO t WITH RECURSIVE c(n) AS \
                       (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) SELECT n FROM c";
