@@ -153,13 +153,8 @@ mod tests {
     #[tokio::test]
     async fn a_failing_provider_is_an_error_not_a_default() {
         // Nothing listens on port 9 of loopback (discard, never served here).
-        let vault = super::super::vault::Vault::new(super::super::vault::VaultConfig {
-            url: "http://127.0.0.1:9".into(),
-            token: "t".into(),
-            mount: "secret".into(),
-            prefix: None,
-        })
-        .unwrap();
+        let config = toml::from_str("url = 'http://127.0.0.1:9'\ntoken = 't'\nmount = 'secret'");
+        let vault = super::super::vault::Vault::new(config.unwrap()).unwrap();
         // (A required variable is looked up at start: here --variable has it.)
         let v = resolve(&[("needed", "n")], &[], vec![Provider::Vault(vault)]).await.unwrap();
         assert!(matches!(v.get("api_key").await, Err(Error::Provider(_))));
