@@ -86,7 +86,7 @@ fn stopped(method: &Method, path: &str, timeout: Duration) {
 /// Adds the headers Spin gives a component. Like Spin, after the client's
 /// own: a client that sends `spin-client-addr` cannot replace the
 /// platform's, which is the last value. Returns the full URL.
-pub fn add_spin_headers(
+fn add_spin_headers(
     parts: &mut Parts,
     route: &Route,
     path_info: &str,
