@@ -1,5 +1,6 @@
-//! `fermyon:spin/sqlite@2.0.0` on [`SqliteView`], and what the 3.1 room
-//! (`v3`) shares. As in Spin, each statement runs on tokio's blocking pool:
+//! Where each label's file is, `fermyon:spin/sqlite@2.0.0` on
+//! [`SqliteView`], and what the 3.1 room (`v3`) shares. As in Spin, each
+//! statement runs on tokio's blocking pool:
 //! SQLite's busy handler may sleep while another connection holds the lock,
 //! and must not hold a serving thread that connection's `COMMIT` may need.
 
