@@ -19,9 +19,7 @@ pub fn engine(state_dir: &Path, instances: u32, concurrent: Option<u32>) -> Resu
     let mut cache = CacheConfig::new();
     cache.with_directory(state_dir.join("cache"));
     match Cache::new(cache) {
-        Ok(cache) => {
-            config.cache(Some(cache));
-        }
+        Ok(cache) => _ = config.cache(Some(cache)),
         Err(e) => eprintln!("warning: compilation cache disabled: {e:#}"),
     }
 

@@ -29,22 +29,21 @@ use wasmtime_wasi_http::handler::ProxyPre;
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 
 use crate::cli::Cli;
-use crate::http::{Limits, Reuse, Server};
+use crate::http::{Limits, Server};
 use crate::manifest::Manifest;
 use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
-use crate::state::{Shared, State};
+use crate::state::Shared;
 use crate::variables::Variables;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            print!("{e}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return ExitCode::SUCCESS;
-            }
             // One line: clap's first line already says what is wrong.
             let text = e.to_string();
             eprintln!("{}", text.lines().next().unwrap_or("error: invalid arguments"));
@@ -113,10 +112,9 @@ async fn run(cli: Cli) -> Result<()> {
     let pre = match p3 {
         true => ServicePre::new(pre).map(ProxyPre::P3),
         false => wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre).map(ProxyPre::P2),
-    };
-    let pre = pre
-        .map_err(anyhow::Error::from)
-        .context("the component does not export wasi:http/incoming-handler")?;
+    }
+    .map_err(anyhow::Error::from)
+    .context("the component does not export wasi:http/incoming-handler")?;
 
     let shared = Arc::new(Shared {
         variables: Arc::new(variables),
@@ -127,17 +125,15 @@ async fn run(cli: Cli) -> Result<()> {
     });
     let server = Arc::new(Server::new(
         pre,
-        Box::new(move || State::new(shared.clone())),
+        shared,
         manifest.route.clone(),
         Limits {
             max_reuse: cli.max_instance_reuse,
             max_instances: cli.max_instances,
             request_timeout: cli.request_timeout,
-            reuse: Reuse {
-                max_count: cli.max_instance_reuse_count,
-                max_concurrent: cli.max_instance_concurrent_reuse_count,
-                idle_timeout: cli.idle_instance_timeout,
-            },
+            reuse_count: cli.max_instance_reuse_count,
+            concurrent_reuse: cli.max_instance_concurrent_reuse_count,
+            idle_timeout: cli.idle_instance_timeout,
         },
     ));
 
@@ -161,6 +157,5 @@ async fn run(cli: Cli) -> Result<()> {
         }
         println!("Shutting down");
     };
-    server.serve(listener, shutdown).await;
-    Ok(())
+    server.serve(listener, shutdown).await.context("cannot serve")
 }

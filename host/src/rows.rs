@@ -61,13 +61,8 @@ impl<D, T: Send + Sync + 'static> StreamProducer<D> for RowStream<T> {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Some(row)) => {
                 // Whatever else is ready goes in the same read.
-                let mut batch = vec![row];
-                while batch.len() < room {
-                    match rows.try_recv() {
-                        Ok(row) => batch.push(row),
-                        Err(_) => break,
-                    }
-                }
+                let more = std::iter::from_fn(|| rows.try_recv().ok()).take(room - 1);
+                let batch: Vec<T> = std::iter::once(row).chain(more).collect();
                 destination.set_buffer(batch.into());
                 Poll::Ready(Ok(StreamResult::Completed))
             }

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use wasmtime::component::{HasData, Linker, ResourceTable};
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
-use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -37,10 +36,7 @@ pub struct State {
 impl State {
     pub fn new(shared: Arc<Shared>) -> State {
         let mut wasi = WasiCtx::builder();
-        wasi.inherit_stdout().inherit_stderr();
-        for (k, v) in &shared.env {
-            wasi.env(k, v);
-        }
+        wasi.inherit_stdout().inherit_stderr().envs(&shared.env);
         State {
             shared,
             table: ResourceTable::new(),
@@ -79,12 +75,6 @@ impl WasiHttpView for State {
     }
 }
 
-/// `wasi:io` host traits are implemented on the resource table itself.
-struct Io;
-impl HasData for Io {
-    type Data<'a> = &'a mut ResourceTable;
-}
-
 /// One interface at a time: no filesystem, sockets or outgoing HTTP. For a
 /// WASI 0.3 component (`p3`) 0.3's and the newer Spin interfaces too (Rust's
 /// std imports WASI 0.2's from a 0.3 component as well).
@@ -92,7 +82,7 @@ pub fn add_to_linker(linker: &mut Linker<State>, p3: bool) -> wasmtime::Result<(
     use bindings::fermyon::spin::{postgres, rdbms_types, sqlite, variables};
     use bindings::spin::variables::variables as variables3;
     use bindings::spin::{postgres::postgres as pg4, sqlite::sqlite as sqlite3};
-    use wasmtime_wasi::p2::bindings::{cli, clocks, io, random};
+    use wasmtime_wasi::p2::bindings::{cli, random};
     use wasmtime_wasi_http::p2::bindings::{http::types, LinkOptions};
     let l = linker;
     if p3 {
@@ -106,22 +96,15 @@ pub fn add_to_linker(linker: &mut Linker<State>, p3: bool) -> wasmtime::Result<(
         variables3::add_to_linker::<State, SpinVariables>(l, State::variables)?;
         pg4::add_to_linker::<State, SpinPostgres>(l, State::postgres)?;
     }
-    io::error::add_to_linker::<State, Io>(l, |s| &mut s.table)?;
-    io::poll::add_to_linker::<State, Io>(l, |s| &mut s.table)?;
-    io::streams::add_to_linker::<State, Io>(l, |s| &mut s.table)?;
+    // io, clocks, random, stdin, stdout and stderr.
+    wasmtime_wasi::p2::add_to_linker_proxy_interfaces_async(l)?;
     cli::environment::add_to_linker::<State, WasiCli>(l, State::cli)?;
     cli::exit::add_to_linker::<State, WasiCli>(l, State::cli)?;
-    cli::stdin::add_to_linker::<State, WasiCli>(l, State::cli)?;
-    cli::stdout::add_to_linker::<State, WasiCli>(l, State::cli)?;
-    cli::stderr::add_to_linker::<State, WasiCli>(l, State::cli)?;
     cli::terminal_input::add_to_linker::<State, WasiCli>(l, State::cli)?;
     cli::terminal_output::add_to_linker::<State, WasiCli>(l, State::cli)?;
     cli::terminal_stdin::add_to_linker::<State, WasiCli>(l, State::cli)?;
     cli::terminal_stdout::add_to_linker::<State, WasiCli>(l, State::cli)?;
     cli::terminal_stderr::add_to_linker::<State, WasiCli>(l, State::cli)?;
-    clocks::wall_clock::add_to_linker::<State, WasiClocks>(l, State::clocks)?;
-    clocks::monotonic_clock::add_to_linker::<State, WasiClocks>(l, State::clocks)?;
-    random::random::add_to_linker::<State, WasiRandom>(l, State::random)?;
     random::insecure::add_to_linker::<State, WasiRandom>(l, State::random)?;
     random::insecure_seed::add_to_linker::<State, WasiRandom>(l, State::random)?;
     let http_options = (&LinkOptions::default()).into();

@@ -28,25 +28,13 @@ const PROBE_VARIABLES: &str = r#"greeting = { default = "from-default" }
 needed = { default = "x" }"#;
 
 /// The probe's manifest: component variable `greeting`, SQLite `default`,
-/// `archive` and `elsewhere` granted, PostgreSQL at `{{ pg_host }}` allowed
-/// when declared, `extra` appended to its variables.
+/// `archive` and `elsewhere` granted, `extra` appended to the component.
 fn probe_manifest(dir: &Path, variables: &str, extra: &str) -> PathBuf {
     let source = dir.join("probe.wasm");
     std::fs::write(&source, components::probe()).unwrap();
-    write_manifest(
-        dir,
-        &source,
-        variables,
-        &format!(
-            "sqlite_databases = [\"default\", \"archive\", \"elsewhere\"]\n{}\
-             [component.app.variables]\ngreeting = \"{{{{ greeting }}}}\"\n{extra}",
-            if variables.contains("pg_host") {
-                "allowed_outbound_hosts = [\"postgres://{{ pg_host }}\"]\n"
-            } else {
-                ""
-            }
-        ),
-    )
+    let component = "sqlite_databases = [\"default\", \"archive\", \"elsewhere\"]\n\
+                     variables.greeting = \"{{ greeting }}\"\n";
+    write_manifest(dir, &source, variables, &format!("{component}{extra}"))
 }
 
 fn body(host: &Host, path: &str) -> String {
@@ -68,11 +56,9 @@ fn variables_come_from_spins_sources_in_spins_order() {
         (&[], &[env_var], Some(dotenv), "from-env"),
         (&flag, &[env_var], Some(dotenv), "from-flag"),
     ] {
-        match dotenv {
-            Some(text) => std::fs::write(dir.path().join(".env"), text).unwrap(),
-            None => {
-                let _ = std::fs::remove_file(dir.path().join(".env"));
-            }
+        let _ = std::fs::remove_file(dir.path().join(".env"));
+        if let Some(text) = dotenv {
+            std::fs::write(dir.path().join(".env"), text).unwrap();
         }
         let host = Host::start(dir.path(), &manifest, args, env);
         assert_eq!(body(&host, "/v/greeting"), expected);
@@ -87,12 +73,8 @@ fn variables_come_from_spins_sources_in_spins_order() {
 fn the_component_environment_is_exactly_the_e_pairs() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = probe_manifest(dir.path(), PROBE_VARIABLES, "");
-    let host = Host::start(
-        dir.path(),
-        &manifest,
-        &["-e", "FIRST=1", "--env", "SECOND=a=b"],
-        &[("HOST_ONLY", "x"), ("SPIN_VARIABLE_GREETING", "y")],
-    );
+    let env = [("HOST_ONLY", "x"), ("SPIN_VARIABLE_GREETING", "y")];
+    let host = Host::start(dir.path(), &manifest, &["-e", "FIRST=1", "--env", "SECOND=a=b"], &env);
     assert_eq!(body(&host, "/e"), "FIRST=1\nSECOND=a=b\n");
     let host = Host::start(dir.path(), &manifest, &[], &[("HOST_ONLY", "x")]);
     assert_eq!(body(&host, "/e"), "");
@@ -153,38 +135,21 @@ fn start_up_errors_are_one_line() {
     fails(&["--from", manifest.to_str().unwrap()], 1, message);
 }
 
-/// A component whose `wasi:http/incoming-handler` is the core function
-/// `handler` (two i32 parameters), which never answers.
-fn handler_manifest(dir: &Path, handler: &str) -> PathBuf {
-    let wasm = wat::parse_str(format!(
-        r#"(component
-  (import "wasi:http/types@0.2.0" (instance $types
-    (export "incoming-request" (type (sub resource)))
-    (export "response-outparam" (type (sub resource)))
-  ))
-  (alias export $types "incoming-request" (type $request))
-  (alias export $types "response-outparam" (type $outparam))
-  (core module $m {handler})
-  (core instance $i (instantiate $m))
-  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
-    (canon lift (core func $i "handle")))
-  (instance $handler (export "handle" (func $handle)))
-  (export "wasi:http/incoming-handler@0.2.0" (instance $handler))
-)"#
-    ))
-    .unwrap();
-    let source = dir.join("handler.wasm");
+/// `wasm` on one serving thread (for a WASI 0.3 one, one `ProxyHandler`:
+/// its instances serve in turn).
+fn serve_component(dir: &Path, wasm: Vec<u8>, args: &[&str]) -> Host {
+    let source = dir.join("component.wasm");
     std::fs::write(&source, wasm).unwrap();
-    write_manifest(dir, &source, "", "")
+    let manifest = write_manifest(dir, &source, "", "");
+    Host::start(dir, &manifest, args, &[("SPIN_LITE_THREADS", "1")])
 }
 
 #[test]
 fn a_trap_answers_spins_plain_500_and_the_host_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let trap = r#"(func (export "handle") (param i32 i32) unreachable)"#;
-    let manifest = handler_manifest(dir.path(), trap);
+    let trap = components::p2_handler("unreachable");
     for reuse in ["1", "3"] {
-        let host = Host::start(dir.path(), &manifest, &["--max-instance-reuse", reuse], &[]);
+        let host = serve_component(dir.path(), trap.clone(), &["--max-instance-reuse", reuse]);
         for _ in 0..4 {
             assert_plain(500, get(host.port, "/anything"));
         }
@@ -193,25 +158,22 @@ fn a_trap_answers_spins_plain_500_and_the_host_keeps_serving() {
     }
 }
 
-/// One serving thread, a handler that loops with no call in it.
-fn looping_host(dir: &Path, args: &[&str]) -> Host {
-    let looping = r#"(func (export "handle") (param i32 i32) (loop $forever (br $forever)))"#;
-    let manifest = handler_manifest(dir, looping);
-    Host::start(dir, &manifest, args, &[("SPIN_LITE_THREADS", "1")])
+/// A WASI 0.2 and a 0.3 handler that loop with no call in them.
+fn looping() -> [Vec<u8>; 2] {
+    let forever = "(loop $forever (br $forever))";
+    [components::p2_handler(forever), components::p3_handler(&format!("{forever} (i32.const 0)"))]
 }
 
 /// Sends `count` requests at once; each one's answer and how long it took.
 fn concurrent_requests(port: u16, count: usize) -> Vec<((u16, String, String), Duration)> {
-    let threads: Vec<_> = (0..count)
-        .map(|_| {
-            std::thread::spawn(move || {
-                let started = Instant::now();
-                let answer = get(port, "/items");
-                (answer, started.elapsed())
-            })
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
+    let timed = move || {
+        let started = Instant::now();
+        (get(port, "/items"), started.elapsed())
+    };
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..count).map(|_| s.spawn(timed)).collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    })
 }
 
 #[test]
@@ -220,7 +182,8 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
     // One thread, two slots, three runaway guests: each is stopped at its
     // deadline (so they yield to one another and the timers); the third
     // waits for a slot.
-    let host = looping_host(dir.path(), &["--request-timeout", "1", "--max-instances", "2"]);
+    let [p2, _] = looping();
+    let host = serve_component(dir.path(), p2, &["--request-timeout", "1", "--max-instances", "2"]);
     let answers = concurrent_requests(host.port, 3);
     let mut took: Vec<f64> = answers.iter().map(|(_, d)| d.as_secs_f64()).collect();
     took.sort_by(f64::total_cmp);
@@ -230,11 +193,7 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
     // Margins for a loaded machine (2.35 s for the second seen at load 10).
     assert!(took[0] >= 0.9 && took[1] < 2.6, "the first two at about 1 s: {took:?}");
     assert!(took[2] >= 1.8 && took[2] < 4.5, "the third a deadline later: {took:?}");
-    assert!(
-        host.stderr().contains("still running after 1 s (--request-timeout)"),
-        "{}",
-        host.stderr()
-    );
+    host.wait_for_log("still running after 1 s (--request-timeout)");
     // The slots were given back (else 5 s and a 503; margin for a loaded machine).
     let answers = concurrent_requests(host.port, 2);
     for ((status, _, _), took) in &answers {
@@ -244,29 +203,26 @@ fn a_guest_past_the_deadline_answers_500_and_the_host_keeps_serving() {
     assert_eq!(host.terminate().code(), Some(0));
 }
 
+/// Under WASI 0.2 and 0.3: while a looping guest holds the only slot,
+/// another request answers 503 after the 5 s slot wait (before the first
+/// one's deadline, at which it answers 500).
 #[test]
 fn a_request_that_waits_too_long_for_a_slot_answers_503() {
     let dir = tempfile::tempdir().unwrap();
-    let host = looping_host(dir.path(), &["--request-timeout", "8", "--max-instances", "1"]);
-    let port = host.port;
-    let holder = std::thread::spawn(move || get(port, "/items"));
-    std::thread::sleep(Duration::from_millis(300));
-    let started = Instant::now();
-    let answer = get(port, "/items");
-    let waited = started.elapsed().as_secs_f64();
-    assert_plain(503, answer);
-    assert!((4.5..7.5).contains(&waited), "after the 5 s slot wait: {waited}");
-    assert_eq!(holder.join().unwrap().0, 500);
-    assert_eq!(host.terminate().code(), Some(0));
-}
-
-/// A WASI 0.3 component (`components::p3_handler`) on one serving thread
-/// (one `ProxyHandler`: its instances serve in turn).
-fn p3_host(dir: &Path, handle: &str, args: &[&str]) -> Host {
-    let source = dir.join("p3.wasm");
-    std::fs::write(&source, components::p3_handler(handle)).unwrap();
-    let manifest = write_manifest(dir, &source, "", "");
-    Host::start(dir, &manifest, args, &[("SPIN_LITE_THREADS", "1")])
+    for wasm in looping() {
+        let args = ["--request-timeout", "8", "--max-instances", "1"];
+        let host = serve_component(dir.path(), wasm, &args);
+        let port = host.port;
+        let holder = std::thread::spawn(move || get(port, "/items"));
+        std::thread::sleep(Duration::from_millis(300));
+        let started = Instant::now();
+        let answer = get(port, "/items");
+        let waited = started.elapsed().as_secs_f64();
+        assert_plain(503, answer);
+        assert!((4.5..7.5).contains(&waited), "after the 5 s slot wait: {waited}");
+        assert_eq!(holder.join().unwrap().0, 500);
+        assert_eq!(host.terminate().code(), Some(0));
+    }
 }
 
 /// As Spin main: an instance serves requests in turn up to
@@ -276,7 +232,8 @@ fn p3_host(dir: &Path, handle: &str, args: &[&str]) -> Host {
 fn a_wasi_0_3_instance_is_reused_as_in_spin_main() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["--max-instance-reuse-count", "3", "--idle-instance-timeout", "500ms"];
-    let host = p3_host(dir.path(), "(call $answer (local.get 0))", &args);
+    let answer = components::p3_handler("(call $answer (local.get 0))");
+    let host = serve_component(dir.path(), answer, &args);
     let mut statuses: Vec<u16> = (0..4).map(|_| get(host.port, "/").0).collect();
     std::thread::sleep(Duration::from_millis(1000));
     statuses.push(get(host.port, "/").0);
@@ -285,13 +242,12 @@ fn a_wasi_0_3_instance_is_reused_as_in_spin_main() {
 }
 
 /// A looping WASI 0.3 guest is stopped at its deadline (500) and gives its
-/// instance's slot back; while it holds the only one, another request
-/// answers 503 after 5 s.
+/// instance's slot back (the second request gets it).
 #[test]
 fn a_wasi_0_3_guest_past_the_deadline_answers_500_and_frees_its_slot() {
     let dir = tempfile::tempdir().unwrap();
-    let looping = "(loop $forever (br $forever)) (i32.const 0)";
-    let host = p3_host(dir.path(), looping, &["--request-timeout", "1", "--max-instances", "1"]);
+    let [_, p3] = looping();
+    let host = serve_component(dir.path(), p3, &["--request-timeout", "1", "--max-instances", "1"]);
     for _ in 0..2 {
         let started = Instant::now();
         assert_plain(500, get(host.port, "/"));
@@ -300,58 +256,34 @@ fn a_wasi_0_3_guest_past_the_deadline_answers_500_and_frees_its_slot() {
     }
     host.wait_for_log("still running after 1 s (--request-timeout)");
     assert_eq!(host.terminate().code(), Some(0));
-
-    let host = p3_host(dir.path(), looping, &["--request-timeout", "7", "--max-instances", "1"]);
-    let port = host.port;
-    let holder = std::thread::spawn(move || get(port, "/"));
-    std::thread::sleep(Duration::from_millis(300));
-    let started = Instant::now();
-    assert_plain(503, get(port, "/"));
-    let waited = started.elapsed().as_secs_f64();
-    assert!((4.5..7.0).contains(&waited), "after the 5 s slot wait: {waited}");
-    assert_eq!(holder.join().unwrap().0, 500);
-    assert_eq!(host.terminate().code(), Some(0));
 }
 
-/// The probe for PostgreSQL: `pg_address` by `--variable`, `pg_host` allowed.
-fn pg_probe(dir: &Path, pg_host: &str) -> PathBuf {
-    probe_manifest(
-        dir,
-        &format!(
-            "{PROBE_VARIABLES}\npg_address = {{ default = \"\" }}\n\
-             pg_host = {{ default = \"{pg_host}\" }}"
-        ),
-        "pg_address = \"{{ pg_address }}\"\n",
-    )
+/// The probe on the PostgreSQL database at `address`, the test server's
+/// host:port allowed.
+fn pg_probe(dir: &Path, address: &str, args: &[&str]) -> Host {
+    let (_, host_port) = test_pg_url();
+    let variables = format!(
+        "{PROBE_VARIABLES}\npg_address = {{ default = \"{address}\" }}\n\
+         pg_host = {{ default = \"{host_port}\" }}"
+    );
+    let extra = "allowed_outbound_hosts = [\"postgres://{{ pg_host }}\"]\n\
+                 variables.pg_address = \"{{ pg_address }}\"\n";
+    Host::start(dir, &probe_manifest(dir, &variables, extra), args, &[])
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: make test runs it"]
 fn postgres_as_spin_serves_it_and_the_zero_row_check() {
-    let (url, host_port) = test_pg_url();
-    let scratch = ScratchDatabase::create(&url);
-    let address = scratch.url();
+    let scratch = ScratchDatabase::create(&test_pg_url().0);
     let dir = tempfile::tempdir().unwrap();
-    let manifest = pg_probe(dir.path(), &host_port);
-    let variable = format!("pg_address={address}");
-    let host = Host::start(
-        dir.path(),
-        &manifest,
-        &["--variable", &variable, "--max-instance-reuse", "2"],
-        &[],
-    );
+    let host = pg_probe(dir.path(), &scratch.url(), &["--max-instance-reuse", "2"]);
     for expected in ["1", "2", "3"] {
         assert_eq!(body(&host, "/p/"), expected);
     }
     assert_eq!(body(&host, "/z/"), "0");
     assert_eq!(host.terminate().code(), Some(0));
 
-    let host = Host::start(
-        dir.path(),
-        &manifest,
-        &["--variable", &variable, "--pg-empty-query-error"],
-        &[],
-    );
+    let host = pg_probe(dir.path(), &scratch.url(), &["--pg-empty-query-error"]);
     assert_eq!(body(&host, "/p/"), "4");
     let answer = body(&host, "/z/");
     assert!(answer.starts_with("error:2"), "query-failed: {answer}");
@@ -366,16 +298,13 @@ fn postgres_as_spin_serves_it_and_the_zero_row_check() {
 #[test]
 #[ignore = "needs PostgreSQL: make test runs it"]
 fn postgres_refusals_are_spins_and_keep_the_password() {
-    let (url, host_port) = test_pg_url();
+    let url = test_pg_url().0;
     let password = "pw-that-must-not-leak";
     let dir = tempfile::tempdir().unwrap();
-    let manifest = pg_probe(dir.path(), &host_port);
-    for address in [
-        format!("postgres://u:{password}@127.0.0.2:1/d"),
-        format!("{}{}sslmode=require", url, if url.contains('?') { "&" } else { "?" }),
-    ] {
-        let variable = format!("pg_address={address}");
-        let host = Host::start(dir.path(), &manifest, &["--variable", &variable], &[]);
+    for address in
+        [format!("postgres://u:{password}@127.0.0.2:1/d"), with_param(&url, "sslmode=require")]
+    {
+        let host = pg_probe(dir.path(), &address, &[]);
         let answer = body(&host, "/p/");
         assert!(answer.starts_with("error:0"), "connection-failed: {answer}");
         assert!(!answer.contains(password), "{answer}");

@@ -1,28 +1,20 @@
-//! Serving (wasi-http): one single-threaded runtime per core accepts from the
-//! shared listener and hands each request to the component's
-//! `wasi:http/incoming-handler` (WASI 0.2), in a fresh instance (Spin's
-//! isolation) or, with `--max-instance-reuse N`, an idle one that has served
-//! fewer than N; or to its `wasi:http/handler` (WASI 0.3, `p3`), in an
-//! instance reused as Spin main reuses it.
-//! A slow client holds only its connection's task, never a slot or a thread:
-//! the head must come within `HEADER_TIMEOUT`, the body is read ahead
-//! (`request_body`) before a slot is taken, a request waiting `SLOT_WAIT` for
-//! a slot answers 503, and one running past `--request-timeout` is stopped
-//! (500, instance discarded). Guest code yields every `EPOCH_TICK`.
+//! Serving (wasi-http, `server`): a WASI 0.2 component in a fresh or an
+//! idle instance per request, a WASI 0.3 one in instances reused as Spin
+//! main reuses them (`p3`). A slow client holds only its connection's task,
+//! never a slot or a thread (`request_body`; host/README.md, "Where it
+//! differs").
 
 mod p3;
 mod request_body;
 mod server;
-mod spin_headers;
 
 use std::future::Future;
-
 use std::sync::Arc;
 
 use wasmtime_wasi_http::{Error, RequestOptions, Result, WasiBody, WasiHttpHooks};
 use wasmtime_wasi_http::{ForbiddenHeaderFilter, DEFAULT_FORBIDDEN_HEADERS};
 
-pub use p3::{exports_wasi_0_3, Reuse};
+pub use p3::exports_wasi_0_3;
 pub use server::{
     serving_runtime, start_epoch_ticker, Limits, Server, DEFAULT_MAX_INSTANCES, MAX_IDLE_INSTANCES,
 };

@@ -1,5 +1,5 @@
 //! WASI 0.3 (`wasi:http/handler@0.3.0`): wasmtime-wasi-http's `ProxyHandler`
-//! reuses instances as Spin main does (`Reuse`), within spin-lite's bounds:
+//! reuses instances as Spin main does, within spin-lite's bounds:
 //! an instance holds one of the `--max-instances` slots for its life (no slot
 //! within `SLOT_WAIT`: `NoSlot`, a 503), and a request past
 //! `--request-timeout` fails (`ExpirationError`, a 500) and dooms its
@@ -8,7 +8,6 @@
 //! drops the instance a deadline after its latest request began.
 
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -23,7 +22,8 @@ use wasmtime_wasi_http::handler::{
 };
 use wasmtime_wasi_http::WasiHttpView;
 
-use super::server::{Server, SLOT_WAIT};
+use super::server::{Limits, Server, SLOT_WAIT};
+use crate::state::State;
 
 /// Whether the component exports `wasi:http/handler@0.3.*` (WASI 0.3), from
 /// its own exports (those of the components inside it do not count).
@@ -35,10 +35,8 @@ pub fn exports_wasi_0_3(component: &[u8]) -> bool {
             Ok(ModuleSection { .. } | ComponentSection { .. }) => depth += 1,
             Ok(End(_)) => depth -= 1,
             Ok(ComponentExportSection(exports)) if depth == 0 => {
-                let handler = |e: &wasmparser::ComponentExport| {
-                    e.name.name.starts_with("wasi:http/handler@0.3")
-                };
-                if exports.into_iter().flatten().any(|e| handler(&e)) {
+                let mut names = exports.into_iter().flatten().map(|e| e.name.name);
+                if names.any(|name| name.starts_with("wasi:http/handler@0.3")) {
                     return true;
                 }
             }
@@ -47,15 +45,6 @@ pub fn exports_wasi_0_3(component: &[u8]) -> bool {
         }
     }
     false
-}
-
-/// `--max-instance-reuse-count`, `--max-instance-concurrent-reuse-count`,
-/// `--idle-instance-timeout`.
-#[derive(Clone, Copy)]
-pub struct Reuse {
-    pub max_count: u32,
-    pub max_concurrent: u32,
-    pub idle_timeout: Duration,
 }
 
 /// A request's instance, once it has one: whether it ran out of time.
@@ -75,59 +64,43 @@ impl std::error::Error for NoSlot {}
 
 /// The `ProxyHandler`'s state: one per serving thread, so a connection and
 /// the instances serving it stay on one thread.
-pub struct Instances<T: 'static>(pub Arc<Server<T>>);
+pub struct Instances(pub Arc<Server>);
 
-impl<T: WasiHttpView + Send + 'static> HandlerState for Instances<T> {
-    type StoreData = T;
+impl HandlerState for Instances {
+    type StoreData = State;
     type WorkerExpiration = Expiration;
-    type WorkerState = Worker<T>;
+    type WorkerState = Worker;
 
-    async fn instantiate(&self) -> wasmtime::Result<Instance<T, Expiration, Worker<T>>> {
-        let server = &self.0;
-        let slot = tokio::time::timeout(SLOT_WAIT, server.slots().acquire_owned())
-            .await
-            .map_err(|_| NoSlot)??;
-        let (store, proxy) = server.instantiate().await?;
-        let limits = server.limits();
-        let doomed = Arc::new(AtomicBool::new(false));
+    async fn instantiate(&self) -> wasmtime::Result<Instance<State, Expiration, Worker>> {
+        let slot = self.0.slot().await?;
+        let (store, proxy) = self.0.instantiate().await?;
+        let (limits, doomed) = (self.0.limits, Arc::new(AtomicBool::new(false)));
+        let sleep = Box::pin(tokio::time::sleep(Duration::MAX));
         Ok(Instance {
             store,
             proxy,
-            view: T::http,
-            expiration: Expiration {
-                idle_timeout: limits.reuse.idle_timeout,
-                request_timeout: limits.request_timeout,
-                doomed: doomed.clone(),
-                sleep: Box::pin(tokio::time::sleep(Duration::MAX)),
-            },
-            state: Worker {
-                request_timeout: limits.request_timeout,
-                reuse: limits.reuse,
-                doomed,
-                _slot: slot,
-                _data: PhantomData,
-            },
+            view: State::http,
+            expiration: Expiration { limits, doomed: doomed.clone(), sleep },
+            state: Worker { limits, doomed, _slot: slot },
         })
     }
 }
 
-pub struct Worker<T> {
-    request_timeout: Duration,
-    reuse: Reuse,
+pub struct Worker {
+    limits: Limits,
     /// A request of this instance ran past its deadline.
     doomed: Arc<AtomicBool>,
     _slot: OwnedSemaphorePermit,
-    _data: PhantomData<fn() -> T>,
 }
 
-impl<T: Send + 'static> WorkerState for Worker<T> {
-    type StoreData = T;
+impl WorkerState for Worker {
+    type StoreData = State;
     type RequestData = Doomed;
 
     fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
-        if total >= self.reuse.max_count as usize {
+        if total >= self.limits.reuse_count as usize {
             ShouldAccept::Never
-        } else if concurrent >= self.reuse.max_concurrent as usize {
+        } else if concurrent >= self.limits.concurrent_reuse as usize {
             ShouldAccept::No
         } else {
             ShouldAccept::Yes
@@ -136,33 +109,30 @@ impl<T: Send + 'static> WorkerState for Worker<T> {
 
     fn on_request_start(
         &self,
-        _: StoreContextMut<'_, T>,
+        _: StoreContextMut<'_, State>,
         request: Doomed,
         _: GuestTaskId,
     ) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
         let _ = request.set(self.doomed.clone());
-        let (timeout, doomed) = (self.request_timeout, self.doomed.clone());
+        let (timeout, doomed) = (self.limits.request_timeout, self.doomed.clone());
         Box::pin(async move {
             tokio::time::sleep(timeout).await;
             doomed.store(true, Relaxed);
         })
     }
 
-    fn drop(&self, store: Store<T>, result: wasmtime::Result<()>) {
+    fn drop(&self, _: Store<State>, result: wasmtime::Result<()>) {
         // A doomed instance's requests report why.
-        match result {
-            Err(e) if !self.doomed.load(Relaxed) => eprintln!("component instance dropped: {e:?}"),
-            _ => {}
+        if let (Err(e), false) = (result, self.doomed.load(Relaxed)) {
+            eprintln!("component instance dropped: {e:?}");
         }
-        drop(store);
     }
 }
 
 /// Polled outside the instance's event loop, so it also fires while a guest
 /// loops (and then dooms the instance).
 pub struct Expiration {
-    idle_timeout: Duration,
-    request_timeout: Duration,
+    limits: Limits,
     doomed: Arc<AtomicBool>,
     sleep: Pin<Box<tokio::time::Sleep>>,
 }
@@ -179,9 +149,9 @@ impl WorkerExpiration for Expiration {
             return Poll::Ready(());
         }
         let limit = match status {
-            WorkerStatus::Idle => me.idle_timeout,
+            WorkerStatus::Idle => me.limits.idle_timeout,
             // Requests, or guest work after the last answer.
-            _ => me.request_timeout,
+            _ => me.limits.request_timeout,
         };
         let Some(deadline) = start.checked_add(limit) else {
             return Poll::Pending;

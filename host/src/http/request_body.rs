@@ -12,6 +12,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
+use tokio::time::{Instant, Sleep};
+use wasmtime_wasi_http::Error;
 
 /// More than the 1 MiB a component accepts: it judges any body from memory.
 pub const PREREAD_BYTES: usize = (1 << 20) + (64 << 10);
@@ -25,55 +27,34 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 const LINGER_MAX_BYTES: usize = 4 << 20;
 const LINGER_TIME: Duration = Duration::from_secs(2);
 
-pub struct BodyDeadline(Pin<Box<tokio::time::Sleep>>);
-
-impl BodyDeadline {
-    pub fn start() -> BodyDeadline {
-        BodyDeadline(Box::pin(tokio::time::sleep(BODY_TIMEOUT)))
-    }
-}
-
 pub struct RequestBody {
     read: Option<Bytes>,
     /// Why reading stopped early: the component gets it after the bytes read.
-    failed: Option<wasmtime_wasi_http::Error>,
+    failed: Option<Error>,
     /// The rest of a body longer than `PREREAD_BYTES`.
     rest: Option<Incoming>,
-    deadline: BodyDeadline,
+    deadline: Pin<Box<Sleep>>,
 }
 
 impl RequestBody {
-    /// Reads until the end, `PREREAD_BYTES` or the deadline; not at all if
-    /// the declared length is over `PREREAD_BYTES` (refused from it).
-    pub async fn read_ahead(mut body: Incoming, mut deadline: BodyDeadline) -> RequestBody {
+    /// Reads until the end, `PREREAD_BYTES` or the deadline (`BODY_TIMEOUT`
+    /// from `arrived`); not at all if the declared length is over
+    /// `PREREAD_BYTES` (refused from it).
+    pub async fn read_ahead(mut body: Incoming, arrived: Instant) -> RequestBody {
+        let mut deadline = Box::pin(tokio::time::sleep_until(arrived + BODY_TIMEOUT));
         if body.size_hint().exact().is_some_and(|length| length > PREREAD_BYTES as u64) {
             return RequestBody { read: None, failed: None, rest: Some(body), deadline };
         }
-        let mut read = BytesMut::new();
-        let mut failed = None;
-        let mut ended = false;
-        while read.len() < PREREAD_BYTES {
+        let (mut read, mut failed, mut ended) = (BytesMut::new(), None, false);
+        while read.len() < PREREAD_BYTES && failed.is_none() && !ended {
             let frame = tokio::select! {
-                frame = body.frame() => frame,
-                () = deadline.0.as_mut() => {
-                    failed = Some(wasmtime_wasi_http::Error::ConnectionReadTimeout);
-                    break;
-                }
+                frame = body.frame() => frame.map(|frame| frame.map_err(Error::from)),
+                () = deadline.as_mut() => Some(Err(Error::ConnectionReadTimeout)),
             };
             match frame {
-                None => {
-                    ended = true;
-                    break;
-                }
-                Some(Ok(frame)) => {
-                    if let Some(data) = frame.data_ref() {
-                        read.extend_from_slice(data);
-                    }
-                }
-                Some(Err(e)) => {
-                    failed = Some(e.into());
-                    break;
-                }
+                Some(Ok(frame)) => read.extend_from_slice(&frame.into_data().unwrap_or_default()),
+                Some(Err(e)) => failed = Some(e),
+                None => ended = true,
             }
         }
         RequestBody {
@@ -115,7 +96,7 @@ async fn linger(mut body: Incoming) {
 
 impl Body for RequestBody {
     type Data = Bytes;
-    type Error = wasmtime_wasi_http::Error;
+    type Error = Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
@@ -136,12 +117,8 @@ impl Body for RequestBody {
             }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
-        match self.deadline.0.as_mut().poll(cx) {
-            Poll::Ready(()) => {
-                Poll::Ready(Some(Err(wasmtime_wasi_http::Error::ConnectionReadTimeout)))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        let timed_out = self.deadline.as_mut().poll(cx);
+        timed_out.map(|()| Some(Err(Error::ConnectionReadTimeout)))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -152,17 +129,14 @@ impl Body for RequestBody {
 
     fn size_hint(&self) -> SizeHint {
         let read = self.read.as_ref().map_or(0, |bytes| bytes.len() as u64);
-        match &self.rest {
-            None => SizeHint::with_exact(read),
-            Some(rest) => {
-                let hint = rest.size_hint();
-                let mut total = SizeHint::new();
-                total.set_lower(hint.lower() + read);
-                if let Some(upper) = hint.upper() {
-                    total.set_upper(upper + read);
-                }
-                total
-            }
+        let Some(rest) = &self.rest else {
+            return SizeHint::with_exact(read);
+        };
+        let (hint, mut total) = (rest.size_hint(), SizeHint::new());
+        total.set_lower(hint.lower() + read);
+        if let Some(upper) = hint.upper() {
+            total.set_upper(upper + read);
         }
+        total
     }
 }

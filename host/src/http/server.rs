@@ -1,5 +1,5 @@
 //! The server: accepting on every serving thread, and each request from its
-//! arrival to its answer.
+//! arrival (and the headers Spin gives a component with it) to its answer.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -9,26 +9,28 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::request::Parts;
+use http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use wasmtime::error::Context as _;
 use wasmtime::Store;
 use wasmtime_wasi_http::handler::{
     ExpirationError, InstantiationError, Proxy, ProxyHandler, ProxyPre,
 };
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
-use wasmtime_wasi_http::{WasiBody, WasiHttpView};
+use wasmtime_wasi_http::WasiHttpView;
 
-use super::p3::{Doomed, Instances, NoSlot, Reuse};
-use super::request_body::{BodyDeadline, RequestBody};
-use super::spin_headers::add_spin_headers;
+use super::p3::{Doomed, Instances, NoSlot};
+use super::request_body::RequestBody;
 use crate::manifest::Route;
+use crate::state::{Shared, State};
 
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
@@ -54,10 +56,6 @@ fn serving_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(64)))
 }
 
-async fn stop_signal(mut stopped: tokio::sync::watch::Receiver<bool>) {
-    let _ = stopped.wait_for(|stop| *stop).await;
-}
-
 /// Advances the engine's epoch every `EPOCH_TICK`: guest code yields that often.
 pub fn start_epoch_ticker(engine: wasmtime::Engine) -> std::io::Result<()> {
     std::thread::Builder::new()
@@ -77,22 +75,7 @@ fn empty(status: StatusCode) -> Response<HyperOutgoingBody> {
     r
 }
 
-fn internal_error() -> Response<HyperOutgoingBody> {
-    empty(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
-pub type NewState<T> = Box<dyn Fn() -> T + Send + Sync>;
-
-/// `--max-instance-reuse` (WASI 0.2), `--max-instances`,
-/// `--request-timeout`, the `--*-instance-*` of WASI 0.3.
-pub struct Limits {
-    pub max_reuse: u32,
-    pub max_instances: u32,
-    pub request_timeout: Duration,
-    pub reuse: Reuse,
-}
-
-fn stopped(method: &http::Method, path: &str, timeout: Duration) {
+fn stopped(method: &Method, path: &str, timeout: Duration) {
     eprintln!(
         "component stopped on {method} {path}: still running after {} s \
          (--request-timeout); its instance is discarded",
@@ -100,35 +83,83 @@ fn stopped(method: &http::Method, path: &str, timeout: Duration) {
     );
 }
 
+/// Adds the headers Spin gives a component. Like Spin, after the client's
+/// own: a client that sends `spin-client-addr` cannot replace the
+/// platform's, which is the last value. Returns the full URL.
+fn add_spin_headers(
+    parts: &mut Parts,
+    route: &Route,
+    path_info: &str,
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+) -> String {
+    let headers = &mut parts.headers;
+    if !headers.contains_key(http::header::HOST) {
+        // HTTP/1.0 clients may omit Host; wasi-http needs an authority.
+        let host = local.map_or_else(|| "localhost".to_string(), |a| a.to_string());
+        if let Ok(v) = HeaderValue::from_str(&host) {
+            headers.insert(http::header::HOST, v);
+        }
+    }
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost")
+        .to_string();
+    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let full_url = format!("http://{host}{path_and_query}");
+    let spin_headers = [
+        ("spin-path-info", path_info.to_string()),
+        ("spin-full-url", full_url.clone()),
+        ("spin-matched-route", route.raw.clone()),
+        ("spin-base-path", "/".to_string()),
+        ("spin-raw-component-route", route.raw.clone()),
+        ("spin-component-route", route.base.clone()),
+        ("spin-client-addr", peer.to_string()),
+    ];
+    for (name, value) in spin_headers {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.append(HeaderName::from_static(name), value);
+        }
+    }
+    full_url
+}
+
+/// `--max-instance-reuse` (WASI 0.2), `--max-instances`, `--request-timeout`
+/// and WASI 0.3's `--max-instance-reuse-count`,
+/// `--max-instance-concurrent-reuse-count`, `--idle-instance-timeout`.
+#[derive(Clone, Copy)]
+pub struct Limits {
+    pub max_reuse: u32,
+    pub max_instances: u32,
+    pub request_timeout: Duration,
+    pub reuse_count: u32,
+    pub concurrent_reuse: u32,
+    pub idle_timeout: Duration,
+}
+
 /// A WASI 0.2 (`wasi:http/incoming-handler`) component is served here, an
 /// instance per request by default; a WASI 0.3 one by a `ProxyHandler` per
 /// serving thread (`p3.rs`).
-pub struct Server<T: 'static> {
-    pre: ProxyPre<T>,
-    new_state: NewState<T>,
+pub struct Server {
+    pre: ProxyPre<State>,
+    shared: Arc<Shared>,
     route: Route,
-    limits: Limits,
-    idle: Mutex<Vec<Instance<T>>>,
-    active: Arc<Semaphore>,
+    pub(super) limits: Limits,
+    idle: Mutex<Vec<Instance>>,
+    slots: Arc<Semaphore>,
 }
 
-struct Instance<T: 'static> {
-    store: Store<T>,
+struct Instance {
+    store: Store<State>,
     proxy: wasmtime_wasi_http::p2::bindings::Proxy,
     served: u32,
 }
 
-impl<T: WasiHttpView + Send + 'static> Server<T> {
-    pub fn new(pre: ProxyPre<T>, new_state: NewState<T>, route: Route, limits: Limits) -> Self {
-        let slots = limits.max_instances as usize;
-        Server {
-            pre,
-            new_state,
-            route,
-            limits,
-            idle: Mutex::new(Vec::new()),
-            active: Arc::new(Semaphore::new(slots)),
-        }
+impl Server {
+    pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Self {
+        let slots = Arc::new(Semaphore::new(limits.max_instances as usize));
+        Server { pre, shared, route, limits, idle: Mutex::new(Vec::new()), slots }
     }
 
     /// One single-threaded runtime per core on the same listener: a
@@ -136,72 +167,55 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
     /// multi-threaded runtime (`GET /book/{id}`, c16, SQLite): 116 -> 44 us
     /// of CPU and 2.64 -> 0.58 context switches a request. Returns once
     /// `shutdown` resolved and in-flight requests finished (or the grace).
-    pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-        let threads = serving_threads();
-        let (stop, stopped) = tokio::sync::watch::channel(false);
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let (stop, stopped) = watch::channel(false);
+        let listener = listener.into_std()?;
         let mut others = Vec::new();
-        let listener = match listener.into_std() {
-            Ok(listener) => listener,
-            Err(e) => {
-                eprintln!("cannot share the listener: {e}");
-                return;
-            }
-        };
-        for index in 1..threads {
-            let Ok(clone) = listener.try_clone() else {
+        for index in 1..serving_threads() {
+            let Ok(listener) = listener.try_clone() else {
                 eprintln!("cannot share the listener: serving on {index} thread(s)");
                 break;
             };
-            let server = self.clone();
-            let stopped = stopped.clone();
-            let spawned =
-                std::thread::Builder::new().name(format!("serve-{index}")).spawn(move || {
-                    let served = serving_runtime().and_then(|runtime| {
-                        runtime.block_on(async move {
-                            let listener = TcpListener::from_std(clone)?;
-                            server.accept_loop(listener, stop_signal(stopped)).await;
-                            Ok(())
-                        })
-                    });
-                    if let Err(e) = served {
-                        eprintln!("serving thread {index}: {e}");
-                    }
+            let (server, stopped) = (self.clone(), stopped.clone());
+            let serve = move || {
+                let served = serving_runtime().and_then(|runtime| {
+                    runtime.block_on(async move {
+                        server.accept_loop(TcpListener::from_std(listener)?, stopped).await;
+                        Ok(())
+                    })
                 });
-            match spawned {
+                if let Err(e) = served {
+                    eprintln!("serving thread {index}: {e}");
+                }
+            };
+            match std::thread::Builder::new().name(format!("serve-{index}")).spawn(serve) {
                 Ok(handle) => others.push(handle),
                 Err(e) => eprintln!("cannot start serving thread {index}: {e}"),
             }
         }
-        let listener = match TcpListener::from_std(listener) {
-            Ok(listener) => listener,
-            Err(e) => {
-                eprintln!("cannot serve: {e}");
-                let _ = stop.send(true);
-                return;
-            }
-        };
+        let listener = TcpListener::from_std(listener)?;
         let trigger = async move {
             shutdown.await;
             let _ = stop.send(true);
         };
-        tokio::join!(self.accept_loop(listener, stop_signal(stopped)), trigger);
+        tokio::join!(self.accept_loop(listener, stopped), trigger);
         for handle in others {
             let _ = tokio::task::spawn_blocking(move || handle.join()).await;
         }
+        Ok(())
     }
 
-    async fn accept_loop(
-        self: Arc<Self>,
-        listener: TcpListener,
-        shutdown: impl Future<Output = ()>,
-    ) {
+    async fn accept_loop(self: Arc<Self>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
         let local = listener.local_addr().ok();
         let p3 =
             matches!(self.pre, ProxyPre::P3(_)).then(|| ProxyHandler::new(Instances(self.clone())));
         let graceful = GracefulShutdown::new();
         let mut builder = http1::Builder::new();
         builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
-        tokio::pin!(shutdown);
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -213,7 +227,7 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                         continue;
                     }
                 },
-                _ = &mut shutdown => break,
+                _ = stop.wait_for(|stop| *stop) => break,
             };
             let _ = stream.set_nodelay(true);
             let (server, p3) = (self.clone(), p3.clone());
@@ -229,87 +243,85 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
         }
         drop(listener);
         if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
-            eprintln!(
-                "shutdown: gave up on in-flight requests after {} s",
-                SHUTDOWN_GRACE.as_secs()
-            );
+            let grace = SHUTDOWN_GRACE.as_secs();
+            eprintln!("shutdown: gave up on in-flight requests after {grace} s");
         }
     }
 
     async fn handle(
         self: Arc<Self>,
         req: Request<Incoming>,
-        p3: Option<ProxyHandler<Instances<T>>>,
+        p3: Option<ProxyHandler<Instances>>,
         peer: SocketAddr,
         local: Option<SocketAddr>,
     ) -> Response<HyperOutgoingBody> {
-        let body_deadline = BodyDeadline::start();
-        let method = req.method().clone();
-        let path = req.uri().path().to_string();
+        let arrived = tokio::time::Instant::now();
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
         let Some(path_info) = self.route.matches(&path) else {
             return empty(StatusCode::NOT_FOUND);
         };
         let (mut parts, body) = req.into_parts();
         // Before a slot is taken: a client that stalls holds none.
-        let body = RequestBody::read_ahead(body, body_deadline).await;
+        let body = RequestBody::read_ahead(body, arrived).await;
         let full_url = add_spin_headers(&mut parts, &self.route, path_info, peer, local);
-        if let Some(handler) = p3 {
-            // As Spin: wasi:http 0.3 reads the scheme and authority from it.
-            parts.uri = full_url.parse().unwrap_or(parts.uri);
-            let req = Request::from_parts(parts, body.boxed_unsync());
-            return self.handle_p3(&handler, req, &method, &path).await;
+        let doomed = Doomed::default();
+        let answered = match p3 {
+            Some(handler) => {
+                // As Spin: wasi:http 0.3 reads the scheme and authority from it.
+                parts.uri = full_url.parse().unwrap_or(parts.uri);
+                let req = Request::from_parts(parts, body.boxed_unsync());
+                handler.handle(doomed.clone(), req).await
+            }
+            None => self.handle_p2(Request::from_parts(parts, body), &method, &path).await,
+        };
+        let e = match answered {
+            Ok(response) => return response,
+            Err(e) => e,
+        };
+        // A failure: 503 without a slot, else a plain 500 and a log line.
+        let instantiating = e.downcast_ref::<InstantiationError<Doomed>>().map(|i| &i.error);
+        if e.is::<NoSlot>() || instantiating.is_some_and(|e| e.is::<NoSlot>()) {
+            eprintln!("{method} {path}: {NoSlot}: answered 503");
+            return empty(StatusCode::SERVICE_UNAVAILABLE);
         }
-        let req = Request::from_parts(parts, body);
+        if let Some(error) = instantiating {
+            eprintln!("cannot instantiate the component: {error:?}");
+        } else if e.is::<ExpirationError>() || doomed.get().is_some_and(|d| d.load(Relaxed)) {
+            stopped(&method, &path, self.limits.request_timeout);
+        } else {
+            eprintln!("component failed on {method} {path}: {e:?}");
+        }
+        empty(StatusCode::INTERNAL_SERVER_ERROR)
+    }
 
-        let permit =
-            match tokio::time::timeout(SLOT_WAIT, self.active.clone().acquire_owned()).await {
-                Ok(Ok(permit)) => permit,
-                Ok(Err(_)) => return internal_error(),
-                Err(_) => {
-                    eprintln!("{method} {path}: {NoSlot}: answered 503");
-                    return empty(StatusCode::SERVICE_UNAVAILABLE);
-                }
-            };
+    /// A WASI 0.2 request, in an idle instance or a new one, called in a
+    /// task of its own: the guest may stream the body after the head.
+    async fn handle_p2(
+        self: &Arc<Self>,
+        req: Request<RequestBody>,
+        method: &Method,
+        path: &str,
+    ) -> wasmtime::Result<Response<HyperOutgoingBody>> {
+        let permit = self.slot().await?;
         let mut instance = match self.take_idle() {
-            Some(i) => i,
-            None => match self.instantiate_p2().await {
-                Ok(i) => i,
-                Err(e) => {
-                    eprintln!("cannot instantiate the component: {e:?}");
-                    return internal_error();
-                }
+            Some(instance) => instance,
+            None => match self.instantiate().await.context("cannot instantiate the component")? {
+                (store, Proxy::P2(proxy)) => Instance { store, proxy, served: 0 },
+                _ => wasmtime::bail!("not a WASI 0.2 component"),
             },
         };
-
         let (sender, receiver) = tokio::sync::oneshot::channel();
-        let data = instance.store.data_mut();
-        let resources = data
-            .http()
-            .new_incoming_request(Scheme::Http, req)
-            .and_then(|r| Ok((r, data.http().new_response_outparam(sender)?)));
-        let (request, outparam) = match resources {
-            Ok(pair) => pair,
-            Err(e) => {
-                eprintln!("cannot pass the request to the component: {e:?}");
-                return internal_error();
-            }
-        };
-
-        // Its own task: the guest may stream the body after the head.
-        let server = self.clone();
+        let mut http = instance.store.data_mut().http();
+        let request = http.new_incoming_request(Scheme::Http, req)?;
+        let outparam = http.new_response_outparam(sender)?;
+        let (method, path, server) = (method.clone(), path.to_string(), self.clone());
         tokio::spawn(async move {
             let timeout = server.limits.request_timeout;
-            let result = {
-                let Instance { store, proxy, .. } = &mut instance;
-                let call =
-                    proxy.wasi_http_incoming_handler().call_handle(&mut *store, request, outparam);
-                tokio::time::timeout(timeout, call).await
-            };
-            match result {
-                Ok(Ok(())) => {
-                    instance.served += 1;
-                    server.recycle(instance);
-                }
+            let Instance { store, proxy, .. } = &mut instance;
+            let call =
+                proxy.wasi_http_incoming_handler().call_handle(&mut *store, request, outparam);
+            match tokio::time::timeout(timeout, call).await {
+                Ok(Ok(())) => server.recycle(instance),
                 // A trapped instance is never reused.
                 Ok(Err(e)) => eprintln!("component failed on {method} {path}: {e:?}"),
                 // Dropping the call stopped the guest; its instance goes too.
@@ -317,86 +329,41 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
             }
             drop(permit);
         });
-
         match receiver.await {
-            Ok(Ok(response)) => response,
-            Ok(Err(code)) => {
-                eprintln!("component answered with an error: {code:?}");
-                internal_error()
-            }
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(code)) => wasmtime::bail!("the component answered with an error: {code:?}"),
             // Trapped, timed out or set no response (the task logs why).
-            Err(_) => internal_error(),
+            Err(_) => Ok(empty(StatusCode::INTERNAL_SERVER_ERROR)),
         }
     }
 
-    /// A WASI 0.3 request, through this thread's handler; a failure answers
-    /// as on the 0.2 path (503 without a slot, else a plain 500 and a log
-    /// line that says why).
-    async fn handle_p3(
-        &self,
-        handler: &ProxyHandler<Instances<T>>,
-        req: Request<WasiBody>,
-        method: &http::Method,
-        path: &str,
-    ) -> Response<HyperOutgoingBody> {
-        let doomed = Doomed::default();
-        let e = match handler.handle(doomed.clone(), req).await {
-            Ok(response) => return response,
-            Err(e) => e,
-        };
-        let timed_out = doomed.get().is_some_and(|doomed| doomed.load(Relaxed));
-        if let Some(InstantiationError { error, .. }) =
-            e.downcast_ref::<InstantiationError<Doomed>>()
-        {
-            if error.is::<NoSlot>() {
-                eprintln!("{method} {path}: {error}: answered 503");
-                return empty(StatusCode::SERVICE_UNAVAILABLE);
-            }
-            eprintln!("cannot instantiate the component: {error:?}");
-        } else if e.is::<ExpirationError>() || timed_out {
-            stopped(method, path, self.limits.request_timeout);
-        } else {
-            eprintln!("component failed on {method} {path}: {e:?}");
-        }
-        internal_error()
-    }
-
-    pub(super) fn slots(&self) -> Arc<Semaphore> {
-        self.active.clone()
-    }
-
-    pub(super) fn limits(&self) -> &Limits {
-        &self.limits
+    pub(super) async fn slot(&self) -> wasmtime::Result<OwnedSemaphorePermit> {
+        let slot = tokio::time::timeout(SLOT_WAIT, self.slots.clone().acquire_owned()).await;
+        Ok(slot.map_err(|_| NoSlot)??)
     }
 
     /// A new store, its guest yielding every epoch tick, and the instance.
-    pub(super) async fn instantiate(&self) -> wasmtime::Result<(Store<T>, Proxy)> {
+    pub(super) async fn instantiate(&self) -> wasmtime::Result<(Store<State>, Proxy)> {
         let engine = match &self.pre {
             ProxyPre::P2(pre) => pre.engine(),
             ProxyPre::P3(pre) => pre.engine(),
         };
-        let mut store = Store::new(engine, (self.new_state)());
+        let mut store = Store::new(engine, State::new(self.shared.clone()));
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         let proxy = self.pre.instantiate_async(&mut store).await?;
         Ok((store, proxy))
     }
 
-    async fn instantiate_p2(&self) -> wasmtime::Result<Instance<T>> {
-        match self.instantiate().await? {
-            (store, Proxy::P2(proxy)) => Ok(Instance { store, proxy, served: 0 }),
-            _ => Err(wasmtime::format_err!("not a WASI 0.2 component")),
-        }
-    }
-
-    fn take_idle(&self) -> Option<Instance<T>> {
+    fn take_idle(&self) -> Option<Instance> {
         if self.limits.max_reuse <= 1 {
             return None;
         }
         self.idle.lock().ok()?.pop()
     }
 
-    fn recycle(&self, instance: Instance<T>) {
+    fn recycle(&self, mut instance: Instance) {
+        instance.served += 1;
         if instance.served >= self.limits.max_reuse {
             return;
         }
@@ -405,5 +372,36 @@ impl<T: WasiHttpView + Send + 'static> Server<T> {
                 idle.push(instance);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_platform_headers_come_last_and_host_is_filled_in() {
+        let route = Route { raw: "/api/...".into(), base: "/api".into(), wildcard: true };
+        let req = http::Request::builder().uri("/api/items?x=1");
+        let req = req.header("spin-client-addr", "6.6.6.6:1").body(()).unwrap();
+        let (mut parts, ()) = req.into_parts();
+        let peer = "10.0.0.1:4000".parse().unwrap();
+        add_spin_headers(
+            &mut parts,
+            &route,
+            "/items",
+            peer,
+            Some("127.0.0.1:8080".parse().unwrap()),
+        );
+        let h = &parts.headers;
+        let values = |name: &str| -> Vec<&str> {
+            h.get_all(name).iter().map(|v| v.to_str().unwrap()).collect()
+        };
+        assert_eq!(values("host"), ["127.0.0.1:8080"]);
+        assert_eq!(values("spin-client-addr"), ["6.6.6.6:1", "10.0.0.1:4000"]);
+        assert_eq!(values("spin-full-url"), ["http://127.0.0.1:8080/api/items?x=1"]);
+        assert_eq!(values("spin-path-info"), ["/items"]);
+        assert_eq!(values("spin-component-route"), ["/api"]);
+        assert_eq!(values("spin-matched-route"), ["/api/..."]);
     }
 }

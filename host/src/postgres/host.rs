@@ -1,5 +1,5 @@
 //! `fermyon:spin/postgres@2.0.0` on [`PgView`], and what the 4.2 room
-//! (`v4`) shares.
+//! (`v4`) shares: the blocking `connection` functions (`blocking!`).
 
 use std::sync::Arc;
 
@@ -27,74 +27,54 @@ impl HasData for SpinPostgres {
     type Data<'a> = PgView<'a>;
 }
 
-fn spin_error(e: PoolError) -> Error {
-    match e {
-        PoolError::ConnectionFailed(text) => Error::ConnectionFailed(text),
-        PoolError::QueryFailed(text) => Error::QueryFailed(text),
-        PoolError::Db(failure) => Error::QueryFailed(failure.text),
-        PoolError::Other(text) => Error::Other(text),
-    }
-}
-
-impl PgView<'_> {
-    /// A pooled connection, or the version's error (by `error`).
-    pub(super) async fn open_connection<E>(
-        &mut self,
-        address: &str,
-        error: fn(PoolError) -> E,
-    ) -> wasmtime::Result<Result<Resource<Connection>, E>> {
-        match self.pools.open(address).await {
-            Ok(conn) => Ok(Ok(self.table.push(conn)?)),
-            Err(e) => Ok(Err(error(e))),
+impl From<PoolError> for Error {
+    fn from(e: PoolError) -> Error {
+        match e {
+            PoolError::ConnectionFailed(text) => Error::ConnectionFailed(text),
+            PoolError::QueryFailed(text) => Error::QueryFailed(text),
+            PoolError::Db(e) => Error::QueryFailed(format!("{e:?}")),
+            PoolError::Other(text) => Error::Other(text),
         }
     }
 }
 
-/// Runs one statement: Spin's error for a parameter PostgreSQL cannot take,
-/// then the statement's (in the version's terms, by `error`).
-pub(super) async fn run<E>(
+/// A query's rows (`Err`: Spin's error for a parameter PostgreSQL cannot
+/// take, or the statement's), and `--pg-empty-query-error`'s check.
+pub(super) async fn query<E: From<PoolError>>(
     client: Shared,
+    empty_query_error: bool,
     statement: &str,
     params: Result<Vec<BoxedParam>, E>,
-    kind: Kind,
-    error: fn(PoolError) -> E,
-) -> Result<Outcome, E> {
-    pool::run(client, statement, params?, kind).await.map_err(error)
-}
-
-/// A query's rows, and `--pg-empty-query-error`'s check.
-pub(super) async fn query<E>(
-    (client, empty_query_error): (Shared, bool),
-    statement: &str,
-    params: Result<Vec<BoxedParam>, E>,
-    error: fn(PoolError) -> E,
 ) -> Result<Vec<Row>, E> {
-    match run(client, statement, params, Kind::Query, error).await? {
+    match pool::run(client, statement, params?, Kind::Query).await? {
         Outcome::Rows(rows) if rows.is_empty() && empty_query_error => {
-            Err(error(empty_query(statement)))
+            Err(empty_query(statement).into())
         }
         Outcome::Rows(rows) => Ok(rows),
-        _ => Err(error(PoolError::Other("unexpected result".into()))),
+        _ => Err(unexpected()),
     }
 }
 
 /// A statement's count of rows.
-pub(super) async fn execute<E>(
+pub(super) async fn execute<E: From<PoolError>>(
     client: Shared,
     statement: &str,
     params: Result<Vec<BoxedParam>, E>,
-    error: fn(PoolError) -> E,
 ) -> Result<u64, E> {
-    match run(client, statement, params, Kind::Execute, error).await? {
+    match pool::run(client, statement, params?, Kind::Execute).await? {
         Outcome::Count(n) => Ok(n),
-        _ => Err(error(PoolError::Other("unexpected result".into()))),
+        _ => Err(unexpected()),
     }
+}
+
+pub(super) fn unexpected<E: From<PoolError>>() -> E {
+    PoolError::Other("unexpected result".into()).into()
 }
 
 /// Real Spin 4.0.0 to 4.0.2 never answer a query without rows
 /// (`--pg-empty-query-error`). The log line names the statement on one
 /// line, never its parameters.
-pub(super) fn empty_query(statement: &str) -> PoolError {
+fn empty_query(statement: &str) -> PoolError {
     let statement = statement.split_whitespace().collect::<Vec<_>>().join(" ");
     eprintln!(
         "pg-empty-query-error: a PostgreSQL query returned zero rows, on which \
@@ -107,45 +87,57 @@ pub(super) fn empty_query(statement: &str) -> PoolError {
     )
 }
 
+/// `connection`'s blocking functions, alike in 2.0 and 4.2: `$values` is
+/// the version's conversions; its `postgres`, `Error`, `ParameterValue`,
+/// `RowSet` and `HostConnection` are in scope.
+macro_rules! blocking {
+    ($values:ident) => {
+        impl postgres::Host for PgView<'_> {}
+
+        impl HostConnection for PgView<'_> {
+            async fn open(
+                &mut self,
+                address: String,
+            ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
+                Ok(match self.pools.open(&address).await {
+                    Ok(conn) => Ok(self.table.push(conn)?),
+                    Err(e) => Err(e.into()),
+                })
+            }
+
+            async fn query(
+                &mut self,
+                this: Resource<Connection>,
+                statement: String,
+                params: Vec<ParameterValue>,
+            ) -> wasmtime::Result<Result<RowSet, Error>> {
+                let client = self.table.get(&this)?.client.clone();
+                let params = params.iter().map($values::to_sql).collect();
+                let rows = query(client, self.empty_query_error, &statement, params).await;
+                Ok(rows.and_then(|rows| $values::row_set(&rows)))
+            }
+
+            async fn execute(
+                &mut self,
+                this: Resource<Connection>,
+                statement: String,
+                params: Vec<ParameterValue>,
+            ) -> wasmtime::Result<Result<u64, Error>> {
+                let client = self.table.get(&this)?.client.clone();
+                let params = params.iter().map($values::to_sql).collect();
+                Ok(execute(client, &statement, params).await)
+            }
+
+            /// A healthy connection goes back to the pool.
+            async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+                self.table.delete(this)?;
+                Ok(())
+            }
+        }
+    };
+}
+pub(super) use blocking;
+
 impl rdbms_types::Host for PgView<'_> {}
 
-impl postgres::Host for PgView<'_> {}
-
-impl HostConnection for PgView<'_> {
-    async fn open(
-        &mut self,
-        address: String,
-    ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.open_connection(&address, spin_error).await
-    }
-
-    async fn query(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        params: Vec<ParameterValue>,
-    ) -> wasmtime::Result<Result<RowSet, Error>> {
-        let client = (self.table.get(&this)?.client(), self.empty_query_error);
-        let params = params.iter().map(v2::to_sql).collect();
-        let rows = query(client, &statement, params, spin_error).await;
-        let rows = rows.and_then(|rows| v2::row_set(&rows).map_err(Error::QueryFailed));
-        Ok(rows.map(|(columns, rows)| RowSet { columns, rows }))
-    }
-
-    async fn execute(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        params: Vec<ParameterValue>,
-    ) -> wasmtime::Result<Result<u64, Error>> {
-        let client = self.table.get(&this)?.client();
-        let params = params.iter().map(v2::to_sql).collect();
-        Ok(execute(client, &statement, params, spin_error).await)
-    }
-
-    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        // A healthy connection goes back to the pool.
-        self.table.delete(this)?;
-        Ok(())
-    }
-}
+blocking!(v2);

@@ -1,7 +1,7 @@
 //! Spin PostgreSQL (`fermyon:spin/postgres@2.0.0`,
 //! `spin:postgres/postgres@4.2.0`) on tokio-postgres:
-//! `allowed_outbound_hosts` (`allowed`), addresses checked against it
-//! (`address`), the pool (`pool`), values (`values`) and the interfaces
+//! `allowed_outbound_hosts` and the addresses checked against it
+//! (`allowed`), the pool (`pool`), values (`values`) and the interfaces
 //! (`host`, `v4`). As in Spin, a failed statement is `query-failed` with
 //! tokio-postgres' debug form of the error (its SQLSTATE, e.g.
 //! `SqlState(E42P01)`); no message carries the password.
@@ -9,7 +9,6 @@
 // The WIT `error` type is large by design; results carry it as Spin's do.
 #![allow(clippy::result_large_err)]
 
-mod address;
 mod allowed;
 mod host;
 pub mod pool;

@@ -18,8 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, RowStream, Statement};
 
-use super::address::{parse_and_check, CONNECT_TIMEOUT};
-use super::allowed::AllowedHost;
+use super::allowed::{parse_and_check, AllowedHost, CONNECT_TIMEOUT};
 
 const MAX_CONNECTIONS: usize = 64;
 const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -29,23 +28,13 @@ pub type BoxedParam = Box<dyn ToSql + Sync + Send>;
 
 /// Spin's `error` cases (`host.rs` and `v4.rs` convert: this module, which
 /// holds the resource types `bindings.rs` maps to, knows no WIT type).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum PoolError {
     ConnectionFailed(String),
     QueryFailed(String),
-    /// Reported by the server: 4.2's `db-error`; 2.0 keeps the text.
-    Db(Box<DbFailure>),
+    /// Reported by the server: 4.2's `db-error`; 2.0 keeps the debug form.
+    Db(Box<tokio_postgres::Error>),
     Other(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct DbFailure {
-    pub text: String,
-    pub severity: String,
-    pub code: String,
-    pub message: String,
-    pub detail: Option<String>,
-    pub extras: Vec<(String, String)>,
 }
 
 pub struct PgPools {
@@ -105,7 +94,10 @@ impl PgPools {
             .ok()
             .and_then(Result::ok)
             .ok_or_else(|| PoolError::ConnectionFailed("too many connections".into()))?;
-        let idle = pool.take_idle();
+        let idle = pool.idle.lock().ok().and_then(|mut idle| {
+            idle.retain(|c| !c.client.is_closed());
+            idle.pop()
+        });
         let client = match idle {
             Some(client) => client,
             None => PgClient::new(connect(&pool.config, self.tls.clone()).await?),
@@ -132,14 +124,6 @@ async fn connect(
     Ok(client)
 }
 
-impl Pool {
-    fn take_idle(&self) -> Option<PgClient> {
-        let mut idle = self.idle.lock().ok()?;
-        idle.retain(|c| !c.client.is_closed());
-        idle.pop()
-    }
-}
-
 /// tokio-postgres' message plus its cause (e.g. "Connection refused").
 fn error_text(e: &tokio_postgres::Error) -> String {
     match e.source() {
@@ -148,35 +132,13 @@ fn error_text(e: &tokio_postgres::Error) -> String {
     }
 }
 
-/// Spin's text for a failed statement: the error's debug form, which holds
-/// the server's SQLSTATE (`code: SqlState(E42P01)`), message and detail;
-/// with the server's fields as Spin main gives them.
-pub fn query_failed(e: &tokio_postgres::Error) -> PoolError {
-    let text = format!("{e:?}");
-    let Some(db) = e.as_db_error() else {
-        return PoolError::QueryFailed(text);
-    };
-    let named = [
-        ("column", db.column()),
-        ("constraint", db.constraint()),
-        ("routine", db.routine()),
-        ("hint", db.hint()),
-        ("table", db.table()),
-        ("datatype", db.datatype()),
-        ("schema", db.schema()),
-        ("file", db.file()),
-    ];
-    let extras = named.into_iter().filter_map(|(name, v)| Some((name.to_string(), v?.to_string())));
-    let line = db.line().map(|line| ("line".to_string(), line.to_string()));
-    let at = db.where_().map(|at| ("where_".to_string(), at.to_string()));
-    PoolError::Db(Box::new(DbFailure {
-        text,
-        severity: db.severity().to_string(),
-        code: db.code().code().to_string(),
-        message: db.message().to_string(),
-        detail: db.detail().map(str::to_string),
-        extras: extras.chain(line).chain(at).collect(),
-    }))
+/// As Spin, a failed statement: the error's debug form, which holds the
+/// server's SQLSTATE (`code: SqlState(E42P01)`), message and detail.
+pub fn query_failed(e: tokio_postgres::Error) -> PoolError {
+    match e.as_db_error() {
+        Some(_) => PoolError::Db(Box::new(e)),
+        None => PoolError::QueryFailed(format!("{e:?}")),
+    }
 }
 
 /// The `connection-builder` resource: its address (`set-ca-root` is
@@ -190,7 +152,7 @@ pub type Shared = Arc<tokio::sync::Mutex<Option<PgClient>>>;
 /// The `connection` resource: a pooled client and its place in the pool.
 pub struct Connection {
     pool: Arc<Pool>,
-    client: Shared,
+    pub client: Shared,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -211,27 +173,6 @@ impl Drop for Connection {
     }
 }
 
-impl Connection {
-    pub fn client(&self) -> Shared {
-        self.client.clone()
-    }
-}
-
-/// Runs one statement on `client` (`PgClient::run`).
-pub async fn run(
-    client: Shared,
-    sql: &str,
-    params: Vec<BoxedParam>,
-    kind: Kind,
-) -> Result<Outcome, PoolError> {
-    let refs: Vec<&(dyn ToSql + Sync)> =
-        params.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
-    match client.lock().await.as_mut() {
-        Some(client) => client.run(sql, &refs, kind).await,
-        None => Err(PoolError::ConnectionFailed("connection is closed".into())),
-    }
-}
-
 pub enum Kind {
     Query,
     Execute,
@@ -243,6 +184,51 @@ pub enum Outcome {
     Rows(Vec<Row>),
     Count(u64),
     Stream(RowStream),
+}
+
+/// Runs `sql` on `client` within `QUERY_TIMEOUT`. The client is broken by
+/// anything but a server-reported SQL error, which forgets the cached
+/// statements (a schema change may have invalidated them).
+pub async fn run(
+    client: Shared,
+    sql: &str,
+    params: Vec<BoxedParam>,
+    kind: Kind,
+) -> Result<Outcome, PoolError> {
+    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as _).collect();
+    let mut client = client.lock().await;
+    let Some(pg) = client.as_mut() else {
+        return Err(PoolError::ConnectionFailed("connection is closed".into()));
+    };
+    let ran = tokio::time::timeout(QUERY_TIMEOUT, async {
+        let stmt = pg.statement(sql).await?;
+        let c = &pg.client;
+        Ok::<_, tokio_postgres::Error>(match kind {
+            Kind::Query => Outcome::Rows(c.query(&stmt, &params).await?),
+            Kind::Execute => Outcome::Count(c.execute(&stmt, &params).await?),
+            Kind::Stream => Outcome::Stream(c.query_raw(&stmt, params.iter().copied()).await?),
+        })
+    });
+    match ran.await {
+        Ok(Ok(out)) => {
+            pg.in_transaction = in_transaction_after(pg.in_transaction, sql);
+            Ok(out)
+        }
+        Ok(Err(e)) => {
+            match e.as_db_error() {
+                Some(_) => pg.statements.clear(),
+                None => pg.broken = true,
+            }
+            Err(query_failed(e))
+        }
+        Err(_) => {
+            pg.broken = true;
+            Err(PoolError::QueryFailed(format!(
+                "query timed out after {} s",
+                QUERY_TIMEOUT.as_secs()
+            )))
+        }
+    }
 }
 
 impl PgClient {
@@ -260,48 +246,6 @@ impl PgClient {
         }
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
-    }
-
-    /// Runs one statement with a deadline; marks the client broken on
-    /// anything but a server-reported SQL error, and forgets cached
-    /// statements on SQL errors (a schema change may have invalidated them).
-    pub async fn run(
-        &mut self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-        kind: Kind,
-    ) -> Result<Outcome, PoolError> {
-        let work = async {
-            let stmt = self.statement(sql).await?;
-            Ok::<_, tokio_postgres::Error>(match kind {
-                Kind::Query => Outcome::Rows(self.client.query(&stmt, params).await?),
-                Kind::Execute => Outcome::Count(self.client.execute(&stmt, params).await?),
-                Kind::Stream => {
-                    Outcome::Stream(self.client.query_raw(&stmt, params.iter().copied()).await?)
-                }
-            })
-        };
-        match tokio::time::timeout(QUERY_TIMEOUT, work).await {
-            Ok(Ok(out)) => {
-                self.in_transaction = in_transaction_after(self.in_transaction, sql);
-                Ok(out)
-            }
-            Ok(Err(e)) => {
-                if e.as_db_error().is_some() {
-                    self.statements.clear();
-                } else {
-                    self.broken = true;
-                }
-                Err(query_failed(&e))
-            }
-            Err(_) => {
-                self.broken = true;
-                Err(PoolError::QueryFailed(format!(
-                    "query timed out after {} s",
-                    QUERY_TIMEOUT.as_secs()
-                )))
-            }
-        }
     }
 }
 

@@ -7,8 +7,8 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use wasmtime::component::{Accessor, FutureReader, Resource, StreamReader};
 
-use super::host::{execute, query, run, PgView, SpinPostgres};
-use super::pool::{query_failed, Builder, Connection, Kind, Outcome, PoolError};
+use super::host::{blocking, execute, query, unexpected, PgView, SpinPostgres};
+use super::pool::{self, query_failed, Builder, Connection, Kind, Outcome, PoolError, Shared};
 use super::values::v4;
 use crate::bindings::spin::postgres::postgres::{
     self, Column, DbError, Error, HostConnection, HostConnectionBuilder,
@@ -17,27 +17,43 @@ use crate::bindings::spin::postgres::postgres::{
 };
 use crate::rows::{to_guest, ROWS_AHEAD};
 
-fn spin_error(e: PoolError) -> Error {
-    match e {
-        PoolError::ConnectionFailed(text) => Error::ConnectionFailed(text),
-        PoolError::QueryFailed(text) => Error::QueryFailed(QueryError::Text(text)),
-        PoolError::Db(f) => Error::QueryFailed(QueryError::DbError(DbError {
-            as_text: f.text,
-            severity: f.severity,
-            code: f.code,
-            message: f.message,
-            detail: f.detail,
-            extras: f.extras,
-        })),
-        PoolError::Other(text) => Error::Other(text),
+impl From<PoolError> for Error {
+    fn from(e: PoolError) -> Error {
+        let db = match e {
+            PoolError::ConnectionFailed(text) => return Error::ConnectionFailed(text),
+            PoolError::QueryFailed(text) => return Error::QueryFailed(QueryError::Text(text)),
+            PoolError::Other(text) => return Error::Other(text),
+            PoolError::Db(e) => e,
+        };
+        let Some(fields) = db.as_db_error() else {
+            return Error::QueryFailed(QueryError::Text(format!("{db:?}")));
+        };
+        // The server's fields, as Spin main gives them.
+        let named = [
+            ("column", fields.column()),
+            ("constraint", fields.constraint()),
+            ("routine", fields.routine()),
+            ("hint", fields.hint()),
+            ("table", fields.table()),
+            ("datatype", fields.datatype()),
+            ("schema", fields.schema()),
+            ("file", fields.file()),
+        ];
+        let extras = named.into_iter().filter_map(|(name, v)| Some((name.into(), v?.into())));
+        let line = fields.line().map(|line| ("line".to_string(), line.to_string()));
+        let at = fields.where_().map(|at| ("where_".to_string(), at.to_string()));
+        Error::QueryFailed(QueryError::DbError(DbError {
+            severity: fields.severity().to_string(),
+            code: fields.code().code().to_string(),
+            message: fields.message().to_string(),
+            detail: fields.detail().map(str::to_string),
+            extras: extras.chain(line).chain(at).collect(),
+            as_text: format!("{db:?}"),
+        }))
     }
 }
 
-fn unconverted(text: String) -> Error {
-    Error::QueryFailed(QueryError::Text(text))
-}
-
-impl postgres::Host for PgView<'_> {}
+blocking!(v4);
 
 impl HostConnectionBuilder for PgView<'_> {
     async fn new(&mut self, address: String) -> wasmtime::Result<Resource<Builder>> {
@@ -67,45 +83,6 @@ impl HostConnectionBuilder for PgView<'_> {
     }
 }
 
-impl HostConnection for PgView<'_> {
-    async fn open(
-        &mut self,
-        address: String,
-    ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.open_connection(&address, spin_error).await
-    }
-
-    async fn query(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        params: Vec<ParameterValue>,
-    ) -> wasmtime::Result<Result<RowSet, Error>> {
-        let client = (self.table.get(&this)?.client(), self.empty_query_error);
-        let params = params.iter().map(v4::to_sql).collect();
-        let rows = query(client, &statement, params, spin_error).await;
-        let rows = rows.and_then(|rows| v4::row_set(&rows).map_err(unconverted));
-        Ok(rows.map(|(columns, rows)| RowSet { columns, rows }))
-    }
-
-    async fn execute(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        params: Vec<ParameterValue>,
-    ) -> wasmtime::Result<Result<u64, Error>> {
-        let client = self.table.get(&this)?.client();
-        let params = params.iter().map(v4::to_sql).collect();
-        Ok(execute(client, &statement, params, spin_error).await)
-    }
-
-    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        // A healthy connection goes back to the pool.
-        self.table.delete(this)?;
-        Ok(())
-    }
-}
-
 /// Opens on the pools without holding the instance's state.
 async fn open<U>(
     accessor: &Accessor<U, SpinPostgres>,
@@ -114,8 +91,15 @@ async fn open<U>(
     let pools = accessor.with(|mut access| access.get().pools.clone());
     match pools.open(&address).await {
         Ok(conn) => accessor.with(|mut access| Ok(Ok(access.get().table.push(conn)?))),
-        Err(e) => Ok(Err(spin_error(e))),
+        Err(e) => Ok(Err(e.into())),
     }
+}
+
+fn client<U>(
+    accessor: &Accessor<U, SpinPostgres>,
+    this: &Resource<Connection>,
+) -> wasmtime::Result<Shared> {
+    Ok(accessor.with(|mut access| access.get().table.get(this).map(|c| c.client.clone()))?)
 }
 
 impl<U> HostConnectionBuilderWithStore<U> for SpinPostgres {
@@ -145,10 +129,8 @@ impl<U> HostConnectionWithStore<U> for SpinPostgres {
         statement: String,
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<u64, Error>> {
-        let client =
-            accessor.with(|mut access| access.get().table.get(&this).map(|c| c.client()))?;
         let params = params.iter().map(v4::to_sql).collect();
-        Ok(execute(client, &statement, params, spin_error).await)
+        Ok(execute(client(accessor, &this)?, &statement, params).await)
     }
 
     /// The rows go to the guest as they come (at most `ROWS_AHEAD`
@@ -162,24 +144,26 @@ impl<U> HostConnectionWithStore<U> for SpinPostgres {
         statement: String,
         params: Vec<ParameterValue>,
     ) -> wasmtime::Result<Result<Rows, Error>> {
-        let client =
-            accessor.with(|mut access| access.get().table.get(&this).map(|c| c.client()))?;
-        let params = params.iter().map(v4::to_sql).collect();
-        let mut stream = match run(client, &statement, params, Kind::Stream, spin_error).await {
-            Ok(Outcome::Stream(stream)) => Box::pin(stream),
-            Ok(_) => return Ok(Err(Error::Other("unexpected result".into()))),
+        let client = client(accessor, &this)?;
+        let params = match params.iter().map(v4::to_sql).collect() {
+            Ok(params) => params,
             Err(e) => return Ok(Err(e)),
+        };
+        let mut stream = match pool::run(client, &statement, params, Kind::Stream).await {
+            Ok(Outcome::Stream(stream)) => Box::pin(stream),
+            Ok(_) => return Ok(Err(unexpected())),
+            Err(e) => return Ok(Err(e.into())),
         };
         let (columns_tx, columns_rx) = oneshot::channel();
         let (rows_tx, rows_rx) = mpsc::channel(ROWS_AHEAD);
         let done = tokio::spawn(async move {
             let mut columns_tx = Some(columns_tx);
             while let Some(row) = stream.next().await {
-                let row = row.map_err(|e| spin_error(query_failed(&e)))?;
+                let row = row.map_err(|e| Error::from(query_failed(e)))?;
                 if let Some(tx) = columns_tx.take() {
                     let _ = tx.send(v4::columns(&row));
                 }
-                if rows_tx.send(v4::values(&row).map_err(unconverted)?).await.is_err() {
+                if rows_tx.send(v4::values(&row)?).await.is_err() {
                     // The guest dropped the stream.
                     return Ok(());
                 }

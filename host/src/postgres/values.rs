@@ -8,7 +8,7 @@
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::Row;
 
-use super::pool::BoxedParam;
+use super::pool::{BoxedParam, PoolError};
 
 /// SQL NULL for a parameter of any type.
 #[derive(Debug)]
@@ -40,16 +40,6 @@ impl<'a> FromSql<'a> for Raw {
     }
 }
 
-fn get<'a, T: FromSql<'a>, V>(
-    row: &'a Row,
-    i: usize,
-    wrap: fn(T) -> V,
-    null: V,
-) -> Result<V, String> {
-    let value = row.try_get::<_, Option<T>>(i).map_err(|e| format!("{e:?}"))?;
-    Ok(value.map_or(null, wrap))
-}
-
 /// One version's conversions; the names of the shared cases are the same
 /// in both, the rest differ: `$refused` parameters, `$other` column types,
 /// `$unsupported` values.
@@ -72,53 +62,50 @@ macro_rules! conversions {
             })
         }
 
-        pub fn data_type(ty: &Type) -> DbDataType {
+        /// A column type's case, and how its values read.
+        pub fn kind(ty: &Type) -> (DbDataType, fn(&Row, usize) -> Result<DbValue, String>) {
+            fn get<'a, T: FromSql<'a>>(
+                row: &'a Row,
+                i: usize,
+                wrap: fn(T) -> DbValue,
+            ) -> Result<DbValue, String> {
+                let value = row.try_get::<_, Option<T>>(i).map_err(|e| format!("{e:?}"))?;
+                Ok(value.map_or(DbValue::DbNull, wrap))
+            }
             match *ty {
-                Type::BOOL => DbDataType::Boolean,
-                Type::BYTEA => DbDataType::Binary,
-                Type::FLOAT4 => DbDataType::Floating32,
-                Type::FLOAT8 => DbDataType::Floating64,
-                Type::INT2 => DbDataType::Int16,
-                Type::INT4 => DbDataType::Int32,
-                Type::INT8 => DbDataType::Int64,
-                Type::TEXT | Type::VARCHAR | Type::BPCHAR => DbDataType::Str,
-                _ => $other(ty),
+                Type::BOOL => (DbDataType::Boolean, |r, i| get(r, i, DbValue::Boolean)),
+                Type::BYTEA => (DbDataType::Binary, |r, i| get(r, i, DbValue::Binary)),
+                Type::FLOAT4 => (DbDataType::Floating32, |r, i| get(r, i, DbValue::Floating32)),
+                Type::FLOAT8 => (DbDataType::Floating64, |r, i| get(r, i, DbValue::Floating64)),
+                Type::INT2 => (DbDataType::Int16, |r, i| get(r, i, DbValue::Int16)),
+                Type::INT4 => (DbDataType::Int32, |r, i| get(r, i, DbValue::Int32)),
+                Type::INT8 => (DbDataType::Int64, |r, i| get(r, i, DbValue::Int64)),
+                Type::TEXT | Type::VARCHAR | Type::BPCHAR => {
+                    (DbDataType::Str, |r, i| get(r, i, DbValue::Str))
+                }
+                _ => ($other(ty), |r, i| get(r, i, $unsupported)),
             }
         }
 
-        /// A row's values, or the text of a value that does not convert.
-        pub fn values(row: &Row) -> Result<Vec<DbValue>, String> {
-            let value = |(i, column): (usize, &tokio_postgres::Column)| {
-                let null = DbValue::DbNull;
-                match *column.type_() {
-                    Type::BOOL => get(row, i, DbValue::Boolean, null),
-                    Type::BYTEA => get(row, i, DbValue::Binary, null),
-                    Type::FLOAT4 => get(row, i, DbValue::Floating32, null),
-                    Type::FLOAT8 => get(row, i, DbValue::Floating64, null),
-                    Type::INT2 => get(row, i, DbValue::Int16, null),
-                    Type::INT4 => get(row, i, DbValue::Int32, null),
-                    Type::INT8 => get(row, i, DbValue::Int64, null),
-                    Type::TEXT | Type::VARCHAR | Type::BPCHAR => get(row, i, DbValue::Str, null),
-                    _ => get(row, i, $unsupported, null),
-                }
-            };
-            row.columns().iter().enumerate().map(value).collect()
+        /// A row's values, or Spin's error for one that does not convert.
+        pub fn values(row: &Row) -> Result<Vec<DbValue>, Error> {
+            let columns = row.columns().iter().enumerate();
+            let values = columns.map(|(i, column)| kind(column.type_()).1(row, i));
+            values.collect::<Result<_, _>>().map_err(|text| PoolError::QueryFailed(text).into())
         }
 
         /// As in Spin, from a row: none when there is no row.
         pub fn columns(row: &Row) -> Vec<Column> {
             let column = |c: &tokio_postgres::Column| Column {
                 name: c.name().to_string(),
-                data_type: data_type(c.type_()),
+                data_type: kind(c.type_()).0,
             };
             row.columns().iter().map(column).collect()
         }
 
-        /// The columns (as in Spin, from the first row: none when there is
-        /// no row) and the rows' values.
-        pub fn row_set(rows: &[Row]) -> Result<(Vec<Column>, Vec<Vec<DbValue>>), String> {
+        pub fn row_set(rows: &[Row]) -> Result<RowSet, Error> {
             let columns = rows.first().map(columns).unwrap_or_default();
-            Ok((columns, rows.iter().map(values).collect::<Result<_, _>>()?))
+            Ok(RowSet { columns, rows: rows.iter().map(values).collect::<Result<_, _>>()? })
         }
     };
 }
@@ -126,7 +113,7 @@ macro_rules! conversions {
 pub mod v2 {
     use super::*;
     use crate::bindings::fermyon::spin::rdbms_types::{
-        Column, DbDataType, DbValue, Error, ParameterValue,
+        Column, DbDataType, DbValue, Error, ParameterValue, RowSet,
     };
 
     conversions!(
@@ -143,7 +130,7 @@ pub mod v2 {
 pub mod v4 {
     use super::*;
     use crate::bindings::spin::postgres::postgres::{
-        Column, DbDataType, DbValue, Error, ParameterValue,
+        Column, DbDataType, DbValue, Error, ParameterValue, RowSet,
     };
 
     conversions!(
@@ -155,14 +142,13 @@ pub mod v4 {
 
 #[cfg(test)]
 mod tests {
-    use super::v2::{data_type, to_sql};
+    use super::v2::{kind, to_sql};
     use super::*;
-    use crate::bindings::fermyon::spin::rdbms_types::{DbDataType, Error, ParameterValue};
+    use crate::bindings::fermyon::spin::rdbms_types::{DbDataType, Error, ParameterValue as P};
     use crate::bindings::spin::postgres::postgres as p4;
 
     #[test]
     fn parameters_convert_but_unsigned_ones() {
-        use ParameterValue as P;
         for ok in [P::Boolean(true), P::Int8(-1), P::Int16(-1), P::Int32(-1), P::Int64(-1)] {
             assert!(to_sql(&ok).is_ok(), "{ok:?}");
         }
@@ -173,28 +159,26 @@ mod tests {
         for unsigned in [P::Uint8(1), P::Uint16(1), P::Uint32(1), P::Uint64(1)] {
             let refused = to_sql(&unsigned).err();
             assert!(
-                matches!(&refused, Some(Error::ValueConversionFailed(m)) if m.contains("unsigned"))
+                matches!(refused, Some(Error::ValueConversionFailed(m)) if m.contains("unsigned"))
             );
         }
     }
 
     #[test]
     fn column_types_map_as_spin_maps_them() {
-        assert!(matches!(data_type(&Type::INT8), DbDataType::Int64));
-        assert!(matches!(data_type(&Type::VARCHAR), DbDataType::Str));
-        assert!(matches!(data_type(&Type::BPCHAR), DbDataType::Str));
-        assert!(matches!(data_type(&Type::BYTEA), DbDataType::Binary));
+        assert!(matches!(kind(&Type::INT8).0, DbDataType::Int64));
+        assert!(matches!(kind(&Type::VARCHAR).0, DbDataType::Str));
+        assert!(matches!(kind(&Type::BPCHAR).0, DbDataType::Str));
+        assert!(matches!(kind(&Type::BYTEA).0, DbDataType::Binary));
         // Types `rdbms-types` 2.0 has no case for; 4.2 names them.
         for ty in [Type::NUMERIC, Type::TIMESTAMPTZ, Type::UUID, Type::JSONB] {
-            assert!(matches!(data_type(&ty), DbDataType::Other), "{ty}");
-            let named = v4::data_type(&ty);
+            assert!(matches!(kind(&ty).0, DbDataType::Other), "{ty}");
+            let named = v4::kind(&ty).0;
             assert!(matches!(&named, p4::DbDataType::Other(n) if *n == ty.name()), "{ty}");
         }
         use p4::ParameterValue as P4;
         assert!(v4::to_sql(&P4::Int32(1)).is_ok() && v4::to_sql(&P4::DbNull).is_ok());
         let refused = v4::to_sql(&P4::Uuid("u".into())).err();
-        assert!(
-            matches!(&refused, Some(p4::Error::ValueConversionFailed(m)) if m.contains("Uuid"))
-        );
+        assert!(matches!(refused, Some(p4::Error::ValueConversionFailed(m)) if m.contains("Uuid")));
     }
 }

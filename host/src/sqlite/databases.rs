@@ -7,16 +7,6 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
-/// Blocking: a new connection to `path`, its folder made first; the error
-/// is the text Spin's `io` error carries.
-pub fn connect(path: &Path) -> Result<rusqlite::Connection, String> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    rusqlite::Connection::open(path).map_err(|e| e.to_string())
-}
-
 /// Its file and, from its first statement on, its own SQLite connection (so
 /// a transaction spans several `execute`s). A statement holds it until its
 /// last row is taken (`execute-async`), as Spin's lock does.
@@ -45,13 +35,19 @@ impl Connection {
         Connection { path, conn: Arc::new(Mutex::new(Lazy(None))) }
     }
 
-    /// Blocking: `f` on the connection, made first if need be (the error is
-    /// the text of Spin's `io` error).
+    /// Blocking: `f` on the connection, made first if need be (its folder
+    /// too; the error is the text of Spin's `io` error).
     pub fn blocking<R>(&self, f: impl FnOnce(&rusqlite::Connection) -> R) -> Result<R, String> {
         let mut lazy = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         let conn = match lazy.0.take() {
             Some(conn) => conn,
-            None => connect(&self.path)?,
+            None => {
+                if let Some(dir) = self.path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+                rusqlite::Connection::open(&self.path).map_err(|e| e.to_string())?
+            }
         };
         Ok(f(lazy.0.insert(conn)))
     }

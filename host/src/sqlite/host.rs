@@ -1,5 +1,6 @@
-//! `fermyon:spin/sqlite@2.0.0` on [`SqliteView`], and what the 3.1 room
-//! (`v3`) shares. As in Spin, each statement runs on tokio's blocking pool:
+//! Where each label's file is, `fermyon:spin/sqlite@2.0.0` on
+//! [`SqliteView`], and what the 3.1 room (`v3`) shares. As in Spin, each
+//! statement runs on tokio's blocking pool:
 //! SQLite's busy handler may sleep while another connection holds the lock,
 //! and must not hold a serving thread that connection's `COMMIT` may need.
 
@@ -7,11 +8,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use anyhow::{bail, Context as _, Result};
+use serde::Deserialize;
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
 use super::databases::Connection;
-use super::values::{run, Refusal, SqlValue};
-use crate::bindings::fermyon::spin::sqlite::{self, Error, HostConnection, QueryResult, Value};
+use super::values::{run, SqlValue};
+use crate::bindings::fermyon::spin::sqlite::{
+    self, Error, HostConnection, QueryResult, RowResult, Value,
+};
 
 /// The manifest's grants and the files of the granted labels.
 pub struct SqliteDbs {
@@ -20,21 +25,58 @@ pub struct SqliteDbs {
 }
 
 impl SqliteDbs {
-    /// `locations`: label -> file (`runtime_config::locations`).
+    /// `locations`: label -> file (`locations`).
     pub fn new(granted: &[String], locations: BTreeMap<String, PathBuf>) -> SqliteDbs {
         let files = locations.into_iter().filter(|(label, _)| granted.contains(label));
         let files = files.map(|(label, path)| (label, Arc::from(path))).collect();
         SqliteDbs { granted: granted.to_vec(), files }
     }
+}
 
-    /// In Spin's order: not granted is `access-denied` (even with a
-    /// location), granted without a location `no-such-database`.
-    fn open(&self, label: &str) -> Result<Arc<Path>, Refusal> {
-        if !self.granted.iter().any(|g| g == label) {
-            return Err(Refusal::AccessDenied);
-        }
-        self.files.get(label).cloned().ok_or(Refusal::NoSuchDatabase)
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    sqlite_database: BTreeMap<String, Database>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Database {
+    #[serde(rename = "type")]
+    kind: String,
+    path: Option<PathBuf>,
+}
+
+/// Label -> database file, as Spin's runtime config says it:
+/// `[sqlite_database.LABEL]` with `type = "spin"` and a `path` (relative to
+/// the current directory, as in Spin); `default` is `<state-dir>/sqlite_db.db`
+/// unless the file moves it.
+pub fn locations(file: Option<&Path>, state_dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
+    let mut locations = BTreeMap::from([("default".to_string(), state_dir.join("sqlite_db.db"))]);
+    let Some(file) = file else {
+        return Ok(locations);
+    };
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read runtime config {}", file.display()))?;
+    let parsed: File = toml::from_str(&text)
+        .with_context(|| format!("runtime config {} is not valid", file.display()))?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    for (label, database) in parsed.sqlite_database {
+        let path = match (database.kind.as_str(), database.path) {
+            ("spin", Some(path)) => cwd.join(path),
+            // Spin keeps such a database in memory (one per `open`).
+            ("spin", None) => bail!(
+                "runtime config: [sqlite_database.{label}] has no path (an in-memory \
+                 database, which spin-lite does not provide)"
+            ),
+            (kind, _) => bail!(
+                "runtime config: [sqlite_database.{label}] is of type {kind:?}; spin-lite \
+                 provides only type = \"spin\""
+            ),
+        };
+        locations.insert(label, path);
     }
+    Ok(locations)
 }
 
 /// What `fermyon:spin/sqlite` and `spin:sqlite` see of an instance's state.
@@ -51,14 +93,20 @@ impl HasData for SpinSqlite {
 }
 
 impl SqliteView<'_> {
-    /// No I/O: the connection is made at its first statement.
-    pub(super) fn open_connection<E: From<Refusal>>(
+    /// In Spin's order: not granted is `access-denied` (even with a
+    /// location), granted without a location `no-such-database`. No I/O:
+    /// the connection is made at its first statement.
+    pub(super) fn open_connection<E>(
         &mut self,
         label: &str,
+        [access_denied, no_such_database]: [E; 2],
     ) -> wasmtime::Result<Result<Resource<Connection>, E>> {
-        Ok(match self.dbs.open(label) {
-            Ok(path) => Ok(self.table.push(Connection::new(path))?),
-            Err(refusal) => Err(refusal.into()),
+        if !self.dbs.granted.iter().any(|g| g == label) {
+            return Ok(Err(access_denied));
+        }
+        Ok(match self.dbs.files.get(label) {
+            Some(path) => Ok(self.table.push(Connection::new(path.clone()))?),
+            None => Err(no_such_database),
         })
     }
 }
@@ -85,31 +133,48 @@ pub(super) async fn query_all<V: SqlValue>(
     ran.unwrap_or_else(|_| Err("internal runtime error".into()))
 }
 
-impl sqlite::Host for SqliteView<'_> {}
+/// `connection`'s blocking functions alike in 2.0 and 3.1, then `$more`
+/// (3.1's); the version's `sqlite`, `Error`, `Value`, `QueryResult`,
+/// `RowResult` and `HostConnection` are in scope.
+macro_rules! blocking {
+    ($($more:tt)*) => {
+        impl sqlite::Host for SqliteView<'_> {}
 
-impl HostConnection for SqliteView<'_> {
-    async fn open(
-        &mut self,
-        database: String,
-    ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.open_connection(&database)
-    }
+        impl HostConnection for SqliteView<'_> {
+            async fn open(
+                &mut self,
+                database: String,
+            ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
+                self.open_connection(&database, [Error::AccessDenied, Error::NoSuchDatabase])
+            }
 
-    async fn execute(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        parameters: Vec<Value>,
-    ) -> wasmtime::Result<Result<QueryResult, Error>> {
-        let conn = self.table.get(&this)?.clone();
-        Ok(query_all(conn, statement, parameters).await.map(Into::into).map_err(Error::Io))
-    }
+            async fn execute(
+                &mut self,
+                this: Resource<Connection>,
+                statement: String,
+                parameters: Vec<Value>,
+            ) -> wasmtime::Result<Result<QueryResult, Error>> {
+                let conn = self.table.get(&this)?.clone();
+                let (columns, rows) = match query_all(conn, statement, parameters).await {
+                    Ok(ran) => ran,
+                    Err(e) => return Ok(Err(Error::Io(e))),
+                };
+                let rows = rows.into_iter().map(|values| RowResult { values }).collect();
+                Ok(Ok(QueryResult { columns, rows }))
+            }
 
-    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        self.table.delete(this)?;
-        Ok(())
-    }
+            async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+                self.table.delete(this)?;
+                Ok(())
+            }
+
+            $($more)*
+        }
+    };
 }
+pub(super) use blocking;
+
+blocking!();
 
 #[cfg(test)]
 mod tests {
@@ -117,8 +182,8 @@ mod tests {
 
     use super::*;
 
-    fn databases(dir: &Path) -> SqliteDbs {
-        let file = dir.join("state/sqlite_db.db");
+    /// `default` granted, at `file`.
+    fn databases(file: PathBuf) -> SqliteDbs {
         SqliteDbs::new(&["default".to_string()], BTreeMap::from([("default".to_string(), file)]))
     }
 
@@ -148,7 +213,7 @@ mod tests {
     #[tokio::test]
     async fn each_open_is_a_connection_of_its_own_with_rusqlites_defaults() {
         let dir = tempfile::tempdir().unwrap();
-        let dbs = databases(dir.path());
+        let dbs = databases(dir.path().join("state/sqlite_db.db"));
         let mut table = ResourceTable::new();
         let mut view = SqliteView { dbs: &dbs, table: &mut table };
         let conn = open(&mut view).await;
@@ -182,12 +247,9 @@ mod tests {
 
         // A folder that cannot be made is an `io` error.
         std::fs::write(dir.path().join("file"), "").unwrap();
-        let dbs = SqliteDbs::new(
-            &["x".into()],
-            BTreeMap::from([("x".into(), dir.path().join("file/x.db"))]),
-        );
+        let dbs = databases(dir.path().join("file/x.db"));
         let mut view = SqliteView { dbs: &dbs, table: &mut table };
-        let conn = view.open("x".into()).await.unwrap().unwrap();
+        let conn = open(&mut view).await;
         let err = exec(&mut view, &conn, "SELECT 1", vec![]).await;
         assert!(matches!(&err, Err(Error::Io(m)) if m.starts_with("cannot create")), "{err:?}");
     }
@@ -200,7 +262,7 @@ mod tests {
     #[tokio::test]
     async fn a_writer_waiting_for_the_lock_holds_no_serving_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let dbs = databases(dir.path());
+        let dbs = databases(dir.path().join("state/sqlite_db.db"));
         let (mut first_table, mut second_table) = (ResourceTable::new(), ResourceTable::new());
         let mut first = SqliteView { dbs: &dbs, table: &mut first_table };
         let mut second = SqliteView { dbs: &dbs, table: &mut second_table };
@@ -228,5 +290,31 @@ mod tests {
         let rows = ok(&mut second, &b, "SELECT i FROM t ORDER BY i").await;
         let expected = [Value::Integer(1), Value::Integer(2), Value::Integer(5)];
         assert_eq!(format!("{rows:?}"), format!("{expected:?}"));
+    }
+
+    #[test]
+    fn labels_from_the_file_may_move_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let file = dir.path().join("rc.toml");
+        let cwd = std::env::current_dir().unwrap();
+        std::fs::write(
+            &file,
+            "[sqlite_database.archive]\ntype = \"spin\"\npath = \"a/archive.db\"\n\
+             [sqlite_database.default]\ntype = \"spin\"\npath = \"/abs/main.db\"\n",
+        )
+        .unwrap();
+        let both = locations(Some(&file), &state).unwrap();
+        assert_eq!(both["archive"], cwd.join("a/archive.db"));
+        assert_eq!(both["default"], PathBuf::from("/abs/main.db"));
+
+        for bad in [
+            "[sqlite_database.x]\ntype = \"spin\"\n",
+            "[sqlite_database.x]\ntype = \"libsql\"\nurl = \"https://h\"\ntoken = \"t\"\n",
+            "[sqlite_database.x]\ntype = \"spin\"\npath = \"p\"\nsize = 1\n",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            assert!(locations(Some(&file), &state).is_err(), "{bad}");
+        }
     }
 }

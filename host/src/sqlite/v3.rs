@@ -6,44 +6,20 @@ use tokio::sync::{mpsc, oneshot};
 use wasmtime::component::{Accessor, FutureReader, Resource, StreamReader};
 
 use super::databases::Connection;
-use super::host::{query_all, SpinSqlite, SqliteView};
+use super::host::{blocking, query_all, SpinSqlite, SqliteView};
 use super::values::run;
 use crate::bindings::spin::sqlite::sqlite::{
     self, Error, HostConnection, HostConnectionWithStore, QueryResult, RowResult, Value,
 };
 use crate::rows::{to_guest, ROWS_AHEAD};
 
-impl sqlite::Host for SqliteView<'_> {}
-
-impl HostConnection for SqliteView<'_> {
-    async fn open(
-        &mut self,
-        database: String,
-    ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        self.open_connection(&database)
-    }
-
-    async fn execute(
-        &mut self,
-        this: Resource<Connection>,
-        statement: String,
-        parameters: Vec<Value>,
-    ) -> wasmtime::Result<Result<QueryResult, Error>> {
-        let conn = self.table.get(&this)?.clone();
-        Ok(query_all(conn, statement, parameters).await.map(Into::into).map_err(Error::Io))
-    }
-
+blocking! {
     async fn changes(&mut self, this: Resource<Connection>) -> wasmtime::Result<u64> {
         Ok(self.table.get(&this)?.counter(rusqlite::Connection::changes).await)
     }
 
     async fn last_insert_rowid(&mut self, this: Resource<Connection>) -> wasmtime::Result<i64> {
         Ok(self.table.get(&this)?.counter(rusqlite::Connection::last_insert_rowid).await)
-    }
-
-    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        self.table.delete(this)?;
-        Ok(())
     }
 }
 
@@ -65,15 +41,11 @@ async fn start(
     tokio::task::spawn_blocking(move || {
         let mut columns_tx = Some(columns_tx);
         let ran = conn.blocking(|c| {
-            let mut columns = |names| columns_tx.take().map(|tx| tx.send(Ok(names)));
-            let send = |values| rows_tx.blocking_send(RowResult { values });
-            run(
-                c,
-                &statement,
-                parameters,
-                |names| drop(columns(names)),
-                |values| send(values).map_err(|_| "row send error".to_string()),
-            )
+            let columns = |names| drop(columns_tx.take().map(|tx| tx.send(Ok(names))));
+            let sent = |values| rows_tx.blocking_send(RowResult { values });
+            run(c, &statement, parameters, columns, |row| {
+                sent(row).map_err(|_| "row send error".into())
+            })
         });
         match ran {
             Ok(ran) => drop(done_tx.send(ran.map_err(Error::Io))),
@@ -99,7 +71,8 @@ impl<U> HostConnectionWithStore<U> for SpinSqlite {
         accessor: &Accessor<U, Self>,
         database: String,
     ) -> wasmtime::Result<Result<Resource<Connection>, Error>> {
-        accessor.with(|mut access| access.get().open_connection(&database))
+        let refusals = [Error::AccessDenied, Error::NoSuchDatabase];
+        accessor.with(|mut access| access.get().open_connection(&database, refusals))
     }
 
     async fn execute_async(
@@ -136,15 +109,10 @@ impl<U> HostConnectionWithStore<U> for SpinSqlite {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
     use std::sync::Arc;
     use std::time::Duration;
 
     use super::*;
-
-    fn conn(dir: &Path) -> Connection {
-        Connection::new(Arc::from(dir.join("db.sqlite")))
-    }
 
     async fn rows_of(sql: &str, conn: &Connection) -> (Vec<String>, Vec<i64>, Result<(), Error>) {
         let (columns, mut rows, done) = start(conn.clone(), sql.into(), vec![]).await.unwrap();
@@ -163,7 +131,7 @@ mod tests {
     #[tokio::test]
     async fn rows_stream_in_order_and_errors_come_last() {
         let dir = tempfile::tempdir().unwrap();
-        let conn = conn(dir.path());
+        let conn = Connection::new(Arc::from(dir.path().join("db.sqlite")));
         assert!(rows_of("CREATE TABLE t (n INTEGER)", &conn).await.2.is_ok());
         let insert = "INSERT INTO t WITH RECURSIVE c(n) AS \
                       (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) SELECT n FROM c";

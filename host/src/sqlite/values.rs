@@ -9,12 +9,6 @@ pub trait SqlValue: Sized + Send + 'static {
     fn from_sql(v: ValueRef<'_>) -> Self;
 }
 
-/// Why `open` refused, in Spin's order: not granted, then no location.
-pub enum Refusal {
-    AccessDenied,
-    NoSuchDatabase,
-}
-
 macro_rules! alike {
     ($($version:ident)::+) => {
         impl SqlValue for crate::bindings::$($version)::+::Value {
@@ -36,27 +30,6 @@ macro_rules! alike {
                     ValueRef::Real(f) => Self::Real(f),
                     ValueRef::Text(t) => Self::Text(String::from_utf8_lossy(t).into_owned()),
                     ValueRef::Blob(b) => Self::Blob(b.to_vec()),
-                }
-            }
-        }
-
-        impl From<(Vec<String>, Vec<Vec<crate::bindings::$($version)::+::Value>>)>
-            for crate::bindings::$($version)::+::QueryResult
-        {
-            fn from(
-                (columns, rows): (Vec<String>, Vec<Vec<crate::bindings::$($version)::+::Value>>),
-            ) -> Self {
-                use crate::bindings::$($version)::+::RowResult;
-                let rows = rows.into_iter().map(|values| RowResult { values }).collect();
-                Self { columns, rows }
-            }
-        }
-
-        impl From<Refusal> for crate::bindings::$($version)::+::Error {
-            fn from(refusal: Refusal) -> Self {
-                match refusal {
-                    Refusal::AccessDenied => Self::AccessDenied,
-                    Refusal::NoSuchDatabase => Self::NoSuchDatabase,
                 }
             }
         }

@@ -1,14 +1,12 @@
-//! Spin variables (`fermyon:spin/variables@2.0.0`, `@3.0.0`): `./.env`
-//! (`dotenv`), a runtime config's providers (`providers`, `vault`), Spin's
+//! Spin variables (`fermyon:spin/variables@2.0.0`, `@3.0.0`): `.env` files
+//! and a runtime config's providers (`providers`, `vault`), Spin's
 //! precedence (`resolve`), and the interfaces on [`VariablesView`].
 
-mod dotenv;
 mod providers;
 mod resolve;
 mod vault;
 
-pub use dotenv::read_dotenv;
-pub use providers::load as load_providers;
+pub use providers::{load as load_providers, read_dotenv};
 pub use resolve::Variables;
 
 use std::sync::Arc;

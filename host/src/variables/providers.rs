@@ -1,6 +1,6 @@
-//! The `[[variables_provider]]`s of a runtime config file, in file order.
-//! `[sqlite_database.*]` is the SQLite room's; any other table is named in a
-//! warning at start.
+//! The `[[variables_provider]]`s of a runtime config file, in file order
+//! (`[sqlite_database.*]` is the SQLite room's; any other table is named in
+//! a warning at start), and `.env` files.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -8,7 +8,6 @@ use std::path::Path;
 use anyhow::{bail, Context as _, Result};
 use serde::Deserialize;
 
-use super::dotenv::read_dotenv;
 use super::vault::{Vault, VaultConfig};
 
 #[derive(Debug)]
@@ -22,12 +21,7 @@ pub enum Provider {
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 enum ProviderConfig {
-    Env {
-        #[serde(default)]
-        prefix: Option<String>,
-        #[serde(default)]
-        dotenv_path: Option<String>,
-    },
+    Env { prefix: Option<String>, dotenv_path: Option<String> },
     Vault(VaultConfig),
 }
 
@@ -49,6 +43,24 @@ impl Provider {
             Provider::Vault(vault) => vault.get(name).await,
         }
     }
+}
+
+/// The assignments of a `.env` file: `./.env` (its `SPIN_VARIABLE_*`, as
+/// `spin up` reads them) or an env provider's `dotenv_path`. A missing file
+/// has none.
+pub fn read_dotenv(path: &std::path::Path) -> HashMap<String, String> {
+    parse_dotenv(&std::fs::read_to_string(path).unwrap_or_default())
+}
+
+pub fn parse_dotenv(text: &str) -> HashMap<String, String> {
+    let lines = text.lines().map(str::trim).filter(|line| !line.starts_with('#'));
+    let pairs =
+        lines.filter_map(|line| line.strip_prefix("export ").unwrap_or(line).split_once('='));
+    let unquote = |value: &str| {
+        let quoted = ['"', '\''].iter().find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q));
+        quoted.unwrap_or(value).to_string()
+    };
+    pairs.map(|(key, value)| (key.trim().to_string(), unquote(value.trim()))).collect()
 }
 
 /// The providers of the runtime config file at `path`, and a warning for
@@ -125,16 +137,13 @@ url = "http://127.0.0.1:8200"
 token = "root-token-xyz"
 mount = "secret"
 prefix = "app"
-
 [[variables_provider]]
 type = "env"
 prefix = "APP"
 dotenv_path = "app.env"
-
 [sqlite_database.default]
 type = "spin"
 path = "data.db"
-
 [key_value_store.default]
 type = "spin"
 "#,
@@ -160,5 +169,16 @@ type = "spin"
         ] {
             assert!(load_text(text, &[]).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn dotenv_lines() {
+        let d = parse_dotenv(
+            "# c\nSPIN_VARIABLE_A=1\nexport SPIN_VARIABLE_B=\"two words\"\nOTHER=x\nSPIN_VARIABLE_C='q'\n",
+        );
+        assert_eq!(d["SPIN_VARIABLE_A"], "1");
+        assert_eq!(d["SPIN_VARIABLE_B"], "two words");
+        assert_eq!(d["SPIN_VARIABLE_C"], "q");
+        assert_eq!(d["OTHER"], "x");
     }
 }

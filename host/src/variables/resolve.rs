@@ -81,20 +81,18 @@ impl Variables {
             .ok_or_else(|| Error::Undefined(format!("no variable for {name:?}")))?;
         let mut values = HashMap::new();
         for reference in template.references() {
-            match self.value(reference).await {
-                Ok(Some(value)) => {
-                    values.insert(reference.to_string(), value);
-                }
+            let value = match self.value(reference).await {
+                Ok(Some(value)) => value,
                 Ok(None) => {
-                    return Err(Error::Provider(format!(
-                        "no provider resolved required variable {reference:?}"
-                    )))
+                    let text = format!("no provider resolved required variable {reference:?}");
+                    return Err(Error::Provider(text));
                 }
                 Err(reason) => {
                     eprintln!("error: variables provider: {reason}");
                     return Err(Error::Provider(reason));
                 }
-            }
+            };
+            values.insert(reference.to_string(), value);
         }
         template
             .expand(&values)
@@ -108,25 +106,13 @@ mod tests {
     use std::path::PathBuf;
 
     fn manifest() -> Manifest {
-        let text = r#"
-spin_manifest_version = 2
-[application]
-name = "t"
-[variables]
-api_key = { default = "", secret = true }
-db_host = { default = "127.0.0.1:5432" }
-needed = { required = true }
-[[trigger.http]]
-route = "/..."
-component = "c"
-[component.c]
-source = "c.wasm"
-[component.c.variables]
-api_key = "{{ api_key }}"
-url = "postgres://{{db_host}}/x"
-fixed = "literal"
-"#;
-        Manifest::parse(text, PathBuf::from(".")).unwrap()
+        let text = crate::manifest::tests::manifest(
+            "api_key = { default = \"\", secret = true }\n\
+             db_host = { default = \"127.0.0.1:5432\" }\nneeded = { required = true }",
+            "variables.api_key = \"{{ api_key }}\"\n\
+             variables.url = \"postgres://{{db_host}}/x\"\nvariables.fixed = \"literal\"",
+        );
+        Manifest::parse(&text, PathBuf::from(".")).unwrap()
     }
 
     fn pairs(list: &[(&str, &str)]) -> HashMap<String, String> {
@@ -167,13 +153,8 @@ fixed = "literal"
     #[tokio::test]
     async fn a_failing_provider_is_an_error_not_a_default() {
         // Nothing listens on port 9 of loopback (discard, never served here).
-        let vault = super::super::vault::Vault::new(super::super::vault::VaultConfig {
-            url: "http://127.0.0.1:9".into(),
-            token: "t".into(),
-            mount: "secret".into(),
-            prefix: None,
-        })
-        .unwrap();
+        let config = toml::from_str("url = 'http://127.0.0.1:9'\ntoken = 't'\nmount = 'secret'");
+        let vault = super::super::vault::Vault::new(config.unwrap()).unwrap();
         // (A required variable is looked up at start: here --variable has it.)
         let v = resolve(&[("needed", "n")], &[], vec![Provider::Vault(vault)]).await.unwrap();
         assert!(matches!(v.get("api_key").await, Err(Error::Provider(_))));
@@ -187,7 +168,7 @@ fixed = "literal"
         assert!(matches!(v.get("nope").await, Err(Error::Undefined(_))));
         // Application variables are not visible unless the component maps them.
         assert!(matches!(v.get("db_host").await, Err(Error::Undefined(_))));
-        // Which names are invalid is template.rs's test.
+        // Which names are invalid is manifest.rs's test.
         assert!(matches!(v.get("a-b").await, Err(Error::InvalidName(_))));
         assert_eq!(v.expand("postgres://{{ db_host }}").unwrap(), "postgres://127.0.0.1:5432");
         assert_eq!(v.expand("postgres://{{ nope }}").unwrap_err(), "nope");

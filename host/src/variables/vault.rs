@@ -26,7 +26,6 @@ pub struct VaultConfig {
     pub url: String,
     pub token: String,
     pub mount: String,
-    #[serde(default)]
     pub prefix: Option<String>,
 }
 

@@ -192,6 +192,28 @@ pub fn probe() -> Vec<u8> {
     component(PROBE_WORLD, &probe_wat())
 }
 
+/// A WASI 0.2 component whose `wasi:http/incoming-handler` runs `handle`
+/// (a core function body, the request and the response-out in locals 0 and 1).
+pub fn p2_handler(handle: &str) -> Vec<u8> {
+    let wat = format!(
+        r#"(component
+  (import "wasi:http/types@0.2.0" (instance $types
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))
+  ))
+  (alias export $types "incoming-request" (type $request))
+  (alias export $types "response-outparam" (type $outparam))
+  (core module $m (func (export "handle") (param i32 i32) {handle}))
+  (core instance $i (instantiate $m))
+  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
+    (canon lift (core func $i "handle")))
+  (instance $handler (export "handle" (func $handle)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $handler))
+)"#
+    );
+    wat::parse_str(wat).expect("the WAT is valid")
+}
+
 /// A WASI 0.3 component (`wasi:http/handler@0.3.0`, lifted async with a
 /// callback); `handle` is its core body, the request in local 0, and may
 /// end with `$answer`: status 200 plus the requests its instance served

@@ -35,11 +35,8 @@ pub fn collect(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
     let out = Arc::new(Mutex::new(String::new()));
     let sink = out.clone();
     std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines() {
-            let Ok(line) = line else { break };
-            let mut s = sink.lock().unwrap();
-            s.push_str(&line);
-            s.push('\n');
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push_str(&format!("{line}\n"));
         }
     });
     out
@@ -191,16 +188,16 @@ impl ScratchDatabase {
         ScratchDatabase { admin_url: admin_url.to_string(), name }
     }
 
-    /// The admin URL with its database (the URL path) replaced by this one.
+    /// The admin URL with its database replaced by this one.
     pub fn url(&self) -> String {
-        let (base, query) = match self.admin_url.split_once('?') {
-            Some((base, query)) => (base, format!("?{query}")),
-            None => (self.admin_url.as_str(), String::new()),
-        };
-        let authority = base.find("://").expect("a postgres:// URL") + 3;
-        let path = base[authority..].find('/').map_or(base.len(), |i| authority + i);
-        format!("{}/{}{query}", &base[..path], self.name)
+        with_param(&self.admin_url, &format!("dbname={}", self.name))
     }
+}
+
+/// `url` with one more query parameter (a later one overrides the path's
+/// database or an earlier parameter).
+pub fn with_param(url: &str, param: &str) -> String {
+    format!("{url}{}{param}", if url.contains('?') { "&" } else { "?" })
 }
 
 impl Drop for ScratchDatabase {

@@ -1,22 +1,26 @@
 //! The subset of a Spin 2 manifest this host understands: one HTTP-triggered
-//! component with its source, route, variables (names and `{{ name }}`
-//! templates: [`template`]), SQLite grants and outbound hosts. A leaf.
+//! component with its source, route, variables (Spin's names, and the
+//! `{{ name }}` templates of component variables and
+//! `allowed_outbound_hosts` entries), SQLite grants and outbound hosts. A
+//! leaf.
 
-mod template;
-
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-pub use template::{validate_name, Template};
-
 /// One application variable (`[variables]`).
-#[derive(Debug)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AppVariable {
     pub default: Option<String>,
+    #[serde(default)]
     pub required: bool,
+    #[allow(dead_code)]
+    secret: Option<bool>,
+    #[allow(dead_code)]
+    description: Option<String>,
 }
 
 #[derive(Debug)]
@@ -66,27 +70,95 @@ impl Route {
     }
 }
 
+/// Spin's rule for variable names (so they map to env names and paths):
+/// lower-case ASCII letters, digits and single underscores, starting with a
+/// letter and not ending with an underscore.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    let Some(first) = name.bytes().next() else {
+        return Err("must not be empty".into());
+    };
+    if let Some(c) =
+        name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'))
+    {
+        return Err(format!(
+            "invalid character {c:?}: variable names may contain only lower-case letters, numbers and underscores"
+        ));
+    }
+    if !first.is_ascii_lowercase() {
+        return Err("must start with a lower-case ASCII letter".into());
+    }
+    if name.ends_with('_') {
+        return Err("must end with a lower-case ASCII letter or digit".into());
+    }
+    if name.contains("__") {
+        return Err("must not contain consecutive underscores".into());
+    }
+    Ok(())
+}
+
+/// A `literal {{ name }} literal` template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template(Vec<Part>);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Lit(String),
+    Var(String),
+}
+
+impl Template {
+    pub fn parse(text: &str) -> Result<Template> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("{{") {
+            if start > 0 {
+                parts.push(Part::Lit(rest[..start].to_string()));
+            }
+            let after = &rest[start + 2..];
+            let Some(end) = after.find("}}") else {
+                bail!("unclosed '{{{{' in template");
+            };
+            let name = after[..end].trim();
+            validate_name(name).map_err(|e| anyhow::anyhow!("template variable {name:?}: {e}"))?;
+            parts.push(Part::Var(name.to_string()));
+            rest = &after[end + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Lit(rest.to_string()));
+        }
+        Ok(Template(parts))
+    }
+
+    /// Names of the variables the template refers to.
+    pub fn references(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().filter_map(|p| match p {
+            Part::Var(v) => Some(v.as_str()),
+            Part::Lit(_) => None,
+        })
+    }
+
+    /// Expands the template; `Err(name)` for the first unknown variable.
+    pub fn expand(&self, values: &HashMap<String, String>) -> Result<String, String> {
+        let mut out = String::new();
+        for part in &self.0 {
+            match part {
+                Part::Lit(l) => out.push_str(l),
+                Part::Var(v) => out.push_str(values.get(v).ok_or_else(|| v.clone())?),
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[derive(Deserialize)]
 struct RawManifest {
     spin_manifest_version: toml::Value,
     #[serde(default)]
-    variables: BTreeMap<String, RawVariable>,
+    variables: BTreeMap<String, AppVariable>,
     #[serde(default)]
     trigger: RawTriggers,
     #[serde(default)]
     component: BTreeMap<String, RawComponent>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawVariable {
-    default: Option<String>,
-    #[serde(default)]
-    required: bool,
-    #[allow(dead_code)]
-    secret: Option<bool>,
-    #[allow(dead_code)]
-    description: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -130,9 +202,8 @@ impl Manifest {
             bail!("only spin_manifest_version = 2 is supported");
         }
 
-        let mut variables = BTreeMap::new();
-        for (name, v) in raw.variables {
-            validate_name(&name).map_err(|e| anyhow::anyhow!("variable {name:?}: {e}"))?;
+        for (name, v) in &raw.variables {
+            validate_name(name).map_err(|e| anyhow::anyhow!("variable {name:?}: {e}"))?;
             match (&v.default, v.required) {
                 (Some(_), true) => {
                     bail!("variable {name:?} cannot be both required and have a default")
@@ -142,8 +213,8 @@ impl Manifest {
                 }
                 _ => {}
             }
-            variables.insert(name, AppVariable { default: v.default, required: v.required });
         }
+        let variables = raw.variables;
 
         let [trigger] = raw.trigger.http.as_slice() else {
             bail!("expected exactly one [[trigger.http]], found {}", raw.trigger.http.len());
@@ -189,42 +260,12 @@ impl Manifest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn parses_a_spin_manifest() {
-        let text = r#"
-spin_manifest_version = 2
-[application]
-name = "app"
-[variables]
-api_key = { required = true, secret = true }
-db_host = { default = "127.0.0.1:5432" }
-[[trigger.http]]
-route = "/..."
-component = "web"
-[component.web]
-source = "target/web.wasm"
-sqlite_databases = ["default"]
-allowed_outbound_hosts = ["postgres://{{ db_host }}"]
-[component.web.variables]
-api_key = "{{ api_key }}"
-"#;
-        let m = Manifest::parse(text, PathBuf::from("/app")).unwrap();
-        assert_eq!(m.component_id, "web");
-        assert_eq!(m.source, PathBuf::from("/app/target/web.wasm"));
-        assert_eq!(m.route.raw, "/...");
-        assert_eq!(m.sqlite_databases, vec!["default"]);
-        assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
-        assert!(m.variables["api_key"].required);
-        assert_eq!(m.variables["api_key"].default, None);
-        assert_eq!(m.variables["db_host"].default.as_deref(), Some("127.0.0.1:5432"));
-        let refs: Vec<_> = m.component_variables["api_key"].references().collect();
-        assert_eq!(refs, vec!["api_key"]);
-    }
-
-    fn manifest(extra_vars: &str, component_extra: &str) -> String {
+    /// A manifest of component `c` on `/api/...`, with `extra_vars` and
+    /// `component_extra` (more of `[component.c]`).
+    pub(crate) fn manifest(extra_vars: &str, component_extra: &str) -> String {
         format!(
             r#"
 spin_manifest_version = 2
@@ -240,6 +281,28 @@ source = "c.wasm"
 {component_extra}
 "#
         )
+    }
+
+    #[test]
+    fn parses_a_spin_manifest() {
+        let text = manifest(
+            "api_key = { required = true, secret = true }\n\
+             db_host = { default = \"127.0.0.1:5432\" }",
+            "sqlite_databases = [\"default\"]\n\
+             allowed_outbound_hosts = [\"postgres://{{ db_host }}\"]\n\
+             [component.c.variables]\napi_key = \"{{ api_key }}\"",
+        );
+        let m = Manifest::parse(&text, PathBuf::from("/app")).unwrap();
+        assert_eq!(m.component_id, "c");
+        assert_eq!(m.source, PathBuf::from("/app/c.wasm"));
+        assert_eq!(m.route.raw, "/api/...");
+        assert_eq!(m.sqlite_databases, vec!["default"]);
+        assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
+        assert!(m.variables["api_key"].required);
+        assert_eq!(m.variables["api_key"].default, None);
+        assert_eq!(m.variables["db_host"].default.as_deref(), Some("127.0.0.1:5432"));
+        let refs: Vec<_> = m.component_variables["api_key"].references().collect();
+        assert_eq!(refs, vec!["api_key"]);
     }
 
     #[test]
@@ -270,5 +333,26 @@ source = "c.wasm"
         let exact = Route::parse("/hello").unwrap();
         assert_eq!(exact.matches("/hello"), Some(""));
         assert_eq!(exact.matches("/hello/x"), None);
+    }
+
+    #[test]
+    fn templates() {
+        let t = Template::parse("a{{x}}b{{ y_1 }}").unwrap();
+        assert_eq!(t.references().collect::<Vec<_>>(), vec!["x", "y_1"]);
+        assert!(Template::parse("{{ x").is_err());
+        assert!(Template::parse("{{ X }}").is_err());
+        let values = HashMap::from([("x".to_string(), "1".to_string())]);
+        assert_eq!(Template::parse("a{{ x }}b").unwrap().expand(&values), Ok("a1b".into()));
+        assert_eq!(Template::parse("{{ y }}").unwrap().expand(&values), Err("y".into()));
+    }
+
+    #[test]
+    fn names() {
+        for good in ["a", "store", "x1_y2"] {
+            assert_eq!(validate_name(good), Ok(()), "{good}");
+        }
+        for bad in ["", "Bad", "a-b", "1a", "a__b", "a_", "_a"] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
     }
 }
