@@ -4,6 +4,12 @@ CARGO ?= cargo
 WASM := target/wasm32-wasip2/release/book_catalog.wasm
 HOST := target/release/spin-lite
 LISTEN ?= 0.0.0.0:8080
+# Native builds resolve features as `make test`'s `cargo test --workspace`
+# does: over every package, with the dev-dependencies (which `--examples`
+# brings in; there is none to build). The shared crates then have one
+# feature set whatever the packages declare, so `make run` and `make test`
+# each reuse the other's wasmtime.
+NATIVE_BUILD := $(CARGO) build --release --locked --workspace --examples
 
 .PHONY: run test soak hurl bench build variants toolchain component host clean
 
@@ -47,7 +53,7 @@ hurl:
 bench: build
 	@scripts/ensure-tools.sh postgres
 	@command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk
-	$(CARGO) build --release --locked -p book-native
+	$(NATIVE_BUILD) --bin book-native
 	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-floor
 	@bench/run.py
 
@@ -62,7 +68,7 @@ component: toolchain
 	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
 
 host: toolchain
-	$(CARGO) build --release --locked -p spin-lite
+	$(NATIVE_BUILD) --bin spin-lite
 
 ## The three builds of the component, by Cargo feature, with distinct names in
 ## target/variants/: book-catalog.wasm (SQLite and PostgreSQL),

@@ -4,8 +4,8 @@
 # also on failure, and exits non-zero if anything failed.
 #   1. the component and its variants (wasm32-wasip2, release). The host is
 #      built by step 2: `cargo test` builds target/release/spin-lite for the
-#      host's own tests, with the features the test build unifies, so a
-#      `make host` before it would compile wasmtime twice
+#      host's own tests, with the features `make host` resolves too (the
+#      Makefile's NATIVE_BUILD), so each reuses the other's wasmtime
 #   2. native unit and integration tests (cargo test --workspace)
 #   3. the hurl suite (the plain hurl command, then tests/hurl/run.py) against
 #      the real component served by spin-lite, on SQLite with a fresh instance

@@ -55,7 +55,7 @@ def host_command(kind):
                                "or unpack it to build/spin/spin)")
         return [spin_binary(), "up"]
     if not SPIN_LITE.exists():
-        raise RuntimeError(f"{SPIN_LITE} not found (cargo build --release --locked -p spin-lite)")
+        raise RuntimeError(f"{SPIN_LITE} not found (make host)")
     return [str(SPIN_LITE)]
 
 
