@@ -32,6 +32,9 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 REUSE = int(os.environ.get("BENCH_REUSE", "1000"))
 # Catalog sizes: when set, each server is measured at each size instead (catalog()).
 CATALOG = [int(n) for n in os.environ.get("BENCH_CATALOG", "").split()]
+# SQLite's durability policies (sqlite_synchronous): each component comparator
+# serves SQLite once per policy, named COMPARATOR/POLICY but for normal's.
+SYNCHRONOUS = os.environ.get("BENCH_SYNCHRONOUS", "normal full").split()
 USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
@@ -259,19 +262,22 @@ def serve_native(store, pg_url):
         shutil.rmtree(state, ignore_errors=True)
 
 
-def serve(comparator, store, pg):
-    """The component, or the floor, under spin-lite or real Spin; with
-    BENCH_WASM_B, the component's twin `COMPARATOR-b` beside it (the same
-    secret, a database of its own), their runs alternating."""
+def serve(comparator, store, pg, policy=None):
+    """The component, or the floor, under spin-lite or real Spin (on SQLite
+    under sqlite_synchronous `policy`); with BENCH_WASM_B, the component's
+    twin `NAME-b` beside it (the same secret, a database of its own), their
+    runs alternating."""
     floor = comparator.endswith("floor")
     secret = launch.random_text(48)
-    builds = [(comparator, None if floor else WASM)] + ([(comparator + "-b", WASM_B)] if WASM_B and not floor else [])
+    name = comparator + (f"/{policy}" if policy not in (None, "normal") else "")
+    settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
+    builds = [(name, None if floor else WASM)] + ([(name + "-b", WASM_B)] if WASM_B and not floor else [])
     hosts = []
     try:
         for name, wasm in builds:
             pg_url = pg.fresh_database() if store == "postgres" else None
-            host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store,
-                               dict(SETTINGS, SECRET_TOKEN=secret), pg_url=pg_url, wasm=wasm,
+            host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store, settings,
+                               pg_url=pg_url, wasm=wasm,
                                manifest=ROOT / "bench/floor/spin.toml" if floor else None,
                                reuse=REUSE if comparator == "reuse" else 1)
             hosts.append((name, host))
@@ -294,7 +300,8 @@ def writes_table(runs):
     side: p50 and p99 (ms), answers of status 400 or more (+ other errors:
     connect, read, write, timeout), CPU us/req (PostgreSQL's server's too),
     SQLite's p99 over PostgreSQL's; an A/B's "-b" row under its A row, and in
-    the A row its CPU over B's (with PostgreSQL's server's)."""
+    the A row its CPU over B's (with PostgreSQL's server's). A SQLite policy's
+    row (`spin/full`) has PostgreSQL's run of its comparator (`spin`)."""
     run = {(r["scenario"], r["concurrency"], r["comparator"], r["store"]): r for r in runs}
     cpu = lambda r: r["cpu_us"] + r.get("db_cpu_us", 0)  # noqa: E731
     names = sorted({r["comparator"] for r in runs if r["scenario"] in WRITES},
@@ -306,10 +313,11 @@ def writes_table(runs):
     for scenario, label in WRITES.items():
         for c in sorted({r["concurrency"] for r in runs}):
             for name in names:
-                s, p = (run.get((scenario, c, name, store)) for store in ("sqlite", "postgres"))
-                if not (s or p):
+                pg = name.split("/")[0].removesuffix("-b") + "-b" * name.endswith("-b")
+                s, p = run.get((scenario, c, name, "sqlite")), run.get((scenario, c, pg, "postgres"))
+                if not (s or p) or (pg != name and not s):
                     continue
-                b = [run.get((scenario, c, name + "-b", store)) for store in ("sqlite", "postgres")]
+                b = [run.get((scenario, c, n + "-b", store)) for n, store in ((name, "sqlite"), (pg, "postgres"))]
                 lines.append(" | ".join([
                     f"| {label}", str(c), name,
                     *(f"{r['p50_us'] / 1000:.1f} / {r['p99_us'] / 1000:.1f}" if r else "" for r in (s, p)),
@@ -369,14 +377,15 @@ def main():
         for comparator in comparators:
             sqlite_only = comparator.endswith("floor")
             for store in ["sqlite"] if sqlite_only else stores:
-                log(f"{comparator} on {store}")
-                try:
-                    if comparator == "native":
-                        serve_native(store, pg.fresh_database() if store == "postgres" else None)
-                    else:
-                        serve(comparator, store, pg)
-                except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
-                    log(f"{comparator}/{store} failed ({e}): its runs so far are kept")
+                for policy in SYNCHRONOUS if store == "sqlite" and not sqlite_only and comparator != "native" else [None]:
+                    log(f"{comparator} on {store}" + (f", sqlite_synchronous={policy}" if policy else ""))
+                    try:
+                        if comparator == "native":
+                            serve_native(store, pg.fresh_database() if store == "postgres" else None)
+                        else:
+                            serve(comparator, store, pg, policy)
+                    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+                        log(f"{comparator}/{store} failed ({e}): its runs so far are kept")
     finally:
         if pg:
             pg.close()
