@@ -363,15 +363,16 @@ class Host:
         return self.proc.returncode
 
     def kill(self):
-        """The host and whatever it started (Spin's trigger process)."""
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait()
+        """SIGKILL to the host and whatever it started (Spin's trigger process)
+        at once: its process group, then the host itself if it left it."""
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
 
     def tail(self, lines=30):
         try:
