@@ -19,7 +19,7 @@
 #      the hurl suite under `spin up` on each store, spin-lite and Spin side
 #      by side, and the fault tests of what Spin itself decides (login
 #      protection, stalled clients, failing variables providers, upgrades,
-#      PostgreSQL TLS, safe writes, OpenTelemetry export).
+#      writers killed, PostgreSQL TLS, safe writes, OpenTelemetry export).
 #      Then the hurl suite under Spin 3.6.3, SpinKube's runtime (SPIN_3_6,
 #      else build/spin-3.6.3/spin).
 #      Without Spin these legs are listed as skipped, never counted.
@@ -152,7 +152,7 @@ if [ -n "$pg_url" ]; then
 fi
 
 # Each module skips the store it does not need (its `ctx.only_on`).
-spin_faults=throttle,stalls,providers,upgrade,concurrency,variants,safe_writes,otel,tls,browser,registry
+spin_faults=throttle,stalls,providers,upgrade,concurrency,crash,variants,safe_writes,otel,tls,browser,registry
 [ -n "$SPIN" ] && step "real Spin ($("$SPIN" --version)): the hurl suite under spin up, side by side, fault tests"
 for store in sqlite postgres; do
     if [ "$store" = postgres ] && [ -z "$pg_url" ]; then continue; fi
