@@ -119,8 +119,9 @@ def prepare(base, state_dir, pg_url):
 
 def measure(servers):
     """Every scenario at every concurrency against each server (its Target,
-    state directory and PostgreSQL URL). With two (an A/B), each cell runs on
-    both back to back, the order flipped each cell, so both see the same load."""
+    state directory and PostgreSQL URL). With several (stores, policies, an
+    A/B), each cell runs on each back to back, the order flipped each cell,
+    so all see the same load."""
     targets = [target for target, _, _ in servers]
     turn = 0
 
@@ -262,27 +263,28 @@ def serve_native(store, pg_url):
         shutil.rmtree(state, ignore_errors=True)
 
 
-def serve(comparator, store, pg, policy=None):
-    """The component, or the floor, under spin-lite or real Spin (on SQLite
-    under sqlite_synchronous `policy`); with BENCH_WASM_B, the component's
-    twin `NAME-b` beside it (the same secret, a database of its own), their
-    runs alternating."""
+def serve(comparator, stores, pg):
+    """The component, or the floor, under spin-lite or real Spin: a host per
+    store, on SQLite one per policy of SYNCHRONOUS (`NAME/full`), each with,
+    given BENCH_WASM_B, its twin `NAME-b` serving that build (all with one
+    secret, each on a database of its own), measured together: a cell runs
+    on each in turn, so the stores and builds of a figure share the load."""
     floor = comparator.endswith("floor")
     secret = launch.random_text(48)
-    name = comparator + (f"/{policy}" if policy not in (None, "normal") else "")
-    settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
-    builds = [(name, None if floor else WASM)] + ([(name + "-b", WASM_B)] if WASM_B and not floor else [])
+    builds = [("", None if floor else WASM)] + ([("-b", WASM_B)] if WASM_B and not floor else [])
     hosts = []
     try:
-        for name, wasm in builds:
-            pg_url = pg.fresh_database() if store == "postgres" else None
-            host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store, settings,
-                               pg_url=pg_url, wasm=wasm,
-                               manifest=ROOT / "bench/floor/spin.toml" if floor else None,
-                               reuse=REUSE if comparator == "reuse" else 1)
-            hosts.append((name, host))
-            host.start()
-        measure([(Target(name, store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
+        for store in stores:
+            for policy in SYNCHRONOUS if store == "sqlite" and not floor else [None]:
+                settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
+                for suffix, wasm in builds:
+                    host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store, settings,
+                                       pg_url=pg.fresh_database() if store == "postgres" else None, wasm=wasm,
+                                       manifest=ROOT / "bench/floor/spin.toml" if floor else None,
+                                       reuse=REUSE if comparator == "reuse" else 1)
+                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host))
+                    host.start()
+        measure([(Target(name, host.store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
                  for name, host in hosts])
     finally:
         for _, host in hosts:
@@ -375,17 +377,15 @@ def main():
         POSTGRES_PID = int((Path(pg.dir) / "data/postmaster.pid").read_text().split()[0])
     try:
         for comparator in comparators:
-            sqlite_only = comparator.endswith("floor")
-            for store in ["sqlite"] if sqlite_only else stores:
-                for policy in SYNCHRONOUS if store == "sqlite" and not sqlite_only and comparator != "native" else [None]:
-                    log(f"{comparator} on {store}" + (f", sqlite_synchronous={policy}" if policy else ""))
-                    try:
-                        if comparator == "native":
-                            serve_native(store, pg.fresh_database() if store == "postgres" else None)
-                        else:
-                            serve(comparator, store, pg, policy)
-                    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
-                        log(f"{comparator}/{store} failed ({e}): its runs so far are kept")
+            for store in stores if comparator == "native" else ["sqlite"] if comparator.endswith("floor") else [None]:
+                log(f"{comparator} on {store or ' and '.join(stores)}")
+                try:
+                    if comparator == "native":
+                        serve_native(store, pg.fresh_database() if store == "postgres" else None)
+                    else:
+                        serve(comparator, [store] if store else stores, pg)
+                except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+                    log(f"{comparator} failed ({e}): its runs so far are kept")
     finally:
         if pg:
             pg.close()
