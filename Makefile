@@ -4,6 +4,12 @@ CARGO ?= cargo
 WASM := target/wasm32-wasip2/release/book_catalog.wasm
 HOST := target/release/spin-lite
 LISTEN ?= 0.0.0.0:8080
+# Native builds resolve features as `make test`'s `cargo test --workspace`
+# does: over every package, with the dev-dependencies (which `--examples`
+# brings in; there is none to build). The shared crates then have one
+# feature set whatever the packages declare, so `make run` and `make test`
+# each reuse the other's wasmtime.
+NATIVE_BUILD := $(CARGO) build --release --locked --workspace --examples
 
 .PHONY: run test soak hurl bench build variants toolchain component host clean
 
@@ -61,7 +67,7 @@ component: toolchain
 	$(WASM_BUILD)
 
 host: toolchain
-	$(CARGO) build --release --locked -p spin-lite
+	$(NATIVE_BUILD) --bin spin-lite
 
 ## The builds of the component, by Cargo feature, with distinct names in
 ## target/variants/ (README, "Where it runs"): WASI 0.3 with both stores

@@ -30,6 +30,9 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 REUSE = int(os.environ.get("BENCH_REUSE", "1000"))
 # Catalog sizes: when set, each server is measured at each size instead (catalog()).
 CATALOG = [int(n) for n in os.environ.get("BENCH_CATALOG", "").split()]
+# SQLite's durability policies (sqlite_synchronous): each component comparator
+# serves SQLite once per policy, named COMPARATOR/POLICY but for normal's.
+SYNCHRONOUS = os.environ.get("BENCH_SYNCHRONOUS", "normal full").split()
 USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
@@ -114,8 +117,9 @@ def prepare(base, state_dir, pg_url):
 
 def measure(servers):
     """Every scenario at every concurrency against each server (its Target,
-    state directory and PostgreSQL URL). With two (an A/B), each cell runs on
-    both back to back, the order flipped each cell, so both see the same load."""
+    state directory and PostgreSQL URL). With several (stores, policies, an
+    A/B), each cell runs on each back to back, the order flipped each cell,
+    so all see the same load."""
     targets = [target for target, _, _ in servers]
     turn = 0
 
@@ -236,24 +240,28 @@ def catalog_table(runs):
     return lines
 
 
-def serve(comparator, store, pg):
-    """The component, or the floor, under spin-lite or real Spin; with
-    BENCH_WASM_B, the component's twin `COMPARATOR-b` beside it (the same
-    secret, a database of its own), their runs alternating."""
+def serve(comparator, stores, pg):
+    """The component, or the floor, under spin-lite or real Spin: a host per
+    store, on SQLite one per policy of SYNCHRONOUS (`NAME/full`), each with,
+    given BENCH_WASM_B, its twin `NAME-b` serving that build (all with one
+    secret, each on a database of its own), measured together: a cell runs
+    on each in turn, so the stores and builds of a figure share the load."""
     floor = comparator.endswith("floor")
     secret = launch.random_text(48)
-    builds = [(comparator, None if floor else WASM)] + ([(comparator + "-b", WASM_B)] if WASM_B and not floor else [])
+    builds = [("", None if floor else WASM)] + ([("-b", WASM_B)] if WASM_B and not floor else [])
     hosts = []
     try:
-        for name, wasm in builds:
-            pg_url = pg.fresh_database() if store == "postgres" else None
-            host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store,
-                               dict(SETTINGS, SECRET_TOKEN=secret), pg_url=pg_url, wasm=wasm,
-                               manifest=ROOT / "bench/floor/spin.toml" if floor else None,
-                               reuse=REUSE if comparator == "reuse" else 1)
-            hosts.append((name, host))
-            host.start()
-        measure([(Target(name, store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
+        for store in stores:
+            for policy in SYNCHRONOUS if store == "sqlite" and not floor else [None]:
+                settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
+                for suffix, wasm in builds:
+                    host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store, settings,
+                                       pg_url=pg.fresh_database() if store == "postgres" else None, wasm=wasm,
+                                       manifest=ROOT / "bench/floor/spin.toml" if floor else None,
+                                       reuse=REUSE if comparator == "reuse" else 1)
+                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host))
+                    host.start()
+        measure([(Target(name, host.store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
                  for name, host in hosts])
     finally:
         for _, host in hosts:
@@ -271,7 +279,8 @@ def writes_table(runs):
     side: p50 and p99 (ms), answers of status 400 or more (+ other errors:
     connect, read, write, timeout), CPU us/req (PostgreSQL's server's too),
     SQLite's p99 over PostgreSQL's; an A/B's "-b" row under its A row, and in
-    the A row its CPU over B's (with PostgreSQL's server's)."""
+    the A row its CPU over B's (with PostgreSQL's server's). A SQLite policy's
+    row (`spin/full`) has PostgreSQL's run of its comparator (`spin`)."""
     run = {(r["scenario"], r["concurrency"], r["comparator"], r["store"]): r for r in runs}
     cpu = lambda r: r["cpu_us"] + r.get("db_cpu_us", 0)  # noqa: E731
     names = sorted({r["comparator"] for r in runs if r["scenario"] in WRITES},
@@ -283,10 +292,11 @@ def writes_table(runs):
     for scenario, label in WRITES.items():
         for c in sorted({r["concurrency"] for r in runs}):
             for name in names:
-                s, p = (run.get((scenario, c, name, store)) for store in ("sqlite", "postgres"))
-                if not (s or p):
+                pg = name.split("/")[0].removesuffix("-b") + "-b" * name.endswith("-b")
+                s, p = run.get((scenario, c, name, "sqlite")), run.get((scenario, c, pg, "postgres"))
+                if not (s or p) or (pg != name and not s):
                     continue
-                b = [run.get((scenario, c, name + "-b", store)) for store in ("sqlite", "postgres")]
+                b = [run.get((scenario, c, n + "-b", store)) for n, store in ((name, "sqlite"), (pg, "postgres"))]
                 lines.append(" | ".join([
                     f"| {label}", str(c), name,
                     *(f"{r['p50_us'] / 1000:.1f} / {r['p99_us'] / 1000:.1f}" if r else "" for r in (s, p)),
@@ -344,13 +354,12 @@ def main():
         POSTGRES_PID = int((Path(pg.dir) / "data/postmaster.pid").read_text().split()[0])
     try:
         for comparator in comparators:
-            sqlite_only = comparator.endswith("floor")
-            for store in ["sqlite"] if sqlite_only else stores:
-                log(f"{comparator} on {store}")
+            for store in ["sqlite"] if comparator.endswith("floor") else [None]:
+                log(f"{comparator} on {store or ' and '.join(stores)}")
                 try:
-                    serve(comparator, store, pg)
+                    serve(comparator, [store] if store else stores, pg)
                 except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
-                    log(f"{comparator}/{store} failed ({e}): its runs so far are kept")
+                    log(f"{comparator} failed ({e}): its runs so far are kept")
     finally:
         if pg:
             pg.close()

@@ -4,7 +4,9 @@
 # also on failure, and exits non-zero if anything failed.
 #   1. the component's builds (wasm32-wasip2, release): the default (WASI
 #      0.3) and the variants. The host is built by step 2: `cargo test`
-#      builds target/release/spin-lite for the host's own tests
+#      builds target/release/spin-lite for the host's own tests, with the
+#      features `make host` resolves too (the Makefile's NATIVE_BUILD), so
+#      each reuses the other's wasmtime
 #   2. native unit and integration tests (cargo test --workspace)
 #   3. the WASI 0.3 build under spin-lite, on SQLite and on a throwaway
 #      PostgreSQL cluster: the hurl suite (the plain hurl command, then

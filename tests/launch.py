@@ -55,7 +55,7 @@ def host_command(kind):
                                "or unpack it to build/spin/spin)")
         return [spin_binary(), "up"]
     if not SPIN_LITE.exists():
-        raise RuntimeError(f"{SPIN_LITE} not found (cargo build --release --locked -p spin-lite)")
+        raise RuntimeError(f"{SPIN_LITE} not found (make host)")
     return [str(SPIN_LITE)]
 
 
@@ -363,15 +363,16 @@ class Host:
         return self.proc.returncode
 
     def kill(self):
-        """The host and whatever it started (Spin's trigger process)."""
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait()
+        """SIGKILL to the host and whatever it started (Spin's trigger process)
+        at once: its process group, then the host itself if it left it."""
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
 
     def tail(self, lines=30):
         try:
