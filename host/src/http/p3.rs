@@ -1,7 +1,8 @@
 //! WASI 0.3 (`wasi:http/handler@0.3.0`): wasmtime-wasi-http's `ProxyHandler`
-//! reuses instances as Spin main does, within spin-lite's bounds:
-//! an instance holds one of the `--max-instances` slots for its life (no slot
-//! within `SLOT_WAIT`: `NoSlot`, a 503), and a request past
+//! reuses instances as Spin main does, within spin-lite's bounds: a
+//! request holds one of the `--max-instances` slots until its answer's head,
+//! an instance room in the pooling allocator for its life (neither within
+//! `SLOT_WAIT`: `NoSlot`, a 503), and a request past
 //! `--request-timeout` fails (`ExpirationError`, a 500) and dooms its
 //! instance, dropped once no other request is in it. A guest that loops
 //! keeps the event loop from timing it out; the handler's outer check then
@@ -50,13 +51,13 @@ pub fn exports_wasi_0_3(component: &[u8]) -> bool {
 /// A request's instance, once it has one: whether it ran out of time.
 pub type Doomed = Arc<OnceLock<Arc<AtomicBool>>>;
 
-/// Every instance slot stayed taken for `SLOT_WAIT`.
+/// Every slot (request or instance room) stayed taken for `SLOT_WAIT`.
 #[derive(Debug)]
 pub struct NoSlot;
 
 impl std::fmt::Display for NoSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "every instance slot was busy for {} s", SLOT_WAIT.as_secs())
+        write!(f, "every slot was busy for {} s", SLOT_WAIT.as_secs())
     }
 }
 
@@ -72,7 +73,7 @@ impl HandlerState for Instances {
     type WorkerState = Worker;
 
     async fn instantiate(&self) -> wasmtime::Result<Instance<State, Expiration, Worker>> {
-        let slot = self.0.slot().await?;
+        let room = self.0.instance_room().await?;
         let (store, proxy) = self.0.instantiate().await?;
         let (limits, doomed) = (self.0.limits, Arc::new(AtomicBool::new(false)));
         let sleep = Box::pin(tokio::time::sleep(Duration::MAX));
@@ -81,7 +82,7 @@ impl HandlerState for Instances {
             proxy,
             view: State::http,
             expiration: Expiration { limits, doomed: doomed.clone(), sleep },
-            state: Worker { limits, doomed, _slot: slot },
+            state: Worker { limits, doomed, _room: room },
         })
     }
 }
@@ -90,7 +91,7 @@ pub struct Worker {
     limits: Limits,
     /// A request of this instance ran past its deadline.
     doomed: Arc<AtomicBool>,
-    _slot: OwnedSemaphorePermit,
+    _room: OwnedSemaphorePermit,
 }
 
 impl WorkerState for Worker {

@@ -147,7 +147,13 @@ pub struct Server {
     route: Route,
     pub(super) limits: Limits,
     idle: Mutex<Vec<Instance>>,
-    slots: Arc<Semaphore>,
+    /// Requests served at once (`--max-instances`): a WASI 0.2 request has
+    /// an instance of its own.
+    requests: Arc<Semaphore>,
+    /// The pooling allocator's room: WASI 0.3 instances, busy or idle. A
+    /// request waits for a request slot, never for an instance bound to it
+    /// (an idle instance of another thread keeps its room until it expires).
+    instances: Arc<Semaphore>,
 }
 
 struct Instance {
@@ -158,8 +164,11 @@ struct Instance {
 
 impl Server {
     pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Self {
-        let slots = Arc::new(Semaphore::new(limits.max_instances as usize));
-        Server { pre, shared, route, limits, idle: Mutex::new(Vec::new()), slots }
+        let requests = Arc::new(Semaphore::new(limits.max_instances as usize));
+        let room = limits.max_instances + MAX_IDLE_INSTANCES;
+        let instances = Arc::new(Semaphore::new(room as usize));
+        let idle = Mutex::new(Vec::new());
+        Server { pre, shared, route, limits, idle, requests, instances }
     }
 
     /// One single-threaded runtime per core on the same listener: a
@@ -265,14 +274,17 @@ impl Server {
         let body = RequestBody::read_ahead(body, arrived).await;
         let full_url = add_spin_headers(&mut parts, &self.route, path_info, peer, local);
         let doomed = Doomed::default();
-        let answered = match p3 {
-            Some(handler) => {
+        let answered = match (p3, Self::slot(&self.requests).await) {
+            (_, Err(e)) => Err(e),
+            (Some(handler), Ok(_slot)) => {
                 // As Spin: wasi:http 0.3 reads the scheme and authority from it.
                 parts.uri = full_url.parse().unwrap_or(parts.uri);
                 let req = Request::from_parts(parts, body.boxed_unsync());
                 handler.handle(doomed.clone(), req).await
             }
-            None => self.handle_p2(Request::from_parts(parts, body), &method, &path).await,
+            (None, Ok(slot)) => {
+                self.handle_p2(Request::from_parts(parts, body), slot, &method, &path).await
+            }
         };
         let e = match answered {
             Ok(response) => return response,
@@ -295,14 +307,15 @@ impl Server {
     }
 
     /// A WASI 0.2 request, in an idle instance or a new one, called in a
-    /// task of its own: the guest may stream the body after the head.
+    /// task of its own (holding the request's slot): the guest may stream
+    /// the body after the head.
     async fn handle_p2(
         self: &Arc<Self>,
         req: Request<RequestBody>,
+        permit: OwnedSemaphorePermit,
         method: &Method,
         path: &str,
     ) -> wasmtime::Result<Response<HyperOutgoingBody>> {
-        let permit = self.slot().await?;
         let mut instance = match self.take_idle() {
             Some(instance) => instance,
             None => match self.instantiate().await.context("cannot instantiate the component")? {
@@ -337,9 +350,14 @@ impl Server {
         }
     }
 
-    pub(super) async fn slot(&self) -> wasmtime::Result<OwnedSemaphorePermit> {
-        let slot = tokio::time::timeout(SLOT_WAIT, self.slots.clone().acquire_owned()).await;
+    async fn slot(slots: &Arc<Semaphore>) -> wasmtime::Result<OwnedSemaphorePermit> {
+        let slot = tokio::time::timeout(SLOT_WAIT, slots.clone().acquire_owned()).await;
         Ok(slot.map_err(|_| NoSlot)??)
+    }
+
+    /// Room for one more WASI 0.3 instance, held while it lives.
+    pub(super) async fn instance_room(&self) -> wasmtime::Result<OwnedSemaphorePermit> {
+        Self::slot(&self.instances).await
     }
 
     /// A new store, its guest yielding every epoch tick, and the instance.
