@@ -139,7 +139,9 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30,
         try:
             conn.request(method, path, body=data, headers=h)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # answered (413) and closed before the whole body was sent: still readable
+            if conn.sock is None:  # closed before any answer (a host killed mid-request)
+                raise
+            # else answered (413) and closed before the whole body was sent: still readable
         resp = conn.getresponse()
         content = resp.read()
         return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, content,
