@@ -178,7 +178,7 @@ pub struct Statement<'a> {
     /// It writes: on SQLite it needs the write lock.
     pub writes: bool,
     /// Written to return a row whatever the data, so a connection need not
-    /// make sure it does (PostgreSQL's zero-row hang: `spin/*/postgres.rs`).
+    /// make sure it does (PostgreSQL's zero-row hang: `spin/mod.rs`, `always_a_row`).
     pub always_a_row: bool,
 }
 

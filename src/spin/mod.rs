@@ -71,6 +71,65 @@ fn without_the_empty_row(rows: impl Iterator<Item = impl Iterator<Item = Column>
     rows.filter(|row| !matches!(row.first(), Some(Column::Null) | None)).collect()
 }
 
+/// `bind` and `column` for an SDK's SQLite `Value` (spin-sdk 5 and 7 name
+/// its variants alike).
+#[cfg(feature = "sqlite")]
+macro_rules! sqlite_values {
+    ($value:ident) => {
+        fn bind(params: &[crate::db::SqlParam]) -> Vec<$value> {
+            use crate::db::SqlParam;
+            let value = |param: &SqlParam| match *param {
+                SqlParam::Text(text) => $value::Text(text.to_string()),
+                SqlParam::Int32(value) => $value::Integer(value.into()),
+                SqlParam::Int64(value) => $value::Integer(value),
+            };
+            params.iter().map(value).collect()
+        }
+
+        fn column(value: $value) -> crate::db::Column {
+            use crate::db::Column;
+            match value {
+                $value::Integer(value) => Column::Integer(value),
+                $value::Text(text) => Column::Text(text),
+                $value::Null => Column::Null,
+                $value::Real(_) | $value::Blob(_) => Column::Other,
+            }
+        }
+    };
+}
+#[cfg(feature = "sqlite")]
+use sqlite_values;
+
+/// `bind` and `column` for an SDK's PostgreSQL `ParameterValue` and
+/// `DbValue` (spin-sdk 5 and 7 name the variants used alike).
+#[cfg(feature = "postgres")]
+macro_rules! postgres_values {
+    ($parameter:ident, $value:ident) => {
+        fn bind(params: &[crate::db::SqlParam]) -> Vec<$parameter> {
+            use crate::db::SqlParam;
+            let value = |param: &SqlParam| match *param {
+                SqlParam::Text(text) => $parameter::Str(text.to_string()),
+                SqlParam::Int32(value) => $parameter::Int32(value),
+                SqlParam::Int64(value) => $parameter::Int64(value),
+            };
+            params.iter().map(value).collect()
+        }
+
+        fn column(value: $value) -> crate::db::Column {
+            use crate::db::Column;
+            match value {
+                $value::Int32(value) => Column::Integer(value.into()),
+                $value::Int64(value) => Column::Integer(value),
+                $value::Str(text) => Column::Text(text),
+                $value::DbNull => Column::Null,
+                _ => Column::Other,
+            }
+        }
+    };
+}
+#[cfg(feature = "postgres")]
+use postgres_values;
+
 /// A connection of a world's adapter, made for `database` (connecting may
 /// wait for the first statement), or why this build cannot.
 trait Open: Sized {

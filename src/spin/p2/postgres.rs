@@ -7,8 +7,10 @@ use std::time::Duration;
 use spin_sdk::pg::{Connection, DbValue, ParameterValue, PgError as Error};
 
 use super::super::{always_a_row, without_the_empty_row};
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind};
+use crate::db::{self, Row, Statement, StoreError, StoreKind};
 use crate::settings::{redact_password, Database};
+
+super::super::postgres_values!(ParameterValue, DbValue);
 
 /// Connects on its first query (Spin pools the connections host-side).
 pub struct PostgresConnection {
@@ -74,25 +76,4 @@ fn describe(error: &Error) -> String {
         | Error::Other(text) => text,
     };
     redact_password(text)
-}
-
-fn bind(params: &[SqlParam]) -> Vec<ParameterValue> {
-    params
-        .iter()
-        .map(|param| match *param {
-            SqlParam::Text(text) => ParameterValue::Str(text.to_string()),
-            SqlParam::Int32(value) => ParameterValue::Int32(value),
-            SqlParam::Int64(value) => ParameterValue::Int64(value),
-        })
-        .collect()
-}
-
-fn column(value: DbValue) -> Column {
-    match value {
-        DbValue::Int32(value) => Column::Integer(value.into()),
-        DbValue::Int64(value) => Column::Integer(value),
-        DbValue::Str(text) => Column::Text(text),
-        DbValue::DbNull => Column::Null,
-        _ => Column::Other,
-    }
 }

@@ -4,8 +4,10 @@ use std::time::Duration;
 
 use spin_sdk::sqlite::{Connection, QueryResult, Value};
 
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind, Synchronous};
+use crate::db::{self, Row, Statement, StoreError, StoreKind, Synchronous};
 use crate::settings::Database;
+
+super::super::sqlite_values!(Value);
 
 /// Opens the database on its first statement, so requests that fail before
 /// touching the store never open it.
@@ -76,26 +78,6 @@ impl db::Connection for SqliteConnection {
     }
 }
 
-fn bind(params: &[SqlParam]) -> Vec<Value> {
-    params
-        .iter()
-        .map(|param| match *param {
-            SqlParam::Text(text) => Value::Text(text.to_string()),
-            SqlParam::Int32(value) => Value::Integer(value.into()),
-            SqlParam::Int64(value) => Value::Integer(value),
-        })
-        .collect()
-}
-
 fn rows(result: QueryResult) -> Vec<Row> {
     result.rows.into_iter().map(|row| row.values.into_iter().map(column).collect()).collect()
-}
-
-fn column(value: Value) -> Column {
-    match value {
-        Value::Integer(value) => Column::Integer(value),
-        Value::Text(text) => Column::Text(text),
-        Value::Null => Column::Null,
-        Value::Real(_) | Value::Blob(_) => Column::Other,
-    }
 }

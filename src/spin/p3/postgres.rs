@@ -15,8 +15,10 @@ use std::cell::RefCell;
 
 use super::super::{always_a_row, without_the_empty_row};
 use super::instance::{Idle, Kept};
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind};
+use crate::db::{self, Row, Statement, StoreError, StoreKind};
 use crate::settings::{redact_password, Database};
+
+super::super::postgres_values!(ParameterValue, DbValue);
 
 thread_local! {
     static IDLE: Idle<Connection> = const { RefCell::new(Vec::new()) };
@@ -118,25 +120,4 @@ fn describe(error: Error) -> (Option<String>, String) {
     let told = || db::SQLSTATES_TOLD_APART.into_iter().find(|code| text.contains(code));
     let sqlstate = sqlstate.or_else(|| told().map(str::to_string));
     (sqlstate, redact_password(&text))
-}
-
-fn bind(params: &[SqlParam]) -> Vec<ParameterValue> {
-    params
-        .iter()
-        .map(|param| match *param {
-            SqlParam::Text(text) => ParameterValue::Str(text.to_string()),
-            SqlParam::Int32(value) => ParameterValue::Int32(value),
-            SqlParam::Int64(value) => ParameterValue::Int64(value),
-        })
-        .collect()
-}
-
-fn column(value: DbValue) -> Column {
-    match value {
-        DbValue::Int32(value) => Column::Integer(value.into()),
-        DbValue::Int64(value) => Column::Integer(value),
-        DbValue::Str(text) => Column::Text(text),
-        DbValue::DbNull => Column::Null,
-        _ => Column::Other,
-    }
 }

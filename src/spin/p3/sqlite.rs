@@ -15,8 +15,10 @@ use spin_sdk::sqlite::wit::sqlite::{Connection, Error, RowResult, Value};
 use spin_sdk::wasip3::clocks::monotonic_clock;
 
 use super::instance::{Idle, Kept};
-use crate::db::{self, Column, Row, SqlParam, Statement, StoreError, StoreKind, Synchronous};
+use crate::db::{self, Row, Statement, StoreError, StoreKind, Synchronous};
 use crate::settings::Database;
+
+super::super::sqlite_values!(Value);
 
 thread_local! {
     static IDLE: Idle<Opened> = const { RefCell::new(Vec::new()) };
@@ -109,25 +111,5 @@ impl db::Connection for SqliteConnection {
     /// A timer of the host's: the instance's other requests run meanwhile.
     async fn pause(&mut self, duration: Duration) {
         monotonic_clock::wait_for(duration.as_nanos() as u64).await;
-    }
-}
-
-fn bind(params: &[SqlParam]) -> Vec<Value> {
-    params
-        .iter()
-        .map(|param| match *param {
-            SqlParam::Text(text) => Value::Text(text.to_string()),
-            SqlParam::Int32(value) => Value::Integer(value.into()),
-            SqlParam::Int64(value) => Value::Integer(value),
-        })
-        .collect()
-}
-
-fn column(value: Value) -> Column {
-    match value {
-        Value::Integer(value) => Column::Integer(value),
-        Value::Text(text) => Column::Text(text),
-        Value::Null => Column::Null,
-        Value::Real(_) | Value::Blob(_) => Column::Other,
     }
 }
