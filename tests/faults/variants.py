@@ -53,19 +53,24 @@ def unavailable(ctx, name, wasm, manifest, log_says, db_url=None, db_host=None, 
 def run(ctx):
     if not ctx.only_on("sqlite", "each case chooses its own store"):
         return
-    postgres_only = (VARIANTS / "book-catalog-postgres.wasm", ROOT / "deploy/postgres-only/spin.toml")
-    for db_url in ("sqlite://default", ""):
-        unavailable(ctx, f"PostgreSQL-only build, DB_URL={db_url!r}", *postgres_only,
-                    "this build of the component has no SQLite store", db_url=db_url)
-    address = f"127.0.0.1:{lib.free_port()}"  # nothing listens: no request may get that far
-    unavailable(ctx, "SQLite-only build, DB_URL=postgres://...", VARIANTS / "book-catalog-sqlite.wasm",
-                launch.MANIFEST, "this build of the component has no PostgreSQL store",
-                db_url=f"postgres://user:{PASSWORD}@{address}/db", db_host=address)
-    wasm = ctx.wasm or lib.WASM
-    unavailable(ctx, "sqlite_databases = []", wasm, launch.MANIFEST,
+    if ctx.wasi_p2:
+        # The single-store builds are WASI 0.3 only; the cases below take the WASI 0.2 build.
+        ctx.tally.note("the PostgreSQL-only and SQLite-only builds are WASI 0.3: run under WASI 0.3 hosts")
+        wasm, manifest = ctx.wasm or VARIANTS / "book-catalog-p2.wasm", ctx.manifest
+    else:
+        postgres_only = (VARIANTS / "book-catalog-postgres.wasm", ROOT / "deploy/postgres-only/spin.toml")
+        for db_url in ("sqlite://default", ""):
+            unavailable(ctx, f"PostgreSQL-only build, DB_URL={db_url!r}", *postgres_only,
+                        "this build of the component has no SQLite store", db_url=db_url)
+        address = f"127.0.0.1:{lib.free_port()}"  # nothing listens: no request may get that far
+        unavailable(ctx, "SQLite-only build, DB_URL=postgres://...", VARIANTS / "book-catalog-sqlite.wasm",
+                    launch.MANIFEST, "this build of the component has no PostgreSQL store",
+                    db_url=f"postgres://user:{PASSWORD}@{address}/db", db_host=address)
+        wasm, manifest = ctx.wasm or lib.WASM, ctx.manifest or launch.MANIFEST
+    unavailable(ctx, "sqlite_databases = []", wasm, manifest,
                 r'opening SQLite database \"default\": Error::AccessDenied',
                 change=lambda text: re.sub(r"(?m)^sqlite_databases\s*=.*$", "sqlite_databases = []", text))
-    unavailable(ctx, "PostgreSQL address outside allowed_outbound_hosts", wasm, launch.MANIFEST,
+    unavailable(ctx, "PostgreSQL address outside allowed_outbound_hosts", wasm, manifest,
                 "address postgres://127.0.0.2:5999 is not permitted",
                 db_url=f"postgres://user:{PASSWORD}@127.0.0.2:5999/db", db_host="127.0.0.1:5999")
 
