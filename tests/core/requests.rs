@@ -105,18 +105,22 @@ fn authentication_comes_before_everything_on_protected_paths() {
         ("DELETE", "/book/1", None, "", deleted()),
     ];
     let expired = forge(HS256_HEADER, r#"{"exp":1}"#, SECRET.as_bytes());
+    // No token, a blank one (whitespace is not part of a field's value), not one.
+    let mut refusals = vec![(None, token_required())];
+    let blanks = ["", " ", "   ", "\t", " \t \t "].map(|blank| Some(blank.as_bytes()));
+    refusals.extend(blanks.map(|blank| (blank, token_required())));
+    let not_tokens = [expired.as_bytes(), b"garbage"].map(|token| (Some(token), invalid_token()));
+    refusals.extend(not_tokens);
     let valid = ctx.token();
     for (method, path, query, body, answer) in requests {
         let what = format!("{method} {path} {query:?}");
         ctx.set(Setting::DbUrl, "mysql://u:pw@db/books");
         ctx.reset_calls();
-        let probe = BodyProbe::default();
-        let response = ctx.respond(method, path, query, None, probe.body(body.as_bytes()));
-        assert_eq!(ctx.check_response(&response), token_required(), "{what}");
-        assert!(!probe.read.get(), "{what}: body read before authentication");
-        for token in [expired.as_bytes(), b"garbage"] {
-            let response = ctx.respond(method, path, query, Some(token), body.as_bytes());
-            assert_eq!(ctx.check_response(&response), invalid_token(), "{what}");
+        for (auth, refusal) in refusals.clone() {
+            let probe = BodyProbe::default();
+            let response = ctx.respond(method, path, query, auth, probe.body(body.as_bytes()));
+            assert_eq!(ctx.check_response(&response), refusal, "{what} {auth:?}");
+            assert!(!probe.read.get(), "{what} {auth:?}: body read before authentication");
         }
         assert_eq!(ctx.opens, 0, "{what}: the store is never opened");
         ctx.unset(Setting::DbUrl);
@@ -165,8 +169,7 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
         // `body` padded with trailing spaces to exactly `len` bytes.
         let padded = |len: usize| [body.as_bytes(), &vec![b' '; len - body.len()]].concat();
         let over = padded(MAX_BODY_BYTES + 1);
-        let outcome = ctx.call_with(method, path, auth, &over[..]);
-        assert_eq!(outcome, too_large(), "{method} {path}");
+        assert_eq!(ctx.call_with(method, path, auth, &over[..]), too_large(), "{method} {path}");
         let calls = &ctx.statements();
         assert!(calls.iter().all(|c| *c == "read attempts"), "{method} {path}: {calls:?}");
         let probe = BodyProbe::default();
@@ -176,12 +179,10 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
     }
     let auth = Some(token.as_bytes());
     let much_larger = vec![b'x'; 8 * MAX_BODY_BYTES];
-    let outcome = ctx.call_with("POST", "/book", auth, &much_larger[..]);
-    assert_eq!(outcome, too_large());
+    assert_eq!(ctx.call_with("POST", "/book", auth, &much_larger[..]), too_large());
     // Exactly the limit but not JSON is judged as a body, not as a size.
     let not_json = vec![b'x'; MAX_BODY_BYTES];
-    let outcome = ctx.call_with("POST", "/book", auth, &not_json[..]);
-    assert_eq!(outcome, invalid_input());
+    assert_eq!(ctx.call_with("POST", "/book", auth, &not_json[..]), invalid_input());
 }
 
 #[test]
