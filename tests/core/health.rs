@@ -15,24 +15,21 @@ fn healthy_without_authentication_whatever_the_header_or_the_secret() {
     let expired = token_with_exp(&(NOW - 10).to_string());
     let valid = ctx.token();
     for auth in ["", "garbage", "Bearer x.y.z", &expired, &valid] {
-        let outcome = ctx.call("GET", "/health", Some(auth), "");
-        assert_eq!(outcome, healthy(), "{auth:?}");
+        assert_eq!(ctx.call("GET", "/health", Some(auth), ""), healthy(), "{auth:?}");
     }
     // Health is about the store: a missing secret breaks logins, not health.
     ctx.unset(Setting::SecretToken);
     assert_eq!(ctx.call("GET", "/health", None, ""), healthy());
     assert!(ctx.logs.is_empty(), "{:?}", ctx.logs);
     ctx.set(Setting::SecretToken, SECRET);
-    let books = ctx.all_books();
-    assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
+    assert_eq!(ctx.all_books(), json!([book(1, "Dune", "Frank Herbert", 1965)]));
 }
 
 #[test]
 fn an_unusable_store_is_503_with_the_reason_in_the_log_only_until_it_answers() {
     let mut ctx = TestContext::new();
     ctx.fail_store = Some("connection refused (os error 111)".into());
-    let outcome = ctx.call("GET", "/health", None, "");
-    assert_eq!(outcome, unavailable());
+    assert_eq!(ctx.call("GET", "/health", None, ""), unavailable());
     let [line] = &ctx.logs[..] else { panic!("{:?}", ctx.logs) };
     assert!(line.starts_with("level=error msg=\"request failed\" method=GET route=/health"));
     assert!(line.contains("connection refused") && line.contains("SQLite database"), "{line}");

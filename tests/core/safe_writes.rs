@@ -37,16 +37,13 @@ fn tag(tag: &str) -> Option<String> {
 fn each_book_response_carries_an_etag_that_every_put_moves_on() {
     let mut ctx = TestContext::new();
     let dune = book_body("Dune", "Frank Herbert", 1965);
-    let created = send(&mut ctx, "POST", "/book", &[], &dune);
-    assert_eq!(created, (created_dune(1965), tag("\"1.1\"")));
+    assert_eq!(send(&mut ctx, "POST", "/book", &[], &dune), (created_dune(1965), tag("\"1.1\"")));
     assert_eq!(send(&mut ctx, "GET", "/book/1", &[], "").1, tag("\"1.1\""));
     let changed = send(&mut ctx, "PUT", "/book/1", &[], r#"{"year":1966}"#);
     assert_eq!(changed, (updated(1, "Dune", "Frank Herbert", 1966), tag("\"1.2\"")));
     // A PUT of no field is a new version too.
-    let outcome = send(&mut ctx, "PUT", "/book/1", &[], "{}").1;
-    assert_eq!(outcome, tag("\"1.3\""));
-    let outcome = send(&mut ctx, "DELETE", "/book/1", &[], "");
-    assert_eq!(outcome, (deleted(), None));
+    assert_eq!(send(&mut ctx, "PUT", "/book/1", &[], "{}").1, tag("\"1.3\""));
+    assert_eq!(send(&mut ctx, "DELETE", "/book/1", &[], ""), (deleted(), None));
 }
 
 fn created_dune(year: i64) -> Outcome {
@@ -102,11 +99,9 @@ fn the_order_is_not_found_then_the_precondition_then_the_body() {
         }
     }
     let bad_body = r#"{"title":""}"#;
-    let outcome = send(&mut ctx, "PUT", "/book/1", &stale, bad_body).0;
-    assert_eq!(outcome, precondition_failed());
+    assert_eq!(send(&mut ctx, "PUT", "/book/1", &stale, bad_body).0, precondition_failed());
     let current = [("If-Match", "\"1.1\"")];
-    let outcome = send(&mut ctx, "PUT", "/book/1", &current, bad_body).0;
-    assert_eq!(outcome, invalid_input());
+    assert_eq!(send(&mut ctx, "PUT", "/book/1", &current, bad_body).0, invalid_input());
     // A missing book under If-Match costs the write and one lookup.
     ctx.reset_calls();
     send(&mut ctx, "DELETE", "/book/5", &stale, "");
@@ -121,8 +116,7 @@ fn require_if_match_refuses_writes_without_one_after_the_not_found_check() {
         let outcome = send(&mut ctx, method, "/book/1", &[], body).0;
         assert_eq!(outcome, precondition_required(), "{method} {body}");
     }
-    let outcome = send(&mut ctx, "DELETE", "/book/2", &[], "").0;
-    assert_eq!(outcome, book_not_found());
+    assert_eq!(send(&mut ctx, "DELETE", "/book/2", &[], "").0, book_not_found());
     let any = [("If-Match", "*")];
     assert_eq!(send(&mut ctx, "PUT", "/book/1", &any, "{}").0 .0, 200);
     assert!(!ctx.logged("", "REQUIRE_IF_MATCH"), "{:?}", ctx.logs);
@@ -151,8 +145,7 @@ fn a_key_stores_its_book_once_and_answers_it_again_as_first_created() {
     assert_eq!(send(&mut ctx, "POST", "/book", &key, same), first);
     // Another book under the key: refused; without a key: a new book.
     let emma = book_body("Emma", "Jane Austen", 1815);
-    let outcome = send(&mut ctx, "POST", "/book", &key, &emma);
-    assert_eq!(outcome, (key_reused(), None));
+    assert_eq!(send(&mut ctx, "POST", "/book", &key, &emma), (key_reused(), None));
     let unkeyed = send(&mut ctx, "POST", "/book", &[], &emma).0;
     assert_eq!(unkeyed, created(2, "Emma", "Jane Austen", 1815));
     assert_eq!(ctx.rows("books"), 1);
@@ -185,8 +178,7 @@ fn a_failed_keyed_create_leaves_neither_a_book_nor_its_key() {
     let body = book_body("Dune", "Frank Herbert", 1965);
     for failing in ["create", "remember key"] {
         ctx.fail_on = Some(failing);
-        let outcome = send(&mut ctx, "POST", "/book", &key, &body).0;
-        assert_eq!(outcome, internal_error(), "{failing}");
+        assert_eq!(send(&mut ctx, "POST", "/book", &key, &body).0, internal_error(), "{failing}");
         let rows = (ctx.rows("books"), ctx.rows("idempotency_keys"));
         assert_eq!(rows, (0, 0), "{failing}");
     }
