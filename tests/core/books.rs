@@ -17,11 +17,9 @@ fn a_book_is_created_read_listed_updated_and_deleted_with_exact_envelopes() {
     let dune = book_body("Dune", "Frank Herbert", 1965);
     assert_eq!(ctx.authed("POST", "/book", &dune), created(1, "Dune", "Frank Herbert", 1965));
     assert_eq!(ctx.authed("GET", "/book/1", ""), retrieved(1, "Dune", "Frank Herbert", 1965));
-    let anathem = book_body("Anathem", "Neal Stephenson", 2008);
-    let outcome = ctx.authed("POST", "/book", &anathem);
+    let outcome = ctx.authed("POST", "/book", &book_body("Anathem", "Neal Stephenson", 2008));
     assert_eq!(outcome, created(2, "Anathem", "Neal Stephenson", 2008));
-    let messiah = book_body("Dune Messiah", "F. Herbert", 1969);
-    let changed = ctx.authed("PUT", "/book/1", &messiah);
+    let changed = ctx.authed("PUT", "/book/1", &book_body("Dune Messiah", "F. Herbert", 1969));
     assert_eq!(changed, updated(1, "Dune Messiah", "F. Herbert", 1969));
     assert_eq!(ctx.authed("GET", "/book/1", ""), retrieved(1, "Dune Messiah", "F. Herbert", 1969));
     let all =
@@ -49,8 +47,7 @@ fn only_the_canonical_decimal_id_of_a_book_names_it() {
             assert_eq!(ctx.authed(method, &path, body), book_not_found(), "{method} {path:?}");
         }
     }
-    let untouched = retrieved(1, "Dune", "Frank Herbert", 1965);
-    assert_eq!(ctx.authed("GET", "/book/1", ""), untouched);
+    assert_eq!(ctx.authed("GET", "/book/1", ""), retrieved(1, "Dune", "Frank Herbert", 1965));
 }
 
 #[test]
@@ -326,8 +323,7 @@ fn sqlite_synchronous_is_normal_unless_full_and_full_when_unreadable() {
             ctx.set(Setting::SqliteSynchronous, value);
         }
         assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
-        let expected = Database { synchronous, ..sqlite("default") };
-        assert_eq!(ctx.opened, [expected], "{value:?}");
+        assert_eq!(ctx.opened, [Database { synchronous, ..sqlite("default") }], "{value:?}");
         assert_eq!(ctx.logged("level=warn", warning), warned, "{value:?}: {:?}", ctx.logs);
     }
     // PostgreSQL's durability is its server's: the setting is not even read.

@@ -96,8 +96,7 @@ fn every_invalid_value_or_repetition_is_400_before_the_store_is_opened() {
         format!("author={}", "é".repeat(1001)),
         format!("limit=5&title={long}&year=1"),
     ];
-    let queries = INVALID_QUERIES.split_whitespace().map(str::to_string);
-    for query in queries.chain(too_long) {
+    for query in INVALID_QUERIES.split_whitespace().map(str::to_string).chain(too_long) {
         assert_eq!(ctx.get_books(Some(&query)).0, invalid_query(), "{query:?}");
     }
     assert_eq!(ctx.opens, 0, "no store opened for a 400");

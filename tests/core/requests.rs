@@ -18,8 +18,7 @@ fn responses_are_json_envelopes_byte_for_byte() {
     let common = [("content-type", "application/json"), ("cache-control", "no-store")];
     assert_eq!(headers, common);
     let response = ctx.respond("GET", "/token", None, None, &b""[..]);
-    let body = br#"{"status":405,"message":"Method not allowed","data":null}"#;
-    assert_eq!(response.bytes(), body);
+    assert_eq!(response.bytes(), br#"{"status":405,"message":"Method not allowed","data":null}"#);
     let headers: Vec<(&str, &str)> = response.headers().collect();
     assert_eq!(headers, [common[0], common[1], ("allow", "POST")]);
 }
@@ -109,8 +108,7 @@ fn authentication_comes_before_everything_on_protected_paths() {
     let mut refusals = vec![(None, token_required())];
     let blanks = ["", " ", "   ", "\t", " \t \t "].map(|blank| Some(blank.as_bytes()));
     refusals.extend(blanks.map(|blank| (blank, token_required())));
-    let not_tokens = [expired.as_bytes(), b"garbage"].map(|token| (Some(token), invalid_token()));
-    refusals.extend(not_tokens);
+    refusals.extend([expired.as_bytes(), b"garbage"].map(|token| (Some(token), invalid_token())));
     let valid = ctx.token();
     for (method, path, query, body, answer) in requests {
         let what = format!("{method} {path} {query:?}");
@@ -173,8 +171,7 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
         let calls = &ctx.statements();
         assert!(calls.iter().all(|c| *c == "read attempts"), "{method} {path}: {calls:?}");
         let probe = BodyProbe::default();
-        let exact = padded(MAX_BODY_BYTES);
-        let outcome = ctx.call_with(method, path, auth, probe.body(&exact));
+        let outcome = ctx.call_with(method, path, auth, probe.body(&padded(MAX_BODY_BYTES)));
         assert_eq!(outcome, at_limit, "{method} {path}");
     }
     let auth = Some(token.as_bytes());

@@ -290,8 +290,7 @@ impl TestContext {
     /// the outcome and the `Link` header.
     pub fn get_books(&mut self, query: Option<&str>) -> (Outcome, Option<String>) {
         let response = self.get_unchecked("/books", query);
-        let outcome = self.check_response(&response);
-        (outcome, response.header("link").map(str::to_string))
+        (self.check_response(&response), response.header("link").map(str::to_string))
     }
 
     /// `GET path?query` with a valid token, the response unchecked.

@@ -51,8 +51,7 @@ fn world(name: &str) -> (BTreeSet<String>, BTreeSet<String>) {
 fn component(path: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
     let shown = path.display();
     let missing = |error| panic!("{shown} is missing ({error}): run `make build variants`");
-    let bytes = std::fs::read(path).unwrap_or_else(missing);
-    match wit_component::decode(&bytes) {
+    match wit_component::decode(&std::fs::read(path).unwrap_or_else(missing)) {
         Ok(wit_component::DecodedWasm::Component(resolve, world)) => interfaces(&resolve, world),
         Ok(_) => panic!("{shown} is not a component"),
         Err(error) => panic!("{shown} does not decode: {error:?}"),
