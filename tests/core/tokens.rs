@@ -11,20 +11,12 @@ use serde_json::json;
 
 use crate::support::*;
 
-#[test]
-fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {
-    // The whole envelope, its token forged independently by hand (`forge`).
-    let mut ctx = TestContext::new();
-    assert_eq!(ctx.call("POST", "/token", None, LOGIN), issued(&valid_token()));
-    assert_eq!(ctx.token(), valid_token(), "the harness' tokens are issued ones");
-    assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
-    assert_eq!(token::verify(valid_token().as_bytes(), b"", NOW), Err(TokenError::EmptyKey));
-}
-
 /// The reason decides whether the previous secret is tried (only after a
 /// bad signature); every reason is "Invalid token" to the client.
 #[test]
 fn token_verify_names_the_reason() {
+    assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
+    assert_eq!(token::verify(valid_token().as_bytes(), b"", NOW), Err(TokenError::EmptyKey));
     let key = SECRET.as_bytes();
     let check = |token: &str| token::verify(token.as_bytes(), key, NOW);
     let claims = r#"{"exp":1700000900}"#;
@@ -38,9 +30,9 @@ fn token_verify_names_the_reason() {
 }
 
 /// Mid-rotation (a previous secret set): a login signs with the current
-/// secret; a token of either is accepted until its `exp`, exclusive (no
-/// leeway), one of a third secret never, and the previous one's no more once
-/// that is unset.
+/// secret only (exactly the token forged by hand: HS256, `exp` 900 s on); a
+/// token of either is accepted until its `exp`, exclusive (no leeway), one of
+/// a third secret never, and the previous one's no more once that is unset.
 #[test]
 fn tokens_of_the_current_and_previous_secret_are_accepted_until_exp_exclusive() {
     let mut ctx = TestContext::new();
@@ -255,37 +247,10 @@ fn a_one_mebibyte_header_is_refused_fast() {
     assert_eq!(ctx.opens, 0);
 }
 
-/// A context with these signing secrets (`None`: unset).
-fn with_secrets(secret: Option<&str>, previous: Option<&str>) -> TestContext {
-    let mut ctx = TestContext::new();
-    ctx.unset(Setting::SecretToken);
-    secret.inspect(|secret| ctx.set(Setting::SecretToken, secret));
-    previous.inspect(|previous| ctx.set(Setting::SecretTokenPrevious, previous));
-    ctx
-}
-
-/// Each of `tokens` is refused on every protected route; a login `issues` or
-/// not, wrong credentials are refused first; no book is touched; `logged`.
-fn assert_unusable(mut ctx: TestContext, tokens: &[&str], issues: bool, logged: &str) {
-    for token in tokens {
-        for (method, path, body) in PROTECTED {
-            let outcome = ctx.call(method, path, Some(token), body);
-            assert_eq!(outcome, invalid_token(), "{logged}: {method} {path}");
-        }
-    }
-    assert_eq!(ctx.call("GET", "/books", None, ""), token_required());
-    let (login, _) = ctx.post_token(LOGIN);
-    match issues {
-        true => assert_eq!(login.0, 200, "{logged}"),
-        false => assert_eq!(login, token_not_issued(), "{logged}"),
-    }
-    let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
-    assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{logged}");
-    let books_untouched = ctx.statements().iter().all(|name| name.contains("attempt"));
-    assert!(books_untouched, "{logged}: {:?}", ctx.statements());
-    assert!(ctx.logged("", logged), "{logged}: {:?}", ctx.logs);
-}
-
+/// An unusable secret signs nothing and verifies nothing: its tokens are
+/// refused on every protected route, a login issues none (unless beside a
+/// usable current secret), wrong credentials are refused first, no book is
+/// touched, and the log says why.
 #[test]
 fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let short = "0123456789abcdef0123456789abcde"; // 31 bytes
@@ -293,15 +258,39 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let short_key = forge(HS256_HEADER, &claims_900(), short.as_bytes());
     let previous = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
     let valid = valid_token();
-    assert_unusable(with_secrets(None, None), &[&valid, &empty_key], false, "secret");
-    assert_unusable(with_secrets(Some(""), None), &[&empty_key], false, "SECRET_TOKEN");
-    let too_short = with_secrets(Some(short), None);
-    assert_unusable(too_short, &[&short_key], false, "shorter than 32 bytes (RFC 7518");
-    assert_unusable(with_secrets(None, Some(PREVIOUS)), &[&previous], false, "SECRET_TOKEN");
-    let previous_too_short = with_secrets(Some(SECRET), Some(short));
-    assert_unusable(previous_too_short, &[&short_key], true, "SECRET_TOKEN_PREVIOUS");
+    // The signing secret and the previous one (None: unset), the tokens
+    // refused, whether a login issues one, what the log says.
+    for (secret, previous_secret, tokens, issues, logged) in [
+        (None, None, vec![&valid, &empty_key], false, "secret"),
+        (Some(""), None, vec![&empty_key], false, "SECRET_TOKEN"),
+        (Some(short), None, vec![&short_key], false, "shorter than 32 bytes (RFC 7518"),
+        (None, Some(PREVIOUS), vec![&previous], false, "SECRET_TOKEN"),
+        (Some(SECRET), Some(short), vec![&short_key], true, "SECRET_TOKEN_PREVIOUS"),
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.unset(Setting::SecretToken);
+        secret.inspect(|secret| ctx.set(Setting::SecretToken, secret));
+        previous_secret.inspect(|previous| ctx.set(Setting::SecretTokenPrevious, previous));
+        for token in tokens {
+            for (method, path, body) in PROTECTED {
+                let outcome = ctx.call(method, path, Some(token), body);
+                assert_eq!(outcome, invalid_token(), "{logged}: {method} {path}");
+            }
+        }
+        assert_eq!(ctx.call("GET", "/books", None, ""), token_required());
+        let (login, _) = ctx.post_token(LOGIN);
+        let issued = if issues { login.0 == 200 } else { login == token_not_issued() };
+        assert!(issued, "{logged}: {login:?}");
+        let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
+        assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{logged}");
+        let books_untouched = ctx.statements().iter().all(|name| name.contains("attempt"));
+        assert!(books_untouched, "{logged}: {:?}", ctx.statements());
+        assert!(ctx.logged("", logged), "{logged}: {:?}", ctx.logs);
+    }
     // 32 bytes are enough.
-    with_secrets(Some(&format!("{short}f")), None).login();
+    let mut ctx = TestContext::new();
+    ctx.set(Setting::SecretToken, &format!("{short}f"));
+    ctx.login();
 }
 
 proptest! {
