@@ -82,19 +82,11 @@ fn statement_name(sql: &str) -> &'static str {
 }
 
 pub fn sqlite(label: &str) -> Database {
-    Database {
-        kind: StoreKind::Sqlite,
-        address: label.to_string(),
-        synchronous: Default::default(),
-    }
+    Database { kind: StoreKind::Sqlite, address: label.into(), synchronous: Default::default() }
 }
 
 pub fn postgres(url: &str) -> Database {
-    Database {
-        kind: StoreKind::Postgres,
-        address: url.to_string(),
-        synchronous: Default::default(),
-    }
+    Database { kind: StoreKind::Postgres, address: url.into(), synchronous: Default::default() }
 }
 
 /// The test database as the handlers get it: each statement recorded, and
@@ -384,16 +376,13 @@ impl TestContext {
     }
 
     pub fn login_attempts(&mut self, key: &str) -> Option<LoginAttempts> {
-        let read = |db: &mut rusqlite::Connection| block_on(login_sql::attempts(db, key));
-        self.with_db(read).expect("reading login attempts")
+        self.with_db(|db| block_on(login_sql::attempts(db, key))).expect("reading login attempts")
     }
 
     /// Counts an attempt of the client `key` now, as another instance would.
     pub fn count_login_attempt(&mut self, key: &str) {
-        let now = self.now;
-        let count =
-            |db: &mut rusqlite::Connection| block_on(login_sql::count_attempt(db, key, now, 900));
-        self.with_db(count).expect("counting a login attempt");
+        let count = self.with_db(|db| block_on(login_sql::count_attempt(db, key, self.now, 900)));
+        count.expect("counting a login attempt");
     }
 
     pub fn rows(&self, table: &str) -> i64 {
