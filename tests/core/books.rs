@@ -286,38 +286,33 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
     }
 }
 
+/// DB_URL names the store to open (which values name which:
+/// src/settings/database.rs); sqlite_synchronous is normal unless full, and
+/// full, with a warning, when it is neither.
 #[test]
-fn db_url_names_the_store_to_open() {
+fn db_url_names_the_store_to_open_and_sqlite_synchronous_how_it_syncs() {
+    use book_catalog::db::Synchronous::Full;
+    use book_catalog::settings::Database;
+    let warning = "sqlite_synchronous / SQLITE_SYNCHRONOUS is neither normal nor full: using full";
     let pg = "postgres://user:pw@db.internal:5432/books";
-    // Which values name which store: src/settings/database.rs.
-    let cases = [
-        (None, sqlite("default")),
-        (Some("sqlite://books_2"), sqlite("books_2")),
-        (Some(pg), postgres(pg)),
-    ];
-    for (db_url, target) in cases {
+    let full = Database { synchronous: Full, ..sqlite("default") };
+    // DB_URL, sqlite_synchronous (None: unset), the store opened, whether warned
+    for (db_url, synchronous, store, warned) in [
+        (None, None, sqlite("default"), false),
+        (Some("sqlite://books_2"), None, sqlite("books_2"), false),
+        (Some(pg), None, postgres(pg), false),
+        (None, Some("FULL"), full.clone(), false),
+        (None, Some("fast"), full, true),
+    ] {
         let mut ctx = TestContext::new();
         db_url.inspect(|db_url| ctx.set(Setting::DbUrl, db_url));
+        synchronous.inspect(|value| ctx.set(Setting::SqliteSynchronous, value));
         ctx.login();
         assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
         // The login's failed-login check, then the list.
-        assert_eq!(ctx.opened, [target.clone(), target], "{db_url:?}");
-    }
-}
-
-#[test]
-fn sqlite_synchronous_is_normal_unless_full_and_full_when_unreadable() {
-    use book_catalog::db::Synchronous::{Full, Normal};
-    use book_catalog::settings::Database;
-    let warning = "sqlite_synchronous / SQLITE_SYNCHRONOUS is neither normal nor full: using full";
-    for (value, synchronous, warned) in
-        [(None, Normal, false), (Some("FULL"), Full, false), (Some("fast"), Full, true)]
-    {
-        let mut ctx = TestContext::new();
-        value.inspect(|value| ctx.set(Setting::SqliteSynchronous, value));
-        assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
-        assert_eq!(ctx.opened, [Database { synchronous, ..sqlite("default") }], "{value:?}");
-        assert_eq!(ctx.logged("level=warn", warning), warned, "{value:?}: {:?}", ctx.logs);
+        let what = format!("{db_url:?} {synchronous:?}");
+        assert_eq!(ctx.opened, [store.clone(), store], "{what}");
+        assert_eq!(ctx.logged("level=warn", warning), warned, "{what}: {:?}", ctx.logs);
     }
     // PostgreSQL's durability is its server's: the setting is not even read.
     let mut ctx = TestContext::new();
