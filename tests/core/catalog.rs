@@ -185,6 +185,7 @@ fn filters_of_every_length_match_alike_through_the_index_or_not() {
     assert_eq!(found(&mut ctx, &format!("title={}", percent_encode(&long))), Vec::<i64>::new());
 }
 
+/// A filter holding NUL once decoded matches nothing, without asking the store.
 #[test]
 fn values_are_percent_decoded_with_plus_as_space() {
     // Escapes that do not decode to UTF-8: INVALID_QUERIES.
@@ -193,14 +194,9 @@ fn values_are_percent_decoded_with_plus_as_space() {
     let cases = "title=a+b=>1 title=a%20b=>1 title=a%2Bb=>2 title=a%2bb=>2 title=a%26b%3Dc=>3
                  title=a&b=c=>1,2,3 %74itle=a%2Bb=>2";
     expect_found(&mut ctx, cases);
-}
-
-#[test]
-fn a_filter_holding_nul_matches_nothing_without_asking_the_store() {
-    let mut ctx = TestContext::with_books(&SAMPLE);
-    let (outcome, link) = ctx.get_books(Some("title=%00&limit=1"));
-    assert_eq!((outcome, link), (listed(json!([])), None));
-    assert_eq!(ctx.get_books(Some("author=a%00")).0, listed(json!([])));
+    ctx.reset_calls();
+    assert_eq!(ctx.get_books(Some("title=%00&limit=1")), (listed(json!([])), None));
+    assert_eq!(ctx.get_books(Some("author=x%00")).0, listed(json!([])));
     assert_eq!(ctx.statements().len(), 0);
 }
 
@@ -237,15 +233,10 @@ fn the_link_keeps_every_filter_percent_encoded() {
     let query = "year=7&author=aNN&limit=1&x=ignored&title=a+b%26c%3Dd%2F%C3%A9%25_~%2B.-";
     let (page, link) = ctx.get_books(Some(query));
     assert_eq!(ids(&page), [1]);
-    let link = link.expect("a next page");
-    assert_eq!(
-        link,
-        "</books?title=a%20b%26c%3Dd%2F%C3%A9%25_~%2B.-&author=aNN&year=7&limit=1&after=1>; \
-         rel=\"next\""
-    );
-    assert!(link.is_ascii());
+    let next = "title=a%20b%26c%3Dd%2F%C3%A9%25_~%2B.-&author=aNN&year=7&limit=1&after=1";
+    assert_eq!(link.as_deref().map(next_query), Some(next));
     // Following the links walks the rest.
-    let (page, link) = ctx.get_books(Some(next_query(&link)));
+    let (page, link) = ctx.get_books(Some(next));
     assert_eq!(ids(&page), [2]);
     let (page, link) = ctx.get_books(Some(next_query(&link.unwrap())));
     assert_eq!(ids(&page), [3]);
