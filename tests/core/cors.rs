@@ -57,7 +57,7 @@ fn unset_or_malformed_it_is_off_and_a_preflight_is_refused_as_any_request_withou
 }
 
 #[test]
-fn a_listed_origins_preflight_is_answered_before_authentication_with_the_paths_methods() {
+fn a_listed_origin_gets_its_preflights_answered_before_authentication_and_every_answer() {
     let mut ctx = TestContext::new();
     ctx.set(Setting::CorsAllowedOrigins, "https://other.example, https://APP.example.com");
     for (path, methods) in [
@@ -87,12 +87,7 @@ fn a_listed_origins_preflight_is_answered_before_authentication_with_the_paths_m
     assert_eq!(from(&mut ctx, APP, "OPTIONS", "/book/1", false, None, "").status, 401);
     let stranger = from(&mut ctx, "https://evil.example", "OPTIONS", "/book/1", true, None, "");
     assert_eq!((stranger.status, cors_headers(&stranger)), (401, vec![]));
-}
-
-#[test]
-fn every_answer_to_a_listed_origin_is_readable_by_its_page_and_none_to_another() {
-    let mut ctx = TestContext::new();
-    ctx.set(Setting::CorsAllowedOrigins, APP);
+    // Every answer to a listed origin is readable by its page, none to another.
     let token = ctx.token();
     let too_big = "x".repeat(book_catalog::MAX_BODY_BYTES + 1);
     let answers = [
