@@ -44,17 +44,13 @@ fn an_unusable_store_is_503_with_the_reason_in_the_log_only_until_it_answers() {
     assert_eq!(ctx.opened, [postgres(url)]);
     let named = "PostgreSQL postgres://book:***@127.0.0.1:55432/books";
     assert!(ctx.logged("", named) && ctx.logged("", "access denied"), "{:?}", ctx.logs);
-}
-
-#[test]
-fn a_db_url_that_cannot_be_used_is_503_without_opening_a_store() {
-    // That no password of it is logged: books.rs and src/settings/database.rs.
+    // A DB_URL that cannot be used, unsupported or unreadable: no store is
+    // opened (that no password of it is logged: books.rs, src/settings/database.rs).
+    ctx.set(Setting::DbUrl, "mysql://user:pw@db/books");
     for unreadable in [false, true] {
-        let mut ctx = TestContext::new();
-        match unreadable {
-            true => ctx.failing_setting = Some(Setting::DbUrl),
-            false => ctx.set(Setting::DbUrl, "mysql://user:pw@db/books"),
-        }
+        ctx.failing_setting = unreadable.then_some(Setting::DbUrl);
+        ctx.logs.clear();
+        ctx.reset_calls();
         assert_eq!(ctx.call("GET", "/health", None, ""), unavailable());
         assert_eq!(ctx.opens, 0, "no store is opened");
         assert!(ctx.logged("", "DB_URL"), "{:?}", ctx.logs);
