@@ -130,24 +130,6 @@ fn every_error_message_is_documented_at_its_status() {
     }
 }
 
-/// Every documented response carries the headers every response has, as
-/// `envelope::COMMON_HEADERS` sets them.
-#[test]
-fn every_response_documents_cache_control_no_store() {
-    let doc = document();
-    let common = doc["components"]["headers"]["CacheControl"].clone();
-    let (name, value) = COMMON_HEADERS[1];
-    assert_eq!(name, "cache-control");
-    assert_eq!(common["schema"]["const"].as_str(), Some(value));
-    assert_eq!(common["required"].as_bool(), Some(true));
-    let responses = defined_responses(&doc);
-    assert_eq!(responses.len(), 22, "7 successes and 15 shared error responses");
-    for (name, response) in responses {
-        let reference = response["headers"]["Cache-Control"]["$ref"].as_str();
-        assert_eq!(reference, Some("#/components/headers/CacheControl"), "{name}");
-    }
-}
-
 /// The documented `Idempotency-Key` is the one the component accepts.
 #[test]
 fn the_idempotency_key_rule_is_the_components() {
@@ -166,12 +148,14 @@ fn the_idempotency_key_rule_is_the_components() {
     assert_eq!(post.as_str(), Some("#/components/parameters/IdempotencyKey"));
 }
 
-/// Generators ignore keywords beside a `$ref` (an envelope's `data` came out
-/// untyped): no `$ref` has any, and every envelope types its three fields.
-/// A typed client makes a field optional when any part typing it does not
-/// require it (a created book was `Book | undefined`): each part requires it.
+/// Every documented response carries the headers every response has, as
+/// `envelope::COMMON_HEADERS` sets them. Generators ignore keywords beside a
+/// `$ref` (an envelope's `data` came out untyped): no `$ref` has any, and
+/// every envelope types its three fields. A typed client makes a field
+/// optional when any part typing it does not require it (a created book was
+/// `Book | undefined`): each part requires it.
 #[test]
-fn every_envelope_is_typed_for_generators() {
+fn every_response_documents_cache_control_and_an_envelope_typed_for_generators() {
     fn no_ref_has_siblings(node: &Value, at: &str) {
         match node {
             Value::Mapping(mapping) => {
@@ -187,8 +171,17 @@ fn every_envelope_is_typed_for_generators() {
         }
     }
     let doc = document();
+    let common = &doc["components"]["headers"]["CacheControl"];
+    let (name, value) = COMMON_HEADERS[1];
+    assert_eq!(name, "cache-control");
+    assert_eq!(common["schema"]["const"].as_str(), Some(value));
+    assert_eq!(common["required"].as_bool(), Some(true));
     no_ref_has_siblings(&doc, "");
-    for (name, response) in defined_responses(&doc) {
+    let responses = defined_responses(&doc);
+    assert_eq!(responses.len(), 22, "7 successes and 15 shared error responses");
+    for (name, response) in responses {
+        let reference = response["headers"]["Cache-Control"]["$ref"].as_str();
+        assert_eq!(reference, Some("#/components/headers/CacheControl"), "{name}");
         let schema = &response["content"]["application/json"]["schema"];
         for field in ["status", "message", "data"] {
             let typed = field_schemas(&doc, schema, field)
