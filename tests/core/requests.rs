@@ -7,8 +7,10 @@ use serde_json::json;
 
 use crate::support::*;
 
+/// Each request also logs one line, naming its route, status and store, never
+/// its path.
 #[test]
-fn responses_are_json_envelopes_byte_for_byte() {
+fn responses_are_json_envelopes_byte_for_byte_and_each_request_logs_one_line() {
     let mut ctx = TestContext::new();
     let response = ctx.respond("GET", "/books", None, None, &b""[..]);
     assert_eq!(response.status, 401);
@@ -21,6 +23,18 @@ fn responses_are_json_envelopes_byte_for_byte() {
     assert_eq!(response.bytes(), br#"{"status":405,"message":"Method not allowed","data":null}"#);
     let headers: Vec<(&str, &str)> = response.headers().collect();
     assert_eq!(headers, [common[0], common[1], ("allow", "POST")]);
+    ctx.login();
+    ctx.authed("GET", "/book/42", "");
+    ctx.call("GET", "/secret-looking/path", None, "");
+    let expected = [
+        "method=GET route=/books status=401 store=none",
+        "method=GET route=/token status=405 store=none",
+        "method=POST route=/token status=200 store=sqlite",
+        "method=GET route=/book/{id} status=404 store=sqlite",
+        "method=GET route=unmatched status=404 store=none",
+    ];
+    let expected = expected.map(|fields| format!("level=info msg=request {fields} duration_us=0"));
+    assert_eq!(ctx.request_lines, expected);
 }
 
 #[test]
@@ -196,23 +210,6 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it_and_never_by_get_o
         assert_eq!(outcome, expected, "{method} {path}");
         assert!(!probe.read.get(), "{method} {path} reads its body");
     }
-}
-
-#[test]
-fn each_request_line_names_its_route_status_and_store_never_its_path() {
-    let mut ctx = TestContext::new();
-    ctx.login();
-    ctx.authed("GET", "/book/42", "");
-    ctx.call("GET", "/books", None, "");
-    ctx.call("GET", "/secret-looking/path", None, "");
-    let expected = [
-        "method=POST route=/token status=200 store=sqlite",
-        "method=GET route=/book/{id} status=404 store=sqlite",
-        "method=GET route=/books status=401 store=none",
-        "method=GET route=unmatched status=404 store=none",
-    ];
-    let expected = expected.map(|fields| format!("level=info msg=request {fields} duration_us=0"));
-    assert_eq!(ctx.request_lines, expected);
 }
 
 proptest! {
