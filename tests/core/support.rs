@@ -291,7 +291,6 @@ impl TestContext {
         self.respond("GET", path, query, Some(token.as_bytes()), &b""[..])
     }
 
-    /// Checks what every response must satisfy.
     pub fn check_response(&mut self, response: &Response) -> Outcome {
         assert_eq!(response.header("access-control-allow-credentials"), None);
         if let Some(origin) = response.header("access-control-allow-origin") {
@@ -462,7 +461,6 @@ impl Context for TestContext {
     }
 }
 
-/// Records whether a request body was read.
 #[derive(Default)]
 pub struct BodyProbe {
     pub read: Cell<bool>,
@@ -489,7 +487,6 @@ impl BodyStream for ProbeBody<'_> {
     }
 }
 
-/// A body whose stream fails.
 pub struct BrokenBody;
 
 impl BodyStream for BrokenBody {
