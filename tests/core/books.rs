@@ -7,51 +7,34 @@ use serde_json::{json, Map, Value};
 
 use crate::support::*;
 
+/// The list is by id, whatever the titles; an update does not move a book,
+/// and no id is reused: not the newest's once deleted, nor any once the
+/// catalog is empty.
 #[test]
 fn a_book_is_created_read_listed_updated_and_deleted_with_exact_envelopes() {
     let mut ctx = TestContext::new();
     assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
     let dune = book_body("Dune", "Frank Herbert", 1965);
-    let outcome = ctx.authed("POST", "/book", &dune);
-    assert_eq!(outcome, created(1, "Dune", "Frank Herbert", 1965));
-    let read = ctx.authed("GET", "/book/1", "");
-    assert_eq!(read, retrieved(1, "Dune", "Frank Herbert", 1965));
-    let all = listed(json!([book(1, "Dune", "Frank Herbert", 1965)]));
-    assert_eq!(ctx.authed("GET", "/books", ""), all);
-    let messiah = book_body("Dune Messiah", "F. Herbert", 1969);
-    let changed = ctx.authed("PUT", "/book/1", &messiah);
+    assert_eq!(ctx.authed("POST", "/book", &dune), created(1, "Dune", "Frank Herbert", 1965));
+    assert_eq!(ctx.authed("GET", "/book/1", ""), retrieved(1, "Dune", "Frank Herbert", 1965));
+    let outcome = ctx.authed("POST", "/book", &book_body("Anathem", "Neal Stephenson", 2008));
+    assert_eq!(outcome, created(2, "Anathem", "Neal Stephenson", 2008));
+    let changed = ctx.authed("PUT", "/book/1", &book_body("Dune Messiah", "F. Herbert", 1969));
     assert_eq!(changed, updated(1, "Dune Messiah", "F. Herbert", 1969));
-    let read = ctx.authed("GET", "/book/1", "");
-    assert_eq!(read, retrieved(1, "Dune Messiah", "F. Herbert", 1969));
-    assert_eq!(ctx.authed("DELETE", "/book/1", ""), deleted());
-    for (method, body) in [("GET", ""), ("PUT", "not json"), ("DELETE", "")] {
-        let outcome = ctx.authed(method, "/book/1", body);
-        assert_eq!(outcome, book_not_found(), "{method}");
-    }
-    assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
-}
-
-#[test]
-fn the_list_is_every_book_by_ascending_id_and_ids_are_never_reused() {
-    let mut ctx = TestContext::new();
-    for (title, year) in [("C", 3), ("A", 1), ("B", 2), ("D", 4)] {
-        ctx.create_book(title, "X", year);
-    }
-    // Deleting the newest book does not free its id.
-    ctx.authed("DELETE", "/book/2", "");
-    ctx.authed("DELETE", "/book/4", "");
-    let e = book_body("E", "X", 5);
-    assert_eq!(ctx.authed("POST", "/book", &e), created(5, "E", "X", 5));
-    // An update does not move a book.
-    ctx.authed("PUT", "/book/1", r#"{"title":"Z"}"#);
-    let all = json!([book(1, "Z", "X", 3), book(3, "B", "X", 2), book(5, "E", "X", 5)]);
-    assert_eq!(ctx.all_books(), all);
-    // Nor does emptying the catalog.
-    for id in [1, 3, 5] {
+    assert_eq!(ctx.authed("GET", "/book/1", ""), retrieved(1, "Dune Messiah", "F. Herbert", 1969));
+    let all =
+        [book(1, "Dune Messiah", "F. Herbert", 1969), book(2, "Anathem", "Neal Stephenson", 2008)];
+    assert_eq!(ctx.authed("GET", "/books", ""), listed(json!(all)));
+    assert_eq!(ctx.authed("DELETE", "/book/2", ""), deleted());
+    assert_eq!(ctx.authed("POST", "/book", &dune), created(3, "Dune", "Frank Herbert", 1965));
+    for id in [1, 3] {
         assert_eq!(ctx.authed("DELETE", &format!("/book/{id}"), ""), deleted());
     }
-    let f = book_body("F", "X", 6);
-    assert_eq!(ctx.authed("POST", "/book", &f), created(6, "F", "X", 6));
+    for (method, body) in [("GET", ""), ("PUT", "not json"), ("DELETE", "")] {
+        assert_eq!(ctx.authed(method, "/book/1", body), book_not_found(), "{method}");
+    }
+    assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
+    assert_eq!(ctx.authed("POST", "/book", &dune), created(4, "Dune", "Frank Herbert", 1965));
 }
 
 #[test]
@@ -61,12 +44,10 @@ fn only_the_canonical_decimal_id_of_a_book_names_it() {
     for id in ["2", "9223372036854775807", "01", "abc", "9223372036854775808", ""] {
         let path = format!("/book/{id}");
         for (method, body) in [("GET", ""), ("PUT", r#"{"title":"T"}"#), ("DELETE", "")] {
-            let outcome = ctx.authed(method, &path, body);
-            assert_eq!(outcome, book_not_found(), "{method} {path:?}");
+            assert_eq!(ctx.authed(method, &path, body), book_not_found(), "{method} {path:?}");
         }
     }
-    let untouched = retrieved(1, "Dune", "Frank Herbert", 1965);
-    assert_eq!(ctx.authed("GET", "/book/1", ""), untouched);
+    assert_eq!(ctx.authed("GET", "/book/1", ""), retrieved(1, "Dune", "Frank Herbert", 1965));
 }
 
 #[test]
@@ -89,8 +70,7 @@ fn an_update_changes_the_fields_it_names_and_ignores_the_rest() {
     for row in table.trim().lines() {
         let [body, title, author, year] = cells(row);
         let year = year.parse().unwrap();
-        let outcome = ctx.authed("PUT", "/book/1", body);
-        assert_eq!(outcome, updated(1, title, author, year), "{body}");
+        assert_eq!(ctx.authed("PUT", "/book/1", body), updated(1, title, author, year), "{body}");
     }
     assert_eq!(ctx.all_books()[1], book(2, "Emma", "Jane Austen", 1815));
     assert_eq!(ctx.authed("GET", "/book/7", ""), book_not_found());
@@ -140,26 +120,21 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
     }
     // One bad field spoils an otherwise good update: nothing is applied.
     for body in [r#"{"title":"Messiah","year":"1969"}"#, r#"{"title":"Messiah","author":""}"#] {
-        let outcome = ctx.authed("PUT", "/book/1", body);
-        assert_eq!(outcome, invalid_input(), "{body}");
+        assert_eq!(ctx.authed("PUT", "/book/1", body), invalid_input(), "{body}");
     }
     let writes = ["create", "update"].map(|name| ctx.statements().contains(&name));
     assert_eq!(writes, [false, false], "nothing was written");
-    let books = ctx.all_books();
-    assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
+    assert_eq!(ctx.all_books(), json!([book(1, "Dune", "Frank Herbert", 1965)]));
     // The bounds: 1,000 characters of 1, 2 or 4 bytes (or 1,000 escapes),
     // and 32-bit years, on create and on update.
     let (accents, emoji, ascii) = ("é".repeat(1000), "📚".repeat(1000), "a".repeat(1000));
     let mixed = format!("{}🐉", "a".repeat(999));
     let body = json!({"title": accents, "author": emoji, "year": 1}).to_string();
-    let outcome = ctx.authed("POST", "/book", &body);
-    assert_eq!(outcome, created(2, &accents, &emoji, 1));
+    assert_eq!(ctx.authed("POST", "/book", &body), created(2, &accents, &emoji, 1));
     let body = json!({"title": ascii, "author": mixed, "year": 2}).to_string();
-    let outcome = ctx.authed("POST", "/book", &body);
-    assert_eq!(outcome, created(3, &ascii, &mixed, 2));
+    assert_eq!(ctx.authed("POST", "/book", &body), created(3, &ascii, &mixed, 2));
     let escaped = format!(r#"{{"title":"{}","author":"x","year":3}}"#, "\\u00e9".repeat(1000));
-    let outcome = ctx.authed("POST", "/book", &escaped);
-    assert_eq!(outcome, created(4, &accents, "x", 3));
+    assert_eq!(ctx.authed("POST", "/book", &escaped), created(4, &accents, "x", 3));
     for year in ["2147483647", "-2147483648", "0", "-500", "1965 "] {
         let expected: i64 = year.trim().parse().unwrap();
         let (status, envelope, _) = ctx.authed("POST", "/book", &create_body("year", year));
@@ -169,8 +144,7 @@ fn each_field_rule_refuses_on_create_and_on_update_alike() {
     let expected = updated(1, &accents, "Frank Herbert", i32::MIN.into());
     assert_eq!(ctx.authed("PUT", "/book/1", &body), expected);
     let expected = updated(1, &accents, "Frank Herbert", i32::MAX.into());
-    let outcome = ctx.authed("PUT", "/book/1", r#"{"year":2147483647}"#);
-    assert_eq!(outcome, expected);
+    assert_eq!(ctx.authed("PUT", "/book/1", r#"{"year":2147483647}"#), expected);
 }
 
 #[test]
@@ -204,10 +178,8 @@ fn a_body_that_is_not_a_json_object_is_refused_without_a_panic() {
     }
     let non_utf8 = b"{\"title\":\"D\xFFune\",\"author\":\"Frank Herbert\",\"year\":1965}";
     for (method, path) in [("POST", "/book"), ("PUT", "/book/1")] {
-        let outcome = ctx.call_with(method, path, auth, &non_utf8[..]);
-        assert_eq!(outcome, invalid_input());
-        let outcome = ctx.call_with(method, path, auth, BrokenBody);
-        assert_eq!(outcome, invalid_input());
+        assert_eq!(ctx.call_with(method, path, auth, &non_utf8[..]), invalid_input());
+        assert_eq!(ctx.call_with(method, path, auth, BrokenBody), invalid_input());
     }
     let incomplete = r#"{} | {"title":"Dune"} | {"author":"Frank Herbert"} | {"year":1965}
         | {"title":"Dune","author":"Frank Herbert"} | {"title":"Dune","year":1965}
@@ -217,13 +189,7 @@ fn a_body_that_is_not_a_json_object_is_refused_without_a_panic() {
     for body in incomplete.split('|').map(str::trim) {
         assert_eq!(ctx.authed("POST", "/book", body), invalid_input(), "{body}");
     }
-    let books = ctx.all_books();
-    assert_eq!(books, json!([book(1, "Dune", "Frank Herbert", 1965)]));
-    // Deep nesting inside an ignored field is still valid JSON: skipped
-    // without recursion, the book is accepted and the field not echoed.
-    let nested = format!("{}{}", "[".repeat(5_000), "]".repeat(5_000));
-    let body = format!(r#"{{"title":"T","author":"A","year":1,"extra":{nested}}}"#);
-    assert_eq!(ctx.authed("POST", "/book", &body), created(2, "T", "A", 1));
+    assert_eq!(ctx.all_books(), json!([book(1, "Dune", "Frank Herbert", 1965)]));
 }
 
 #[test]
@@ -236,25 +202,21 @@ fn text_round_trips_exactly_and_a_client_id_or_unknown_field_is_ignored() {
     let texts: Vec<&str> = texts.split('|').collect();
     for (id, [title, author]) in (1..).zip(texts.chunks(2).map(|pair| [pair[0], pair[1]])) {
         let body = json!({"title": title, "author": author, "year": 2000}).to_string();
-        let outcome = ctx.authed("POST", "/book", &body);
-        assert_eq!(outcome, created(id, title, author, 2000));
+        assert_eq!(ctx.authed("POST", "/book", &body), created(id, title, author, 2000));
         let read = ctx.authed("GET", &format!("/book/{id}"), "");
         assert_eq!(read, retrieved(id, title, author, 2000));
     }
     // JSON escapes, including a surrogate pair, decode to the characters.
     let escaped =
         r#"{"title":"\u00e9t\u00e9 \ud83d\udcda","author":"\u4e09\u4f53 \/ \"q\"","year":1}"#;
-    let outcome = ctx.authed("POST", "/book", escaped);
-    assert_eq!(outcome, created(10, "été 📚", "三体 / \"q\"", 1));
+    assert_eq!(ctx.authed("POST", "/book", escaped), created(10, "été 📚", "三体 / \"q\"", 1));
     // An id in the body names neither the book nor its id.
     let body = r#"{"id":999,"title":"Dune","author":"Frank Herbert","year":1965,
                    "isbn":"978-0441013593","tags":["sf"],"secret":{"x":1}}"#;
-    let outcome = ctx.authed("POST", "/book", body);
-    assert_eq!(outcome, created(11, "Dune", "Frank Herbert", 1965));
+    assert_eq!(ctx.authed("POST", "/book", body), created(11, "Dune", "Frank Herbert", 1965));
     for (id, client_id) in (12..).zip(["-5", "\"abc\"", "null", "1.5", "0", "1"]) {
         let body = format!(r#"{{"id":{client_id},"title":"T","author":"A","year":1}}"#);
-        let outcome = ctx.authed("POST", "/book", &body);
-        assert_eq!(outcome, created(id, "T", "A", 1), "{client_id}");
+        assert_eq!(ctx.authed("POST", "/book", &body), created(id, "T", "A", 1), "{client_id}");
     }
     assert_eq!(ctx.authed("GET", "/book/999", ""), book_not_found());
 }
@@ -320,53 +282,37 @@ fn store_errors_are_500_with_the_detail_only_in_the_log() {
         }
         (ctx.fail_store, ctx.fail_open) = (None, None);
         let unchanged = json!([book(1, "Dune", "Frank Herbert", 1965)]);
-        let books = ctx.all_books();
-        assert_eq!(books, unchanged, "nothing changed while the store failed");
+        assert_eq!(ctx.all_books(), unchanged, "nothing changed while the store failed");
     }
 }
 
+/// DB_URL names the store to open (which values name which:
+/// src/settings/database.rs); sqlite_synchronous is normal unless full, and
+/// full, with a warning, when it is neither.
 #[test]
-fn db_url_names_the_store_to_open() {
+fn db_url_names_the_store_to_open_and_sqlite_synchronous_how_it_syncs() {
+    use book_catalog::db::Synchronous::Full;
+    use book_catalog::settings::Database;
+    let warning = "sqlite_synchronous / SQLITE_SYNCHRONOUS is neither normal nor full: using full";
     let pg = "postgres://user:pw@db.internal:5432/books";
-    let cases = [
-        (None, sqlite("default")),
-        (Some("sqlite:"), sqlite("default")),
-        (Some("sqlite://default"), sqlite("default")),
-        (Some("sqlite://books_2"), sqlite("books_2")),
-        (Some(pg), postgres(pg)),
-        (Some("postgresql://db/books"), postgres("postgresql://db/books")),
-    ];
-    for (db_url, target) in cases {
+    let full = Database { synchronous: Full, ..sqlite("default") };
+    // DB_URL, sqlite_synchronous (None: unset), the store opened, whether warned
+    for (db_url, synchronous, store, warned) in [
+        (None, None, sqlite("default"), false),
+        (Some("sqlite://books_2"), None, sqlite("books_2"), false),
+        (Some(pg), None, postgres(pg), false),
+        (None, Some("FULL"), full.clone(), false),
+        (None, Some("fast"), full, true),
+    ] {
         let mut ctx = TestContext::new();
-        if let Some(db_url) = db_url {
-            ctx.set(Setting::DbUrl, db_url);
-        }
+        db_url.inspect(|db_url| ctx.set(Setting::DbUrl, db_url));
+        synchronous.inspect(|value| ctx.set(Setting::SqliteSynchronous, value));
         ctx.login();
         assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
         // The login's failed-login check, then the list.
-        assert_eq!(ctx.opened, [target.clone(), target], "{db_url:?}");
-    }
-}
-
-#[test]
-fn sqlite_synchronous_is_normal_unless_full_and_full_when_unreadable() {
-    use book_catalog::db::Synchronous::{Full, Normal};
-    use book_catalog::settings::Database;
-    let warning = "sqlite_synchronous / SQLITE_SYNCHRONOUS is neither normal nor full: using full";
-    for (value, synchronous, warned) in [
-        (None, Normal, false),
-        (Some("FULL"), Full, false),
-        (Some("normal"), Normal, false),
-        (Some("fast"), Full, true),
-    ] {
-        let mut ctx = TestContext::new();
-        if let Some(value) = value {
-            ctx.set(Setting::SqliteSynchronous, value);
-        }
-        assert_eq!(ctx.authed("GET", "/books", ""), listed(json!([])));
-        let expected = Database { synchronous, ..sqlite("default") };
-        assert_eq!(ctx.opened, [expected], "{value:?}");
-        assert_eq!(ctx.logged("level=warn", warning), warned, "{value:?}: {:?}", ctx.logs);
+        let what = format!("{db_url:?} {synchronous:?}");
+        assert_eq!(ctx.opened, [store.clone(), store], "{what}");
+        assert_eq!(ctx.logged("level=warn", warning), warned, "{what}: {:?}", ctx.logs);
     }
     // PostgreSQL's durability is its server's: the setting is not even read.
     let mut ctx = TestContext::new();

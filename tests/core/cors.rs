@@ -34,21 +34,30 @@ fn cors_headers(response: &Response) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// Unset, or malformed (then warned about), CORS is off: a preflight is
+/// refused as any request without a token, and no answer carries CORS headers.
 #[test]
-fn unset_nothing_changes_and_a_preflight_is_refused_as_any_request_without_a_token() {
-    let mut ctx = TestContext::new();
-    let preflight = from(&mut ctx, APP, "OPTIONS", "/book/1", true, None, "");
-    assert_eq!((preflight.status, cors_headers(&preflight)), (401, vec![]));
-    let health = from(&mut ctx, APP, "OPTIONS", "/health", true, None, "");
-    assert_eq!((health.status, health.header("allow")), (405, Some("GET")));
-    let token = ctx.token();
-    let created =
-        from(&mut ctx, APP, "POST", "/book", false, Some(&token), &book_body("Dune", "F", 1965));
-    assert_eq!((created.status, cors_headers(&created)), (201, vec![]));
+fn unset_or_malformed_it_is_off_and_a_preflight_is_refused_as_any_request_without_a_token() {
+    let warning = "cors_allowed_origins / CORS_ALLOWED_ORIGINS is not * or a comma-separated list \
+                   of origins (scheme://host[:port]): CORS stays off";
+    let malformed = ["https://app.example.com/", "app.example.com", "*, https://app.example.com"];
+    for value in [None].into_iter().chain(malformed.map(Some)) {
+        let mut ctx = TestContext::new();
+        value.inspect(|value| ctx.set(Setting::CorsAllowedOrigins, value));
+        let preflight = from(&mut ctx, APP, "OPTIONS", "/book/1", true, None, "");
+        assert_eq!((preflight.status, cors_headers(&preflight)), (401, vec![]), "{value:?}");
+        let health = from(&mut ctx, APP, "OPTIONS", "/health", true, None, "");
+        assert_eq!((health.status, health.header("allow")), (405, Some("GET")), "{value:?}");
+        let token = ctx.token();
+        let dune = book_body("Dune", "F", 1965);
+        let created = from(&mut ctx, APP, "POST", "/book", false, Some(&token), &dune);
+        assert_eq!((created.status, cors_headers(&created)), (201, vec![]), "{value:?}");
+        assert_eq!(ctx.logged("level=warn", warning), value.is_some(), "{value:?}");
+    }
 }
 
 #[test]
-fn a_listed_origins_preflight_is_answered_before_authentication_with_the_paths_methods() {
+fn a_listed_origin_gets_its_preflights_answered_before_authentication_and_every_answer() {
     let mut ctx = TestContext::new();
     ctx.set(Setting::CorsAllowedOrigins, "https://other.example, https://APP.example.com");
     for (path, methods) in [
@@ -75,16 +84,10 @@ fn a_listed_origins_preflight_is_answered_before_authentication_with_the_paths_m
     let unknown = from(&mut ctx, APP, "OPTIONS", "/nowhere", true, None, "");
     assert_eq!((unknown.status, unknown.header("access-control-allow-origin")), (404, Some(APP)));
     // An OPTIONS that is no preflight, and a preflight from an unlisted origin, as before.
-    let plain = from(&mut ctx, APP, "OPTIONS", "/book/1", false, None, "");
-    assert_eq!(plain.status, 401);
+    assert_eq!(from(&mut ctx, APP, "OPTIONS", "/book/1", false, None, "").status, 401);
     let stranger = from(&mut ctx, "https://evil.example", "OPTIONS", "/book/1", true, None, "");
     assert_eq!((stranger.status, cors_headers(&stranger)), (401, vec![]));
-}
-
-#[test]
-fn every_answer_to_a_listed_origin_is_readable_by_its_page_and_none_to_another() {
-    let mut ctx = TestContext::new();
-    ctx.set(Setting::CorsAllowedOrigins, APP);
+    // Every answer to a listed origin is readable by its page, none to another.
     let token = ctx.token();
     let too_big = "x".repeat(book_catalog::MAX_BODY_BYTES + 1);
     let answers = [
@@ -106,15 +109,4 @@ fn every_answer_to_a_listed_origin_is_readable_by_its_page_and_none_to_another()
     ctx.set(Setting::CorsAllowedOrigins, "*");
     let any = from(&mut ctx, "https://anyone.example", "GET", "/health", false, None, "");
     assert_eq!(any.header("access-control-allow-origin"), Some("*"));
-}
-
-#[test]
-fn a_malformed_value_is_warned_about_and_leaves_cors_off() {
-    for bad in ["https://app.example.com/", "app.example.com", "*, https://app.example.com"] {
-        let mut ctx = TestContext::new();
-        ctx.set(Setting::CorsAllowedOrigins, bad);
-        let preflight = from(&mut ctx, APP, "OPTIONS", "/book/1", true, None, "");
-        assert_eq!((preflight.status, cors_headers(&preflight)), (401, vec![]), "{bad}");
-        assert!(ctx.logged("level=warn", "cors_allowed_origins / CORS_ALLOWED_ORIGINS is not * or a comma-separated list of origins (scheme://host[:port]): CORS stays off"), "{bad}");
-    }
 }

@@ -74,8 +74,7 @@ impl Repo {
 
     fn files(&self, endings: &[&str]) -> Vec<&str> {
         let deploy = self.0.keys().filter(|p| p.starts_with("deploy/"));
-        let found = deploy.filter(|p| endings.iter().any(|e| p.ends_with(e)));
-        found.map(String::as_str).collect()
+        deploy.filter(|p| endings.iter().any(|e| p.ends_with(e))).map(String::as_str).collect()
     }
 
     /// The documents of a TOML (one) or YAML (any number) file, as one tree type.
@@ -91,8 +90,7 @@ impl Repo {
     }
 
     fn doc(&self, path: &str) -> Yaml {
-        let docs = self.parse(path).unwrap_or_default();
-        docs.into_iter().next().unwrap_or_default()
+        self.parse(path).unwrap_or_default().into_iter().next().unwrap_or_default()
     }
 
     /// The one YAML document of that `kind` under `deploy/` (null unless one).
@@ -140,8 +138,7 @@ struct Run(bool, String, Vec<String>);
 
 impl Run {
     fn running(&self, words: &str) -> Vec<&str> {
-        let found = self.2.iter().filter(|c| c.starts_with(words));
-        found.map(String::as_str).collect()
+        self.2.iter().filter(|c| c.starts_with(words)).map(String::as_str).collect()
     }
 
     /// Whether it succeeded, running `first...` before `then...`.
@@ -178,8 +175,7 @@ fn seq(value: &Yaml) -> Vec<&Yaml> {
 }
 
 fn entries(value: &Yaml) -> Vec<(&str, &Yaml)> {
-    let entries = value.as_mapping().into_iter().flatten();
-    entries.map(|(k, v)| (text(k), v)).collect()
+    value.as_mapping().into_iter().flatten().map(|(k, v)| (text(k), v)).collect()
 }
 
 fn keys(value: &Yaml) -> BTreeSet<String> {
@@ -460,8 +456,7 @@ fn spinkube_script_makes_what_the_files_read(repo: &Repo, out: &mut Findings) {
     need!(out, from.len() == 1 && from[0].starts_with("ca-certificates.crt=") => "{ca}: {from:?}");
     let apply = "kubectl apply -f deploy/spinkube/";
     for path in repo.files(&[".yaml"]) {
-        let docs = repo.parse(path).unwrap_or_default();
-        let template = docs.iter().any(|d| d["kind"] == "Secret");
+        let template = repo.parse(path).unwrap_or_default().iter().any(|d| d["kind"] == "Secret");
         let applied = run.2.contains(&format!("kubectl apply -f {path}"));
         need!(out, !path.contains("/spinkube/") || applied != template => "{path}");
     }
@@ -481,8 +476,7 @@ fn deploy_scripts_pass_every_setting(repo: &Repo, out: &mut Findings) {
     };
     let every = Setting::ALL.map(|s| (s.env_name(), value(s))).to_vec();
     let required = REQUIRED.map(|(n, v)| (n, v.to_string())).to_vec();
-    let deploys = DEPLOYS.trim().lines();
-    for (deploy, settings) in deploys.flat_map(|d| [(d, &every), (d, &required)]) {
+    for (deploy, settings) in DEPLOYS.trim().lines().flat_map(|d| [(d, &every), (d, &required)]) {
         let mut deploy = deploy.split(" |").map(str::trim);
         let [script, build, deploy, default] = [(); 4].map(|_| deploy.next().unwrap_or(""));
         let run = repo.run(script, settings);
@@ -546,8 +540,7 @@ fn each_check_fails_on_a_broken_example() {
         let original = broken.0.get_mut(file).expect(file);
         assert!(original.contains(text), "{file} has no {text:?}");
         *original = original.replacen(text, replacement, 1);
-        let refused = !findings(&broken, check).is_empty();
-        assert!(refused, "{name} passes {example:?}");
+        assert!(!findings(&broken, check).is_empty(), "{name} passes {example:?}");
         untested.remove(name);
     }
     assert!(untested.is_empty(), "no broken example: {untested:?}");

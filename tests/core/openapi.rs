@@ -14,11 +14,6 @@ fn document() -> Value {
     serde_yaml::from_str(&text).expect("openapi.yaml is valid YAML")
 }
 
-/// A concrete request path for a documented path template.
-fn concrete(template: &str) -> String {
-    template.replace("{id}", "1")
-}
-
 fn documented_methods(item: &Value) -> Vec<String> {
     let keys = item.as_mapping().expect("a path item is a mapping").keys();
     let methods = keys.filter_map(Value::as_str).map(str::to_ascii_uppercase);
@@ -47,8 +42,7 @@ fn field_parts<'a>(doc: &'a Value, schema: &'a Value, field: &str) -> Vec<&'a Va
 
 /// The schemas those parts give `field`.
 fn field_schemas<'a>(doc: &'a Value, schema: &'a Value, field: &str) -> Vec<&'a Value> {
-    let parts = field_parts(doc, schema, field).into_iter();
-    parts.map(|part| &part["properties"][field]).collect()
+    field_parts(doc, schema, field).into_iter().map(|part| &part["properties"][field]).collect()
 }
 
 /// Every response the document defines, by name: each operation's and each
@@ -75,13 +69,12 @@ fn defined_responses(doc: &Value) -> Vec<(String, &Value)> {
 #[test]
 fn each_path_is_routed_with_its_methods_allow_and_security() {
     let doc = document();
-    let by_default = doc["security"].as_sequence();
-    assert!(by_default.is_some_and(|s| !s.is_empty()), "protected by default");
+    assert!(doc["security"].as_sequence().is_some_and(|s| !s.is_empty()), "protected by default");
     let paths = doc["paths"].as_mapping().expect("paths");
     assert_eq!(paths.len(), 5, "the API has five paths (with /health)");
     for (template, item) in paths {
         let template = template.as_str().expect("path template");
-        let path = concrete(template);
+        let path = template.replace("{id}", "1");
         let routed = |method: &str| route(method, &path);
         assert_ne!(routed("GET").endpoint, Err(ApiError::RouteNotFound), "{template} is routed");
         let mut documented = documented_methods(item);
@@ -89,8 +82,7 @@ fn each_path_is_routed_with_its_methods_allow_and_security() {
         let served = METHODS.into_iter().filter(|method| routed(method).endpoint.is_ok());
         assert_eq!(documented, served.collect::<Vec<_>>(), "{template}");
         let allow = Box::leak(documented.join(", ").into_boxed_str());
-        let refused = routed("PATCH").endpoint;
-        assert_eq!(refused, Err(ApiError::MethodNotAllowed(allow)), "{template}");
+        assert_eq!(routed("PATCH").endpoint, Err(ApiError::MethodNotAllowed(allow)), "{template}");
         for method in documented {
             let operation = &item[method.to_ascii_lowercase().as_str()];
             let public = operation["security"].as_sequence().is_some_and(|s| s.is_empty());
@@ -138,29 +130,6 @@ fn every_error_message_is_documented_at_its_status() {
     }
 }
 
-/// Every documented response carries the headers every response has, as
-/// `envelope::COMMON_HEADERS` sets them.
-#[test]
-fn every_response_documents_cache_control_no_store() {
-    let doc = document();
-    let common = doc["components"]["headers"]["CacheControl"].clone();
-    let (name, value) = COMMON_HEADERS[1];
-    assert_eq!(name, "cache-control");
-    assert_eq!(common["schema"]["const"].as_str(), Some(value));
-    assert_eq!(common["required"].as_bool(), Some(true));
-    let reference = "#/components/headers/CacheControl";
-    let mut checked = 0;
-    for (name, response) in defined_responses(&doc) {
-        assert_eq!(
-            response["headers"]["Cache-Control"]["$ref"].as_str(),
-            Some(reference),
-            "{name}"
-        );
-        checked += 1;
-    }
-    assert_eq!(checked, 22, "7 successes and 15 shared error responses");
-}
-
 /// The documented `Idempotency-Key` is the one the component accepts.
 #[test]
 fn the_idempotency_key_rule_is_the_components() {
@@ -175,19 +144,18 @@ fn the_idempotency_key_rule_is_the_components() {
         let visible = (0x21..=0x7e).contains(&byte);
         assert_eq!(IdempotencyKey::parse(&[byte]).is_ok(), visible, "{byte:#x}");
     }
-    assert!(IdempotencyKey::parse(b"").is_err());
-    assert!(IdempotencyKey::parse(&[b'~'; 255]).is_ok());
-    assert!(IdempotencyKey::parse(&[b'~'; 256]).is_err());
     let post = &doc["paths"]["/book"]["post"]["parameters"][0]["$ref"];
     assert_eq!(post.as_str(), Some("#/components/parameters/IdempotencyKey"));
 }
 
-/// Generators ignore keywords beside a `$ref` (an envelope's `data` came out
-/// untyped): no `$ref` has any, and every envelope types its three fields.
-/// A typed client makes a field optional when any part typing it does not
-/// require it (a created book was `Book | undefined`): each part requires it.
+/// Every documented response carries the headers every response has, as
+/// `envelope::COMMON_HEADERS` sets them. Generators ignore keywords beside a
+/// `$ref` (an envelope's `data` came out untyped): no `$ref` has any, and
+/// every envelope types its three fields. A typed client makes a field
+/// optional when any part typing it does not require it (a created book was
+/// `Book | undefined`): each part requires it.
 #[test]
-fn every_envelope_is_typed_for_generators() {
+fn every_response_documents_cache_control_and_an_envelope_typed_for_generators() {
     fn no_ref_has_siblings(node: &Value, at: &str) {
         match node {
             Value::Mapping(mapping) => {
@@ -203,8 +171,17 @@ fn every_envelope_is_typed_for_generators() {
         }
     }
     let doc = document();
+    let common = &doc["components"]["headers"]["CacheControl"];
+    let (name, value) = COMMON_HEADERS[1];
+    assert_eq!(name, "cache-control");
+    assert_eq!(common["schema"]["const"].as_str(), Some(value));
+    assert_eq!(common["required"].as_bool(), Some(true));
     no_ref_has_siblings(&doc, "");
-    for (name, response) in defined_responses(&doc) {
+    let responses = defined_responses(&doc);
+    assert_eq!(responses.len(), 22, "7 successes and 15 shared error responses");
+    for (name, response) in responses {
+        let reference = response["headers"]["Cache-Control"]["$ref"].as_str();
+        assert_eq!(reference, Some("#/components/headers/CacheControl"), "{name}");
         let schema = &response["content"]["application/json"]["schema"];
         for field in ["status", "message", "data"] {
             let typed = field_schemas(&doc, schema, field)

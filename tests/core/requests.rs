@@ -7,8 +7,10 @@ use serde_json::json;
 
 use crate::support::*;
 
+/// Each request also logs one line, naming its route, status and store, never
+/// its path.
 #[test]
-fn responses_are_json_envelopes_byte_for_byte() {
+fn responses_are_json_envelopes_byte_for_byte_and_each_request_logs_one_line() {
     let mut ctx = TestContext::new();
     let response = ctx.respond("GET", "/books", None, None, &b""[..]);
     assert_eq!(response.status, 401);
@@ -18,10 +20,21 @@ fn responses_are_json_envelopes_byte_for_byte() {
     let common = [("content-type", "application/json"), ("cache-control", "no-store")];
     assert_eq!(headers, common);
     let response = ctx.respond("GET", "/token", None, None, &b""[..]);
-    let body = br#"{"status":405,"message":"Method not allowed","data":null}"#;
-    assert_eq!(response.bytes(), body);
+    assert_eq!(response.bytes(), br#"{"status":405,"message":"Method not allowed","data":null}"#);
     let headers: Vec<(&str, &str)> = response.headers().collect();
     assert_eq!(headers, [common[0], common[1], ("allow", "POST")]);
+    ctx.login();
+    ctx.authed("GET", "/book/42", "");
+    ctx.call("GET", "/secret-looking/path", None, "");
+    let expected = [
+        "method=GET route=/books status=401 store=none",
+        "method=GET route=/token status=405 store=none",
+        "method=POST route=/token status=200 store=sqlite",
+        "method=GET route=/book/{id} status=404 store=sqlite",
+        "method=GET route=unmatched status=404 store=none",
+    ];
+    let expected = expected.map(|fields| format!("level=info msg=request {fields} duration_us=0"));
+    assert_eq!(ctx.request_lines, expected);
 }
 
 #[test]
@@ -105,18 +118,21 @@ fn authentication_comes_before_everything_on_protected_paths() {
         ("DELETE", "/book/1", None, "", deleted()),
     ];
     let expired = forge(HS256_HEADER, r#"{"exp":1}"#, SECRET.as_bytes());
+    // No token, a blank one (whitespace is not part of a field's value), not one.
+    let mut refusals = vec![(None, token_required())];
+    let blanks = ["", " ", "   ", "\t", " \t \t "].map(|blank| Some(blank.as_bytes()));
+    refusals.extend(blanks.map(|blank| (blank, token_required())));
+    refusals.extend([expired.as_bytes(), b"garbage"].map(|token| (Some(token), invalid_token())));
     let valid = ctx.token();
     for (method, path, query, body, answer) in requests {
         let what = format!("{method} {path} {query:?}");
         ctx.set(Setting::DbUrl, "mysql://u:pw@db/books");
         ctx.reset_calls();
-        let probe = BodyProbe::default();
-        let response = ctx.respond(method, path, query, None, probe.body(body.as_bytes()));
-        assert_eq!(ctx.check_response(&response), token_required(), "{what}");
-        assert!(!probe.read.get(), "{what}: body read before authentication");
-        for token in [expired.as_bytes(), b"garbage"] {
-            let response = ctx.respond(method, path, query, Some(token), body.as_bytes());
-            assert_eq!(ctx.check_response(&response), invalid_token(), "{what}");
+        for (auth, refusal) in refusals.clone() {
+            let probe = BodyProbe::default();
+            let response = ctx.respond(method, path, query, auth, probe.body(body.as_bytes()));
+            assert_eq!(ctx.check_response(&response), refusal, "{what} {auth:?}");
+            assert!(!probe.read.get(), "{what} {auth:?}: body read before authentication");
         }
         assert_eq!(ctx.opens, 0, "{what}: the store is never opened");
         ctx.unset(Setting::DbUrl);
@@ -137,9 +153,10 @@ fn documented_limit(text: &str, what: &str) -> usize {
 }
 
 /// The limit docs/api.md and openapi.yaml state: exactly the limit is judged
-/// as a body, a byte more is 413 (a login's failed-login check comes first).
+/// as a body, a byte more is 413 (a login's failed-login check comes first);
+/// GET and DELETE read none.
 #[test]
-fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
+fn bodies_are_read_up_to_the_documented_limit_and_413_past_it_and_never_by_get_or_delete() {
     let root = env!("CARGO_MANIFEST_DIR");
     let read = |file: &str| std::fs::read_to_string(format!("{root}/{file}")).expect(file);
     let api = read("docs/api.md");
@@ -165,60 +182,34 @@ fn bodies_are_read_up_to_the_documented_limit_and_413_past_it() {
         // `body` padded with trailing spaces to exactly `len` bytes.
         let padded = |len: usize| [body.as_bytes(), &vec![b' '; len - body.len()]].concat();
         let over = padded(MAX_BODY_BYTES + 1);
-        let outcome = ctx.call_with(method, path, auth, &over[..]);
-        assert_eq!(outcome, too_large(), "{method} {path}");
+        assert_eq!(ctx.call_with(method, path, auth, &over[..]), too_large(), "{method} {path}");
         let calls = &ctx.statements();
         assert!(calls.iter().all(|c| *c == "read attempts"), "{method} {path}: {calls:?}");
         let probe = BodyProbe::default();
-        let exact = padded(MAX_BODY_BYTES);
-        let outcome = ctx.call_with(method, path, auth, probe.body(&exact));
+        let outcome = ctx.call_with(method, path, auth, probe.body(&padded(MAX_BODY_BYTES)));
         assert_eq!(outcome, at_limit, "{method} {path}");
     }
     let auth = Some(token.as_bytes());
     let much_larger = vec![b'x'; 8 * MAX_BODY_BYTES];
-    let outcome = ctx.call_with("POST", "/book", auth, &much_larger[..]);
-    assert_eq!(outcome, too_large());
+    assert_eq!(ctx.call_with("POST", "/book", auth, &much_larger[..]), too_large());
     // Exactly the limit but not JSON is judged as a body, not as a size.
     let not_json = vec![b'x'; MAX_BODY_BYTES];
-    let outcome = ctx.call_with("POST", "/book", auth, &not_json[..]);
-    assert_eq!(outcome, invalid_input());
-}
-
-#[test]
-fn get_and_delete_never_read_a_body() {
-    let mut ctx = TestContext::with_books(&[DUNE]);
-    let token = ctx.token();
-    let huge = vec![b'x'; MAX_BODY_BYTES * 2];
+    assert_eq!(ctx.call_with("POST", "/book", auth, &not_json[..]), invalid_input());
+    // GET and DELETE never read a body, however large.
+    let all = [book(1, "Dune", "Frank Herbert", 1966), book(2, "Exact", "Size", 2)];
     let outcomes = [
-        ("GET", "/books", listed(json!([book(1, "Dune", "Frank Herbert", 1965)]))),
-        ("GET", "/book/1", retrieved(1, "Dune", "Frank Herbert", 1965)),
-        ("GET", "/book/2", book_not_found()),
+        ("GET", "/books", listed(json!(all))),
+        ("GET", "/book/1", retrieved(1, "Dune", "Frank Herbert", 1966)),
+        ("GET", "/book/9", book_not_found()),
         ("GET", "/health", healthy()),
-        ("DELETE", "/book/1", deleted()),
+        ("DELETE", "/book/2", deleted()),
     ];
     for (method, path, expected) in outcomes {
         let probe = BodyProbe::default();
-        let outcome = ctx.call_with(method, path, Some(token.as_bytes()), probe.body(&huge));
+        let outcome = ctx.call_with(method, path, auth, probe.body(&much_larger));
         assert_eq!(outcome, expected, "{method} {path}");
         assert!(!probe.read.get(), "{method} {path} reads its body");
     }
-}
-
-#[test]
-fn each_request_line_names_its_route_status_and_store_never_its_path() {
-    let mut ctx = TestContext::new();
-    ctx.login();
-    ctx.authed("GET", "/book/42", "");
-    ctx.call("GET", "/books", None, "");
-    ctx.call("GET", "/secret-looking/path", None, "");
-    let expected = [
-        "method=POST route=/token status=200 store=sqlite",
-        "method=GET route=/book/{id} status=404 store=sqlite",
-        "method=GET route=/books status=401 store=none",
-        "method=GET route=unmatched status=404 store=none",
-    ];
-    let expected = expected.map(|fields| format!("level=info msg=request {fields} duration_us=0"));
-    assert_eq!(ctx.request_lines, expected);
 }
 
 proptest! {

@@ -82,19 +82,11 @@ fn statement_name(sql: &str) -> &'static str {
 }
 
 pub fn sqlite(label: &str) -> Database {
-    Database {
-        kind: StoreKind::Sqlite,
-        address: label.to_string(),
-        synchronous: Default::default(),
-    }
+    Database { kind: StoreKind::Sqlite, address: label.into(), synchronous: Default::default() }
 }
 
 pub fn postgres(url: &str) -> Database {
-    Database {
-        kind: StoreKind::Postgres,
-        address: url.to_string(),
-        synchronous: Default::default(),
-    }
+    Database { kind: StoreKind::Postgres, address: url.into(), synchronous: Default::default() }
 }
 
 /// The test database as the handlers get it: each statement recorded, and
@@ -290,8 +282,7 @@ impl TestContext {
     /// the outcome and the `Link` header.
     pub fn get_books(&mut self, query: Option<&str>) -> (Outcome, Option<String>) {
         let response = self.get_unchecked("/books", query);
-        let outcome = self.check_response(&response);
-        (outcome, response.header("link").map(str::to_string))
+        (self.check_response(&response), response.header("link").map(str::to_string))
     }
 
     /// `GET path?query` with a valid token, the response unchecked.
@@ -300,7 +291,6 @@ impl TestContext {
         self.respond("GET", path, query, Some(token.as_bytes()), &b""[..])
     }
 
-    /// Checks what every response must satisfy.
     pub fn check_response(&mut self, response: &Response) -> Outcome {
         assert_eq!(response.header("access-control-allow-credentials"), None);
         if let Some(origin) = response.header("access-control-allow-origin") {
@@ -385,16 +375,13 @@ impl TestContext {
     }
 
     pub fn login_attempts(&mut self, key: &str) -> Option<LoginAttempts> {
-        let read = |db: &mut rusqlite::Connection| block_on(login_sql::attempts(db, key));
-        self.with_db(read).expect("reading login attempts")
+        self.with_db(|db| block_on(login_sql::attempts(db, key))).expect("reading login attempts")
     }
 
     /// Counts an attempt of the client `key` now, as another instance would.
     pub fn count_login_attempt(&mut self, key: &str) {
-        let now = self.now;
-        let count =
-            |db: &mut rusqlite::Connection| block_on(login_sql::count_attempt(db, key, now, 900));
-        self.with_db(count).expect("counting a login attempt");
+        let count = self.with_db(|db| block_on(login_sql::count_attempt(db, key, self.now, 900)));
+        count.expect("counting a login attempt");
     }
 
     pub fn rows(&self, table: &str) -> i64 {
@@ -474,7 +461,6 @@ impl Context for TestContext {
     }
 }
 
-/// Records whether a request body was read.
 #[derive(Default)]
 pub struct BodyProbe {
     pub read: Cell<bool>,
@@ -501,7 +487,6 @@ impl BodyStream for ProbeBody<'_> {
     }
 }
 
-/// A body whose stream fails.
 pub struct BrokenBody;
 
 impl BodyStream for BrokenBody {

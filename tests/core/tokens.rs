@@ -11,45 +11,46 @@ use serde_json::json;
 
 use crate::support::*;
 
-#[test]
-fn issued_token_is_exactly_hs256_with_exp_now_plus_900() {
-    // The whole envelope, its token forged independently by hand (`forge`).
-    let mut ctx = TestContext::new();
-    let outcome = ctx.call("POST", "/token", None, LOGIN);
-    assert_eq!(outcome, issued(&valid_token()));
-    assert_eq!(ctx.token(), valid_token(), "the harness' tokens are issued ones");
-    assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
-    assert_eq!(token::verify(valid_token().as_bytes(), b"", NOW), Err(TokenError::EmptyKey));
-}
-
 /// The reason decides whether the previous secret is tried (only after a
 /// bad signature); every reason is "Invalid token" to the client.
 #[test]
 fn token_verify_names_the_reason() {
+    assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
+    assert_eq!(token::verify(valid_token().as_bytes(), b"", NOW), Err(TokenError::EmptyKey));
     let key = SECRET.as_bytes();
     let check = |token: &str| token::verify(token.as_bytes(), key, NOW);
     let claims = r#"{"exp":1700000900}"#;
     assert_eq!(check(&valid_token()), Ok(()));
     assert_eq!(check(&token_with_exp(&NOW.to_string())), Err(TokenError::Expired));
-    let other_key = forge(HS256_HEADER, claims, b"other-key");
-    assert_eq!(check(&other_key), Err(TokenError::BadSignature));
+    assert_eq!(check(&forge(HS256_HEADER, claims, b"other-key")), Err(TokenError::BadSignature));
     let hs512 = forge(r#"{"alg":"HS512","typ":"JWT"}"#, claims, key);
     assert_eq!(check(&hs512), Err(TokenError::UnsupportedAlgorithm));
     assert_eq!(check(&forge(HS256_HEADER, "{}", key)), Err(TokenError::MissingExpiry));
     assert_eq!(check("a.b"), Err(TokenError::Malformed));
 }
 
+/// Mid-rotation (a previous secret set): a login signs with the current
+/// secret only (exactly the token forged by hand: HS256, `exp` 900 s on); a
+/// token of either is accepted until its `exp`, exclusive (no leeway), one of
+/// a third secret never, and the previous one's no more once that is unset.
 #[test]
-fn token_is_accepted_until_exp_exclusive() {
+fn tokens_of_the_current_and_previous_secret_are_accepted_until_exp_exclusive() {
     let mut ctx = TestContext::new();
-    let token = ctx.login();
-    for now in [NOW, NOW + 1, NOW + 899, NOW + 900, NOW + 901, NOW + 3600, u64::MAX] {
+    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
+    let issued = ctx.login();
+    assert_eq!(issued, valid_token());
+    let old = token::issue(PREVIOUS.as_bytes(), NOW - 100).unwrap();
+    let third = token::issue(b"some-third-secret-of-enough-length-000", NOW).unwrap();
+    for now in [NOW, NOW + 1, NOW + 799, NOW + 800, NOW + 899, NOW + 900, NOW + 3600, u64::MAX] {
         ctx.now = now;
-        // `exp` exactly now is expired: no leeway.
-        let expected = if now < NOW + 900 { listed(json!([])) } else { invalid_token() };
-        let outcome = ctx.call("GET", "/books", Some(&token), "");
-        assert_eq!(outcome, expected, "at {now}");
+        for (token, exp) in [(&issued, NOW + 900), (&old, NOW + 800), (&third, 0)] {
+            let expected = if now < exp { listed(json!([])) } else { invalid_token() };
+            assert_eq!(ctx.call("GET", "/books", Some(token), ""), expected, "at {now}: {token}");
+        }
     }
+    ctx.now = NOW;
+    ctx.unset(Setting::SecretTokenPrevious);
+    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
 }
 
 /// Each refused on every protected route, the store never opened.
@@ -81,32 +82,6 @@ fn at_times(text: &str) -> String {
     text.replace("NOW", &NOW.to_string()).replace("PAST", &(NOW - 1).to_string())
 }
 
-#[test]
-fn expired_and_tampered_tokens_are_refused() {
-    let valid = valid_token();
-    let [h, c, s]: [&str; 3] = valid.split('.').collect::<Vec<_>>().try_into().unwrap();
-    let later = b64(format!(r#"{{"exp":{}}}"#, NOW + 90_000));
-    let flipped = format!("{}{}", if s.starts_with('A') { "B" } else { "A" }, &s[1..]);
-    let another = token_with_exp(&(NOW + 901).to_string());
-    let other = another.rsplit('.').next().unwrap();
-    let day_old = token::issue(SECRET.as_bytes(), NOW - 86_400).unwrap();
-    let wrong_key = forge(HS256_HEADER, &claims_900(), b"another-secret-of-a-decent-length");
-    let longer_key = forge(HS256_HEADER, &claims_900(), format!("{SECRET}x").as_bytes());
-    let over_claims = sign(c, SECRET.as_bytes());
-    assert_all_refused(&[
-        case("exp zero", token_with_exp("0")),
-        case("issued a day ago", day_old),
-        case("wrong key", wrong_key),
-        case("secret with a byte more", longer_key),
-        case("tampered claims", format!("{h}.{later}.{s}")),
-        case("tampered signature", format!("{h}.{c}.{flipped}")),
-        case("signature of another token", format!("{h}.{c}.{other}")),
-        case("truncated signature", valid[..valid.len() - 4].to_string()),
-        case("empty signature", format!("{h}.{c}.")),
-        case("signature over the claims only", format!("{h}.{c}.{over_claims}")),
-    ]);
-}
-
 /// Headers refused, each signed with the secret (the `none` ones, the first
 /// four, also unsigned): another `alg`, `crit`, or not a JSON object.
 const REFUSED_HEADERS: &str = r#"{"alg":"none","typ":"JWT"} | {"alg":"None","typ":"JWT"}
@@ -118,15 +93,6 @@ const REFUSED_HEADERS: &str = r#"{"alg":"none","typ":"JWT"} | {"alg":"None","typ
     | {"alg":"HS256","typ":"JWT","crit":["exp"]} | {"alg":"HS256","crit":[]} | {} | []
     | ["alg","HS256"] | null | HS256 | "HS256""#;
 
-#[test]
-fn only_an_hs256_header_object_is_accepted() {
-    let headers: Vec<&str> = REFUSED_HEADERS.split('|').map(str::trim).collect();
-    let signed = headers.iter().map(|h| case(h, forge(h, &claims_900(), SECRET.as_bytes())));
-    let unsigned =
-        headers[..4].iter().map(|h| case(h, format!("{}.{}.", b64(h), b64(claims_900()))));
-    assert_all_refused(&signed.chain(unsigned).collect::<Vec<_>>());
-}
-
 /// Claims refused, signed with the secret (`at_times`): no numeric `exp` in
 /// the future, or no JSON object at all.
 const REFUSED_CLAIMS: &str = r#"{} | {"sub":"admin","iat":1700000000} | {"EXP":FUTURE}
@@ -136,10 +102,15 @@ const REFUSED_CLAIMS: &str = r#"{} | {"sub":"admin","iat":1700000000} | {"EXP":F
     | "exp" | null | exp=1700000900 | {"exp":1700000900"#;
 
 #[test]
-fn claims_without_a_future_numeric_exp_are_refused() {
+fn headers_but_an_hs256_object_and_claims_without_a_future_numeric_exp_are_refused() {
+    let headers: Vec<&str> = REFUSED_HEADERS.split('|').map(str::trim).collect();
+    let signed = headers.iter().map(|h| case(h, forge(h, &claims_900(), SECRET.as_bytes())));
+    let unsigned =
+        headers[..4].iter().map(|h| case(h, format!("{}.{}.", b64(h), b64(claims_900()))));
     let claims = REFUSED_CLAIMS.split('|').map(|claims| at_times(claims.trim()));
-    let signed = |c: String| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes()));
-    assert_all_refused(&claims.chain([String::new()]).map(signed).collect::<Vec<_>>());
+    let claims =
+        claims.chain([String::new()]).map(|c| case(&c, forge(HS256_HEADER, &c, SECRET.as_bytes())));
+    assert_all_refused(&signed.chain(unsigned).chain(claims).collect::<Vec<_>>());
 }
 
 #[test]
@@ -158,25 +129,41 @@ fn tokens_of_our_secret_with_a_future_exp_are_valid_whatever_else_they_hold() {
     tokens.push(forge(HS256_HEADER, &claims, SECRET.as_bytes()));
     tokens.push(format!("  {}\t", valid_token()));
     for token in &tokens {
-        let outcome = ctx.call("GET", "/books", Some(token), "");
-        assert_eq!(outcome, listed(json!([])), "{token:?}");
+        assert_eq!(ctx.call("GET", "/books", Some(token), ""), listed(json!([])), "{token:?}");
     }
     // The fractional one expires once its time has passed.
     ctx.now = NOW + 1;
-    let outcome = ctx.call("GET", "/books", Some(&tokens[0]), "");
-    assert_eq!(outcome, invalid_token());
+    assert_eq!(ctx.call("GET", "/books", Some(&tokens[0]), ""), invalid_token());
 }
 
 #[test]
-fn malformed_tokens_are_refused() {
+fn expired_tampered_and_malformed_tokens_are_refused() {
     let valid = valid_token();
     let [h, c, s]: [&str; 3] = valid.split('.').collect::<Vec<_>>().try_into().unwrap();
+    let later = b64(format!(r#"{{"exp":{}}}"#, NOW + 90_000));
+    let flipped = format!("{}{}", if s.starts_with('A') { "B" } else { "A" }, &s[1..]);
+    let another = token_with_exp(&(NOW + 901).to_string());
+    let other = another.rsplit('.').next().unwrap();
+    let day_old = token::issue(SECRET.as_bytes(), NOW - 86_400).unwrap();
+    let wrong_key = forge(HS256_HEADER, &claims_900(), b"another-secret-of-a-decent-length");
+    let longer_key = forge(HS256_HEADER, &claims_900(), format!("{SECRET}x").as_bytes());
+    let over_claims = sign(c, SECRET.as_bytes());
     let non_utf8 = [valid.as_bytes(), &[0xFF]].concat();
     let non_utf8_inside =
         [&valid.as_bytes()[..h.len() + 2], &[0xC3], &valid.as_bytes()[h.len() + 2..]].concat();
     let standard = s.replace('-', "+").replace('_', "/") + "+/";
     let (c1, c2, s1, s2) = (&c[..5], &c[5..], &s[..5], &s[5..]);
     let mut cases = vec![
+        case("exp zero", token_with_exp("0")),
+        case("issued a day ago", day_old),
+        case("wrong key", wrong_key),
+        case("secret with a byte more", longer_key),
+        case("tampered claims", format!("{h}.{later}.{s}")),
+        case("tampered signature", format!("{h}.{c}.{flipped}")),
+        case("signature of another token", format!("{h}.{c}.{other}")),
+        case("truncated signature", valid[..valid.len() - 4].to_string()),
+        case("empty signature", format!("{h}.{c}.")),
+        case("signature over the claims only", format!("{h}.{c}.{over_claims}")),
         case("one segment", h),
         case("two segments", format!("{h}.{c}")),
         case("four segments", format!("{valid}.{s}")),
@@ -207,70 +194,43 @@ fn malformed_tokens_are_refused() {
     assert_all_refused(&cases);
 }
 
+/// Segments padded or in the standard alphabet, each signed over its own
+/// text so that the encoding is the only fault.
 #[test]
-fn padding_on_any_segment_is_malformed() {
-    // Lengths not multiples of 3, so that padding shows; each token is signed
-    // over its own text, so the `=` is the only fault.
-    let header = r#"{"alg":"HS256","typ":"JWT","x":12}"#; // 34 bytes
-    let claims = format!(r#"{{"exp":{},"a":1}} "#, NOW + 900); // 25 bytes
-    assert_ne!(header.len() % 3, 0);
-    assert_ne!(claims.len() % 3, 0);
+fn padded_or_standard_alphabet_segments_are_malformed() {
     let key = SECRET.as_bytes();
+    // Lengths not multiples of 3 (34 and 25 bytes), so that padding shows.
+    let header = r#"{"alg":"HS256","typ":"JWT","x":12}"#;
+    let claims = format!(r#"{{"exp":{},"a":1}} "#, NOW + 900);
     let (h, hp) = (b64(header), URL_SAFE.encode(header));
     let (c, cp) = (b64(&claims), URL_SAFE.encode(&claims));
-    assert!(hp.ends_with('=') && cp.ends_with('='));
     let unpadded = sign_segments(&h, &c, key);
-    let mut ctx = TestContext::new();
-    let outcome = ctx.call("GET", "/books", Some(&unpadded), "");
-    assert_eq!(outcome, listed(json!([])), "control");
     let signature = URL_SAFE_NO_PAD.decode(unpadded.rsplit('.').next().unwrap()).unwrap();
-    let padded_signature = format!("{h}.{c}.{}", URL_SAFE.encode(signature));
-    assert!(padded_signature.ends_with('='));
-    assert_all_refused(&[
+    let mut refused = vec![
         case("padded header", sign_segments(&hp, &c, key)),
         case("padded claims", sign_segments(&h, &cp, key)),
         case("padded header and claims", sign_segments(&hp, &cp, key)),
-        case("padded signature", padded_signature),
-    ]);
-}
-
-#[test]
-fn standard_base64_alphabet_is_malformed() {
-    // Headers whose base64url form holds '-' or '_', in the standard alphabet
-    // '+' or '/', each signed over its own text: the alphabet is the only fault.
-    let key = SECRET.as_bytes();
-    let claims = b64(claims_900());
-    let mut ctx = TestContext::new();
-    let mut refused = Vec::new();
+        case("padded signature", format!("{h}.{c}.{}", URL_SAFE.encode(signature))),
+    ];
+    let mut accepted = vec![unpadded];
+    // Headers whose base64url form holds '-' or '_', in the standard alphabet '+' or '/'.
     for filler in ["~~~", "???", "~~~~", "????", "~~~~~", "?????"] {
         let header = format!(r#"{{"alg":"HS256","x":"{filler}"}}"#);
-        let url_safe = URL_SAFE_NO_PAD.encode(&header);
-        let standard = STANDARD_NO_PAD.encode(&header);
-        if url_safe == standard {
-            continue;
+        let (url_safe, standard) = (b64(&header), STANDARD_NO_PAD.encode(&header));
+        if url_safe != standard {
+            accepted.push(sign_segments(&url_safe, &c, key));
+            let label = format!("standard alphabet header {standard}");
+            refused.push(case(&label, sign_segments(&standard, &c, key)));
         }
-        let control = sign_segments(&url_safe, &claims, key);
-        let outcome = ctx.call("GET", "/books", Some(&control), "").0;
-        assert_eq!(outcome, 200, "{filler}");
-        let label = format!("standard alphabet header {standard}");
-        refused.push(case(&label, sign_segments(&standard, &claims, key)));
     }
     let labels = || refused.iter().map(|(label, _)| label);
     let both = labels().any(|l| l.contains('+')) && labels().any(|l| l.contains('/'));
     assert!(both, "both '+' and '/' are exercised: {refused:?}");
-    assert_all_refused(&refused);
-}
-
-#[test]
-fn a_missing_or_blank_header_is_token_required() {
     let mut ctx = TestContext::new();
-    for (method, path, body) in PROTECTED {
-        for header in [None, Some(""), Some(" "), Some("   "), Some("\t"), Some(" \t \t ")] {
-            let outcome = ctx.call(method, path, header, body);
-            assert_eq!(outcome, token_required(), "{method} {path} {header:?}");
-        }
+    for token in &accepted {
+        assert_eq!(ctx.call("GET", "/books", Some(token), "").0, 200, "{token}");
     }
-    assert_eq!(ctx.opens, 0);
+    assert_all_refused(&refused);
 }
 
 #[test]
@@ -287,37 +247,10 @@ fn a_one_mebibyte_header_is_refused_fast() {
     assert_eq!(ctx.opens, 0);
 }
 
-/// A context with these signing secrets (`None`: unset).
-fn with_secrets(secret: Option<&str>, previous: Option<&str>) -> TestContext {
-    let mut ctx = TestContext::new();
-    ctx.unset(Setting::SecretToken);
-    secret.inspect(|secret| ctx.set(Setting::SecretToken, secret));
-    previous.inspect(|previous| ctx.set(Setting::SecretTokenPrevious, previous));
-    ctx
-}
-
-/// Each of `tokens` is refused on every protected route; a login `issues` or
-/// not, wrong credentials are refused first; no book is touched; `logged`.
-fn assert_unusable(mut ctx: TestContext, tokens: &[&str], issues: bool, logged: &str) {
-    for token in tokens {
-        for (method, path, body) in PROTECTED {
-            let outcome = ctx.call(method, path, Some(token), body);
-            assert_eq!(outcome, invalid_token(), "{logged}: {method} {path}");
-        }
-    }
-    assert_eq!(ctx.call("GET", "/books", None, ""), token_required());
-    let (login, _) = ctx.post_token(LOGIN);
-    match issues {
-        true => assert_eq!(login.0, 200, "{logged}"),
-        false => assert_eq!(login, token_not_issued(), "{logged}"),
-    }
-    let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
-    assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{logged}");
-    let books_untouched = ctx.statements().iter().all(|name| name.contains("attempt"));
-    assert!(books_untouched, "{logged}: {:?}", ctx.statements());
-    assert!(ctx.logged("", logged), "{logged}: {:?}", ctx.logs);
-}
-
+/// An unusable secret signs nothing and verifies nothing: its tokens are
+/// refused on every protected route, a login issues none (unless beside a
+/// usable current secret), wrong credentials are refused first, no book is
+/// touched, and the log says why.
 #[test]
 fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let short = "0123456789abcdef0123456789abcde"; // 31 bytes
@@ -325,46 +258,39 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let short_key = forge(HS256_HEADER, &claims_900(), short.as_bytes());
     let previous = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
     let valid = valid_token();
-    let none = with_secrets(None, None);
-    assert_unusable(none, &[&valid, &empty_key], false, "secret");
-    let empty = with_secrets(Some(""), None);
-    assert_unusable(empty, &[&empty_key], false, "SECRET_TOKEN");
-    let too_short = with_secrets(Some(short), None);
-    assert_unusable(too_short, &[&short_key], false, "shorter than 32 bytes (RFC 7518");
-    let previous_alone = with_secrets(None, Some(PREVIOUS));
-    assert_unusable(previous_alone, &[&previous], false, "SECRET_TOKEN");
-    let previous_too_short = with_secrets(Some(SECRET), Some(short));
-    assert_unusable(previous_too_short, &[&short_key], true, "SECRET_TOKEN_PREVIOUS");
+    // The signing secret and the previous one (None: unset), the tokens
+    // refused, whether a login issues one, what the log says.
+    for (secret, previous_secret, tokens, issues, logged) in [
+        (None, None, vec![&valid, &empty_key], false, "secret"),
+        (Some(""), None, vec![&empty_key], false, "SECRET_TOKEN"),
+        (Some(short), None, vec![&short_key], false, "shorter than 32 bytes (RFC 7518"),
+        (None, Some(PREVIOUS), vec![&previous], false, "SECRET_TOKEN"),
+        (Some(SECRET), Some(short), vec![&short_key], true, "SECRET_TOKEN_PREVIOUS"),
+    ] {
+        let mut ctx = TestContext::new();
+        ctx.unset(Setting::SecretToken);
+        secret.inspect(|secret| ctx.set(Setting::SecretToken, secret));
+        previous_secret.inspect(|previous| ctx.set(Setting::SecretTokenPrevious, previous));
+        for token in tokens {
+            for (method, path, body) in PROTECTED {
+                let outcome = ctx.call(method, path, Some(token), body);
+                assert_eq!(outcome, invalid_token(), "{logged}: {method} {path}");
+            }
+        }
+        assert_eq!(ctx.call("GET", "/books", None, ""), token_required());
+        let (login, _) = ctx.post_token(LOGIN);
+        let issued = if issues { login.0 == 200 } else { login == token_not_issued() };
+        assert!(issued, "{logged}: {login:?}");
+        let wrong = r#"{"username":"admin","password":"wrong-password-1"}"#;
+        assert_eq!(ctx.post_token(wrong).0, invalid_credentials(), "{logged}");
+        let books_untouched = ctx.statements().iter().all(|name| name.contains("attempt"));
+        assert!(books_untouched, "{logged}: {:?}", ctx.statements());
+        assert!(ctx.logged("", logged), "{logged}: {:?}", ctx.logs);
+    }
     // 32 bytes are enough.
-    with_secrets(Some(&format!("{short}f")), None).login();
-}
-
-#[test]
-fn tokens_of_the_previous_secret_are_accepted_until_they_expire() {
     let mut ctx = TestContext::new();
-    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
-    let old = token::issue(PREVIOUS.as_bytes(), NOW - 100).unwrap();
-    assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
-    // Until its exp (NOW - 100 + 900), not a second longer.
-    ctx.now = NOW + 799;
-    assert_eq!(ctx.call("GET", "/books", Some(&old), "").0, 200);
-    ctx.now = NOW + 800;
-    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
-    ctx.now = NOW;
-    ctx.unset(Setting::SecretTokenPrevious);
-    assert_eq!(ctx.call("GET", "/books", Some(&old), ""), invalid_token());
-}
-
-#[test]
-fn new_tokens_are_signed_with_the_current_secret_only() {
-    let mut ctx = TestContext::new();
-    ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
-    let issued = ctx.login();
-    assert_eq!(token::verify(issued.as_bytes(), SECRET.as_bytes(), NOW), Ok(()));
-    assert!(token::verify(issued.as_bytes(), PREVIOUS.as_bytes(), NOW).is_err());
-    // A token of neither secret is still refused.
-    let other = token::issue(b"some-third-secret-of-enough-length-000", NOW).unwrap();
-    assert_eq!(ctx.call("GET", "/books", Some(&other), ""), invalid_token());
+    ctx.set(Setting::SecretToken, &format!("{short}f"));
+    ctx.login();
 }
 
 proptest! {

@@ -45,8 +45,7 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     // 0007 indexed the books already there: a filter finds them through it.
     let (solaris, _) = ctx.get_books(Some("title=OLARI&author=lem"));
     assert_eq!(solaris.1["data"], json!([book(2, "Solaris", "Stanisław Lem", 1961)]));
-    let kindred = book_body("Kindred", "Octavia E. Butler", 1979);
-    let outcome = ctx.authed("POST", "/book", &kindred);
+    let outcome = ctx.authed("POST", "/book", &book_body("Kindred", "Octavia E. Butler", 1979));
     assert_eq!(outcome, created(3, "Kindred", "Octavia E. Butler", 1979));
     // Books from before versions start at version 1.
     assert_eq!(ctx.get_unchecked("/book/1", None).header("etag"), Some("\"1.1\""));

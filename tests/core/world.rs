@@ -4,23 +4,21 @@
 //! otherwise).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use wit_parser::{Resolve, WorldId, WorldKey};
 
 use crate::support::cells;
 
-/// (file under target/variants/, its world in wit/).
-const VARIANTS: [(&str, &str); 4] = [
-    ("book-catalog.wasm", "book-catalog"),
-    ("book-catalog-postgres.wasm", "book-catalog-postgres"),
-    ("book-catalog-sqlite.wasm", "book-catalog-sqlite"),
-    ("book-catalog-p2.wasm", "book-catalog-p2"),
+/// Each build and its world in wit/: `make variants`' and `make build`'s,
+/// the one `make run` and the end-to-end suites serve, the default build.
+const BUILDS: [(&str, &str); 5] = [
+    ("target/variants/book-catalog.wasm", "book-catalog"),
+    ("target/variants/book-catalog-postgres.wasm", "book-catalog-postgres"),
+    ("target/variants/book-catalog-sqlite.wasm", "book-catalog-sqlite"),
+    ("target/variants/book-catalog-p2.wasm", "book-catalog-p2"),
+    ("target/wasm32-wasip2/release/book_catalog.wasm", "book-catalog"),
 ];
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A world's imports and exports as `ns:pkg/iface@version` names (with the
 /// interfaces whose types its imports use, e.g. `rdbms-types`).
@@ -40,7 +38,8 @@ fn interfaces(resolve: &Resolve, world: WorldId) -> (BTreeSet<String>, BTreeSet<
 /// The world `name` of `wit/`.
 fn world(name: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut resolve = Resolve::default();
-    let (package, _) = resolve.push_dir(workspace().join("wit")).expect("wit/ parses");
+    let wit = concat!(env!("CARGO_MANIFEST_DIR"), "/wit");
+    let (package, _) = resolve.push_dir(wit).expect("wit/ parses");
     let world = resolve
         .select_world(&[package], Some(name))
         .unwrap_or_else(|error| panic!("world {name}: {error}"));
@@ -51,8 +50,7 @@ fn world(name: &str) -> (BTreeSet<String>, BTreeSet<String>) {
 fn component(path: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
     let shown = path.display();
     let missing = |error| panic!("{shown} is missing ({error}): run `make build variants`");
-    let bytes = std::fs::read(path).unwrap_or_else(missing);
-    match wit_component::decode(&bytes) {
+    match wit_component::decode(&std::fs::read(path).unwrap_or_else(missing)) {
         Ok(wit_component::DecodedWasm::Component(resolve, world)) => interfaces(&resolve, world),
         Ok(_) => panic!("{shown} is not a component"),
         Err(error) => panic!("{shown} does not decode: {error:?}"),
@@ -121,35 +119,20 @@ fn worlds_per_build() {
     assert_eq!(p2_exports.into_iter().collect::<Vec<_>>(), ["wasi:http/incoming-handler@0.2.6"]);
 }
 
-/// The component at `path` imports exactly the world `name` and exports the
-/// HTTP handler.
-fn assert_imports_exactly(path: &Path, name: &str) {
-    let (world_imports, world_exports) = world(name);
-    let (imports, exports) = component(path);
-    let shown = path.display();
-    let undeclared = within(&imports, &world_imports);
-    assert!(undeclared.is_empty(), "{shown} imports {undeclared:?}, not in its world {name}");
-    let unused = within(&world_imports, &imports);
-    assert!(unused.is_empty(), "the world {name} imports {unused:?}, which {shown} does not");
-    let handler =
-        |e: &String| ["wasi:http/handler", "wasi:http/incoming-handler"].contains(&minor(e).0);
-    let exported = exports.iter().any(handler) && within(&exports, &world_exports).is_empty();
-    assert!(exported, "{shown} exports {exports:?}; its world exports {world_exports:?}");
-}
-
+/// Each build imports exactly its world and exports the HTTP handler.
 #[test]
-#[ignore = "needs the component's variants (make variants): make test runs it"]
-fn each_variant_imports_exactly_its_world() {
-    for (file, name) in VARIANTS {
-        assert_imports_exactly(&workspace().join("target/variants").join(file), name);
+#[ignore = "needs the built component and its variants (make build variants): make test runs it"]
+fn each_build_imports_exactly_its_world() {
+    for (path, name) in BUILDS {
+        let (world_imports, world_exports) = world(name);
+        let (imports, exports) = component(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path));
+        let undeclared = within(&imports, &world_imports);
+        assert!(undeclared.is_empty(), "{path} imports {undeclared:?}, not in its world {name}");
+        let unused = within(&world_imports, &imports);
+        assert!(unused.is_empty(), "the world {name} imports {unused:?}, which {path} does not");
+        let handler =
+            |e: &String| ["wasi:http/handler", "wasi:http/incoming-handler"].contains(&minor(e).0);
+        let exported = exports.iter().any(handler) && within(&exports, &world_exports).is_empty();
+        assert!(exported, "{path} exports {exports:?}; its world exports {world_exports:?}");
     }
-}
-
-/// `make build`'s component, the one `make run` and the end-to-end suites
-/// serve, is the default build.
-#[test]
-#[ignore = "needs the built component (make build): make test runs it"]
-fn default_build_imports_exactly_its_world() {
-    let path = workspace().join("target/wasm32-wasip2/release/book_catalog.wasm");
-    assert_imports_exactly(&path, "book-catalog");
 }
