@@ -47,13 +47,11 @@ hurl:
 	@scripts/ensure-tools.sh hurl
 	@tests/hurl/run.py
 
-## Load benchmark (wrk on loopback): the floor and the component under
-## spin-lite and real Spin (SPIN=path), SQLite and
-## PostgreSQL; writes build/bench/ (bench/README.md).
+## Load benchmark (wrk on loopback): the component under spin-lite and real
+## Spin (SPIN=path), SQLite and PostgreSQL; writes build/bench/ (bench/README.md).
 bench: build
 	@scripts/ensure-tools.sh postgres
 	@command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk
-	$(CARGO) build --release --locked --target wasm32-wasip2 -p book-floor
 	@bench/run.py
 
 build: component host

@@ -37,7 +37,6 @@ USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
 BOOKS = 10_000
-SPIN_ONLY = ("spin", "spin-floor")
 WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
           "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
 
@@ -132,11 +131,6 @@ def measure(servers):
                 env.update(BENCH_DELETE_FIRST=books[target].add(count, gap=1000), BENCH_DELETE_COUNT=count)
             run_wrk(target, scenario, c, script=script, **env)
 
-    if targets[0].comparator.endswith("floor"):
-        cell("warm-up", 16, script="floor")
-        for c in CONCURRENCY:
-            cell("floor", c)
-        return
     books = {target: prepare(target.base, state_dir, pg_url) for target, state_dir, pg_url in servers}
     if CATALOG:
         return catalog(targets, books)
@@ -241,23 +235,21 @@ def catalog_table(runs):
 
 
 def serve(comparator, stores, pg):
-    """The component, or the floor, under spin-lite or real Spin: a host per
+    """The component under spin-lite or real Spin: a host per
     store, on SQLite one per policy of SYNCHRONOUS (`NAME/full`), each with,
     given BENCH_WASM_B, its twin `NAME-b` serving that build (all with one
     secret, each on a database of its own), measured together: a cell runs
     on each in turn, so the stores and builds of a figure share the load."""
-    floor = comparator.endswith("floor")
     secret = launch.random_text(48)
-    builds = [("", None if floor else WASM)] + ([("-b", WASM_B)] if WASM_B and not floor else [])
+    builds = [("", WASM)] + ([("-b", WASM_B)] if WASM_B else [])
     hosts = []
     try:
         for store in stores:
-            for policy in SYNCHRONOUS if store == "sqlite" and not floor else [None]:
+            for policy in SYNCHRONOUS if store == "sqlite" else [None]:
                 settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
                 for suffix, wasm in builds:
-                    host = launch.Host("spin" if comparator in SPIN_ONLY else "spin-lite", store, settings,
+                    host = launch.Host("spin" if comparator == "spin" else "spin-lite", store, settings,
                                        pg_url=pg.fresh_database() if store == "postgres" else None, wasm=wasm,
-                                       manifest=ROOT / "bench/floor/spin.toml" if floor else None,
                                        reuse=REUSE if comparator == "reuse" else 1)
                     hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host))
                     host.start()
@@ -342,24 +334,23 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "runs.jsonl").write_text("")
     stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
-    comparators = os.environ.get("BENCH_COMPARATORS", "floor spin-lite reuse spin-floor spin").split()
+    comparators = os.environ.get("BENCH_COMPARATORS", "spin-lite reuse spin").split()
     if shutil.which("wrk") is None:
         sys.exit("bench: wrk is missing (apt-get install wrk)")
-    if not launch.spin_binary() and set(SPIN_ONLY) & set(comparators):
-        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin and spin-floor skipped")
-        comparators = [c for c in comparators if c not in SPIN_ONLY]
+    if not launch.spin_binary() and "spin" in comparators:
+        log("no Spin binary (SPIN=path, build/spin/spin or spin on PATH): spin skipped")
+        comparators = [c for c in comparators if c != "spin"]
     pg = launch.Pg() if "postgres" in stores else None
     if pg:
         global POSTGRES_PID
         POSTGRES_PID = int((Path(pg.dir) / "data/postmaster.pid").read_text().split()[0])
     try:
         for comparator in comparators:
-            for store in ["sqlite"] if comparator.endswith("floor") else [None]:
-                log(f"{comparator} on {store or ' and '.join(stores)}")
-                try:
-                    serve(comparator, [store] if store else stores, pg)
-                except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
-                    log(f"{comparator} failed ({e}): its runs so far are kept")
+            log(f"{comparator} on {' and '.join(stores)}")
+            try:
+                serve(comparator, stores, pg)
+            except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+                log(f"{comparator} failed ({e}): its runs so far are kept")
     finally:
         if pg:
             pg.close()

@@ -68,8 +68,6 @@ function request()
       return wrk.format("GET", "/books", auth)
    elseif scenario == "page" then
       return wrk.format("GET", "/books?limit=100" .. (after ~= "" and "&after=" .. after or ""), auth)
-   elseif scenario == "floor" then
-      return wrk.format("GET", "/", auth)
    end
    return wrk.format("GET", book(), auth)
 end

@@ -2,24 +2,13 @@
 # `make test`: every test of the project, in order, with one closing line
 # `N passed, M failed` that counts all of them. Stops everything it started,
 # also on failure, and exits non-zero if anything failed.
-#   1. the component's builds (wasm32-wasip2, release): the default (WASI
-#      0.3) and the variants. The host is built by step 2: `cargo test`
-#      builds target/release/spin-lite for the host's own tests, with the
-#      features `make host` resolves too (the Makefile's NATIVE_BUILD), so
-#      each reuses the other's wasmtime
-#   2. native unit and integration tests (cargo test --workspace)
-#   3. the WASI 0.3 build under spin-lite, on SQLite and on a throwaway
-#      PostgreSQL cluster: the hurl suite (the plain hurl command, then
-#      tests/hurl/run.py), schema-driven fuzzing (schemathesis), the fault
-#      tests, the big catalog, sized for CI (`make soak`: full size); each
-#      single-store variant on its store
-#   4. with real Spin (.ci/run unpacks each; SPIN, SPIN_4_0, SPIN_3_6, else
-#      build/spin*/spin): the WASI 0.3 build under Spin main (the hurl suite,
-#      spin-lite and Spin side by side, the fault tests of what Spin itself
-#      decides, the big catalog), the WASI 0.2 build under Spin 4.0.2 (the
-#      hurl suite, those fault tests, the big catalog) and under 3.6.3,
-#      SpinKube's runtime (the hurl suite). Without Spin these legs are
-#      listed as skipped, never counted.
+# In order: the builds (the WASI 0.3 default and `make variants`); the native
+# tests (`cargo test --workspace`, which also builds target/release/spin-lite
+# with the features `make host` resolves); the WASI 0.3 build's suites under
+# spin-lite on SQLite and a throwaway PostgreSQL; then, with real Spin
+# (SPIN, SPIN_4_0, SPIN_3_6, else build/spin*/spin; else listed as skipped,
+# never counted), the legs tests/README.md lists under "Which build under
+# which host".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
