@@ -27,7 +27,6 @@ CONCURRENCY = os.environ.get("BENCH_CONCURRENCY", "1 16 64").split()
 SCENARIOS = os.environ.get("BENCH_SCENARIOS", "token get post postkey put putwalk putif delete mix").split()
 LISTS = os.environ.get("BENCH_LISTS", "1") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-REUSE = int(os.environ.get("BENCH_REUSE", "1000"))
 # Catalog sizes: when set, each server is measured at each size instead (catalog()).
 CATALOG = [int(n) for n in os.environ.get("BENCH_CATALOG", "").split()]
 # SQLite's durability policies (sqlite_synchronous): each component comparator
@@ -248,9 +247,8 @@ def serve(comparator, stores, pg):
             for policy in SYNCHRONOUS if store == "sqlite" else [None]:
                 settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
                 for suffix, wasm in builds:
-                    host = launch.Host("spin" if comparator == "spin" else "spin-lite", store, settings,
-                                       pg_url=pg.fresh_database() if store == "postgres" else None, wasm=wasm,
-                                       reuse=REUSE if comparator == "reuse" else 1)
+                    pg_url = pg.fresh_database() if store == "postgres" else None
+                    host = launch.Host(comparator, store, settings, pg_url=pg_url, wasm=wasm)
                     hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host))
                     host.start()
         measure([(Target(name, host.store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
@@ -334,7 +332,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "runs.jsonl").write_text("")
     stores = os.environ.get("BENCH_STORES", "sqlite postgres").split()
-    comparators = os.environ.get("BENCH_COMPARATORS", "spin-lite reuse spin").split()
+    comparators = os.environ.get("BENCH_COMPARATORS", "spin-lite spin").split()
     if shutil.which("wrk") is None:
         sys.exit("bench: wrk is missing (apt-get install wrk)")
     if not launch.spin_binary() and "spin" in comparators:

@@ -2,7 +2,7 @@
 # Schema-driven fuzzing of the running service with schemathesis.
 #
 #   scripts/fuzz.sh [--store sqlite|postgres] [--scale quick|full] [--host spin-lite|spin]
-#                   [--wasm F] [--manifest F] [--reuse N]
+#                   [--wasm F] [--manifest F]
 #
 # Installs schemathesis 4.32.5 (PyPI) into build/venv (reused when present),
 # then runs tests/faults/fuzz.py: its own host on a free loopback port, a

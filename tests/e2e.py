@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End to end: the real host serving the real component over HTTP.
 
-    tests/e2e.py [--store sqlite|postgres] [--host spin-lite|spin] [--reuse N]
+    tests/e2e.py [--store sqlite|postgres] [--host spin-lite|spin]
                  [--wasm F] [--manifest F] [--argon2-cli]
 
 A host of tests/faults/lib.py (a 30-second failed-login window, so that
@@ -97,8 +97,7 @@ if __name__ == "__main__":
     args = lib.parse_args("end to end", more=lambda p: p.add_argument(
         "--argon2-cli", action="store_true",
         help="also log in with a password hash made by Debian's argon2 CLI"))
-    details = ([f"reuse {args.reuse}"] if args.reuse != 1 else []) \
-        + ([os.path.relpath(args.manifest, lib.ROOT)] if args.manifest else []) \
+    details = ([os.path.relpath(args.manifest, lib.ROOT)] if args.manifest else []) \
         + ([Path(args.wasm).name] if args.wasm else [])
     lib.run_modules(args, [("e2e", lambda ctx: run(ctx, args.argon2_cli))],
                     "e2e" + (f" ({', '.join(details)})" if details else ""))

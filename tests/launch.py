@@ -2,7 +2,7 @@
 """The one way the tests and the benchmark serve the component.
 
     tests/launch.py --host spin-lite|spin [--store sqlite|postgres] [--pg-url URL]
-                    [--wasm FILE] [--manifest FILE] [--reuse N] [--port N]
+                    [--wasm FILE] [--manifest FILE] [--port N]
                     [--state-dir DIR] [--env NAME=VALUE]... -- COMMAND...
 
 Serves the component on 127.0.0.1 (spin-lite: $SPIN_LITE or target/release;
@@ -65,7 +65,6 @@ def add_host_options(p, host_default=None):
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--wasm", help="serve this component instead of the manifest's")
     p.add_argument("--manifest", help="serve this manifest instead of spin.toml")
-    p.add_argument("--reuse", type=int, default=1, help="spin-lite --max-instance-reuse N")
 
 
 def random_text(n):
@@ -266,14 +265,12 @@ class Host:
     restart keeps the state directory, and the port only if `port` was given."""
 
     def __init__(self, kind="spin-lite", store="sqlite", settings=None, pg_url=None, wasm=None,
-                 manifest=None, reuse=1, port=None, state_dir=None, workdir=None):
+                 manifest=None, port=None, state_dir=None, workdir=None):
         if kind not in HOSTS:
             raise ValueError(f"host must be one of {HOSTS}, not {kind!r}")
-        if kind == "spin" and reuse != 1:
-            raise ValueError("--reuse is spin-lite's (--max-instance-reuse); Spin has no such option")
         if store == "postgres" and not pg_url:
             raise ValueError("the PostgreSQL store needs a database URL")
-        self.kind, self.store, self.pg_url, self.reuse = kind, store, pg_url, reuse
+        self.kind, self.store, self.pg_url = kind, store, pg_url
         self.own_settings = dict(settings or {})
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="book-launch."))
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="state.", dir=self.workdir))
@@ -304,11 +301,8 @@ class Host:
                 env["SPIN_VARIABLE_" + name] = value
             else:
                 command += ["-e", f"{name}={value}"]
-        if self.kind != "spin":
-            if self.reuse != 1:
-                command += ["--max-instance-reuse", str(self.reuse)]
-            if self.store == "postgres":
-                env["SPIN_LITE_PG_EMPTY_QUERY_ERROR"] = "1"
+        if self.kind != "spin" and self.store == "postgres":
+            env["SPIN_LITE_PG_EMPTY_QUERY_ERROR"] = "1"
         # `spin up` passes the options it does not know to its trigger: last.
         command += ["--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir)]
         return command + self.args, env
@@ -402,7 +396,7 @@ def main():
     host = None
     try:
         host = Host(args.host, args.store, settings, pg_url=args.pg_url or (pg and pg.url),
-                    wasm=args.wasm, manifest=args.manifest, reuse=args.reuse, port=args.port,
+                    wasm=args.wasm, manifest=args.manifest, port=args.port,
                     state_dir=args.state_dir, workdir=workdir)
         signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
         host.start()

@@ -47,12 +47,6 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub runtime_config_file: Option<PathBuf>,
 
-    /// WASI 0.2 components: requests one instance may serve, one after
-    /// another; 1 gives every request a fresh instance, as Spin does
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_instance_reuse: u32,
-
     /// WASI 0.3 components: requests one instance serves before it is
     /// dropped (as Spin's)
     #[arg(long, value_name = "N", default_value_t = 128,
@@ -153,7 +147,6 @@ mod tests {
             std::env::remove_var("SPIN_LITE_PG_EMPTY_QUERY_ERROR");
             assert_eq!(cli.unwrap().pg_empty_query_error, on, "{value}");
         }
-        assert!(parse(&["--max-instance-reuse", "0"]).is_err());
         let cli = parse(&["--idle-instance-timeout", "250ms"]).unwrap();
         assert_eq!(cli.idle_instance_timeout, Duration::from_millis(250));
         assert_eq!(parse(&[]).unwrap().idle_instance_timeout, Duration::from_secs(1));

@@ -128,7 +128,6 @@ async fn run(cli: Cli) -> Result<()> {
         shared,
         manifest.route.clone(),
         Limits {
-            max_reuse: cli.max_instance_reuse,
             max_instances: cli.max_instances,
             request_timeout: cli.request_timeout,
             reuse_count: cli.max_instance_reuse_count,

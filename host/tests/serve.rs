@@ -147,15 +147,12 @@ fn serve_component(dir: &Path, wasm: Vec<u8>, args: &[&str]) -> Host {
 #[test]
 fn a_trap_answers_spins_plain_500_and_the_host_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let trap = components::p2_handler("unreachable");
-    for reuse in ["1", "3"] {
-        let host = serve_component(dir.path(), trap.clone(), &["--max-instance-reuse", reuse]);
-        for _ in 0..4 {
-            assert_plain(500, get(host.port, "/anything"));
-        }
-        host.wait_for_log("unreachable");
-        assert_eq!(host.terminate().code(), Some(0));
+    let host = serve_component(dir.path(), components::p2_handler("unreachable"), &[]);
+    for _ in 0..4 {
+        assert_plain(500, get(host.port, "/anything"));
     }
+    host.wait_for_log("unreachable");
+    assert_eq!(host.terminate().code(), Some(0));
 }
 
 /// A WASI 0.2 and a 0.3 handler that loop with no call in them.
@@ -276,7 +273,7 @@ fn pg_probe(dir: &Path, address: &str, args: &[&str]) -> Host {
 fn postgres_as_spin_serves_it_and_the_zero_row_check() {
     let scratch = ScratchDatabase::create(&test_pg_url().0);
     let dir = tempfile::tempdir().unwrap();
-    let host = pg_probe(dir.path(), &scratch.url(), &["--max-instance-reuse", "2"]);
+    let host = pg_probe(dir.path(), &scratch.url(), &[]);
     for expected in ["1", "2", "3"] {
         assert_eq!(body(&host, "/p/"), expected);
     }

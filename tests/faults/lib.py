@@ -251,7 +251,7 @@ class Host(launch.Host):
                  kind=None):
         kind = kind or ctx.host_kind
         super().__init__(kind, ctx.store, pg_url=(db_url or ctx.pg.url) if ctx.store == "postgres" else None,
-                         wasm=ctx.wasm, manifest=ctx.manifest, reuse=ctx.reuse if kind != "spin" else 1,
+                         wasm=ctx.wasm, manifest=ctx.manifest,
                          state_dir=state_dir, workdir=ctx.tmp)
         self.secret = random_text(48) if secret is True else (secret or None)
         self.username = username or "faults-" + random_text(8).lower()
@@ -317,7 +317,7 @@ class Context:
 
     def __init__(self, args, label="faults"):
         self.store, self.full = args.store, args.scale == "full"
-        self.host_kind, self.wasm, self.manifest, self.reuse = args.host, args.wasm, args.manifest, args.reuse
+        self.host_kind, self.wasm, self.manifest = args.host, args.wasm, args.manifest
         # The WASI 0.2 build (a fresh instance per request), by its manifest or file name.
         self.wasi_p2 = "wasi-p2" in str(args.manifest or "") or str(args.wasm or "").endswith("-p2.wasm")
         self.tally = Tally(label + (" (spin up)" if args.host == "spin" else ""), self.store)

@@ -2,7 +2,7 @@
 """Every fault test, one after another, with one closing line.
 
     tests/faults/run.py --store sqlite|postgres [--scale quick|full] [--host spin-lite|spin]
-                        [--wasm F] [--manifest F] [--reuse N] [--only NAME,...]
+                        [--wasm F] [--manifest F] [--only NAME,...]
 
 Runs MODULES against their own hosts; a module skips (with a note) the store
 or host it does not need (`ctx.only_on`). PostgreSQL: the pg-cluster.sh

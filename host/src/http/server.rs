@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -37,7 +37,7 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub const SLOT_WAIT: Duration = Duration::from_secs(5);
 pub const DEFAULT_MAX_INSTANCES: u32 = 32;
-/// Idle instances kept for reuse (only with `--max-instance-reuse` > 1).
+/// The pool's room for idle WASI 0.3 instances beyond `--max-instances`.
 pub const MAX_IDLE_INSTANCES: u32 = 32;
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// A serving thread's runtime (the main thread's too). Its blocking pool
@@ -125,12 +125,11 @@ fn add_spin_headers(
     full_url
 }
 
-/// `--max-instance-reuse` (WASI 0.2), `--max-instances`, `--request-timeout`
-/// and WASI 0.3's `--max-instance-reuse-count`,
+/// `--max-instances`, `--request-timeout` and WASI 0.3's
+/// `--max-instance-reuse-count`,
 /// `--max-instance-concurrent-reuse-count`, `--idle-instance-timeout`.
 #[derive(Clone, Copy)]
 pub struct Limits {
-    pub max_reuse: u32,
     pub max_instances: u32,
     pub request_timeout: Duration,
     pub reuse_count: u32,
@@ -139,14 +138,13 @@ pub struct Limits {
 }
 
 /// A WASI 0.2 (`wasi:http/incoming-handler`) component is served here, an
-/// instance per request by default; a WASI 0.3 one by a `ProxyHandler` per
+/// instance per request, as Spin does; a WASI 0.3 one by a `ProxyHandler` per
 /// serving thread (`p3.rs`).
 pub struct Server {
     pre: ProxyPre<State>,
     shared: Arc<Shared>,
     route: Route,
     pub(super) limits: Limits,
-    idle: Mutex<Vec<Instance>>,
     /// Requests served at once (`--max-instances`): a WASI 0.2 request has
     /// an instance of its own.
     requests: Arc<Semaphore>,
@@ -156,19 +154,12 @@ pub struct Server {
     instances: Arc<Semaphore>,
 }
 
-struct Instance {
-    store: Store<State>,
-    proxy: wasmtime_wasi_http::p2::bindings::Proxy,
-    served: u32,
-}
-
 impl Server {
     pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Self {
         let requests = Arc::new(Semaphore::new(limits.max_instances as usize));
         let room = limits.max_instances + MAX_IDLE_INSTANCES;
         let instances = Arc::new(Semaphore::new(room as usize));
-        let idle = Mutex::new(Vec::new());
-        Server { pre, shared, route, limits, idle, requests, instances }
+        Server { pre, shared, route, limits, requests, instances }
     }
 
     /// One single-threaded runtime per core on the same listener: a
@@ -306,9 +297,9 @@ impl Server {
         empty(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
-    /// A WASI 0.2 request, in an idle instance or a new one, called in a
-    /// task of its own (holding the request's slot): the guest may stream
-    /// the body after the head.
+    /// A WASI 0.2 request, in a new instance called in a task of its own
+    /// (holding the request's slot): the guest may stream the body after the
+    /// head.
     async fn handle_p2(
         self: &Arc<Self>,
         req: Request<RequestBody>,
@@ -316,28 +307,24 @@ impl Server {
         method: &Method,
         path: &str,
     ) -> wasmtime::Result<Response<HyperOutgoingBody>> {
-        let mut instance = match self.take_idle() {
-            Some(instance) => instance,
-            None => match self.instantiate().await.context("cannot instantiate the component")? {
-                (store, Proxy::P2(proxy)) => Instance { store, proxy, served: 0 },
+        let (mut store, proxy) =
+            match self.instantiate().await.context("cannot instantiate the component")? {
+                (store, Proxy::P2(proxy)) => (store, proxy),
                 _ => wasmtime::bail!("not a WASI 0.2 component"),
-            },
-        };
+            };
         let (sender, receiver) = tokio::sync::oneshot::channel();
-        let mut http = instance.store.data_mut().http();
+        let mut http = store.data_mut().http();
         let request = http.new_incoming_request(Scheme::Http, req)?;
         let outparam = http.new_response_outparam(sender)?;
         let (method, path, server) = (method.clone(), path.to_string(), self.clone());
         tokio::spawn(async move {
             let timeout = server.limits.request_timeout;
-            let Instance { store, proxy, .. } = &mut instance;
             let call =
-                proxy.wasi_http_incoming_handler().call_handle(&mut *store, request, outparam);
+                proxy.wasi_http_incoming_handler().call_handle(&mut store, request, outparam);
             match tokio::time::timeout(timeout, call).await {
-                Ok(Ok(())) => server.recycle(instance),
-                // A trapped instance is never reused.
+                Ok(Ok(())) => {}
                 Ok(Err(e)) => eprintln!("component failed on {method} {path}: {e:?}"),
-                // Dropping the call stopped the guest; its instance goes too.
+                // Dropping the call stopped the guest.
                 Err(_) => stopped(&method, &path, timeout),
             }
             drop(permit);
@@ -371,25 +358,6 @@ impl Server {
         store.epoch_deadline_async_yield_and_update(1);
         let proxy = self.pre.instantiate_async(&mut store).await?;
         Ok((store, proxy))
-    }
-
-    fn take_idle(&self) -> Option<Instance> {
-        if self.limits.max_reuse <= 1 {
-            return None;
-        }
-        self.idle.lock().ok()?.pop()
-    }
-
-    fn recycle(&self, mut instance: Instance) {
-        instance.served += 1;
-        if instance.served >= self.limits.max_reuse {
-            return;
-        }
-        if let Ok(mut idle) = self.idle.lock() {
-            if idle.len() < MAX_IDLE_INSTANCES as usize {
-                idle.push(instance);
-            }
-        }
     }
 }
 
