@@ -5,9 +5,9 @@
 # (docker-registry, for tests/faults/registry.py) and `browser` (chromium,
 # for tests/faults/browser.py) from Debian; into build/venv from PyPI, `otel`
 # (opentelemetry-proto: tests/faults/otel.py decodes what Spin exports); into
-# build/typed-client from npm, `client` (openapi-typescript, openapi-fetch and
-# typescript at the versions tests/faults/typed-client/package.json pins, for
-# tests/faults/typed_client.py).
+# build/typed-client from npm, `client` (openapi-typescript, openapi-fetch,
+# typescript and @redocly/cli at the versions tests/faults/typed-client/
+# package.json pins, for tests/faults/typed_client.py and the OpenAPI lint).
 # The Rust toolchain and the wasm32-wasip2 target come from
 # rust-toolchain.toml through rustup, on the first cargo call.
 set -euo pipefail

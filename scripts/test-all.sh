@@ -94,6 +94,15 @@ if [ "$cargo_status" -ne 0 ] && [ "$cargo_failed" -eq 0 ]; then
 fi
 record "$cargo_passed" "$cargo_failed"
 
+step "openapi.yaml: Redocly's recommended lint, no warning (.redocly.lint-ignore.yaml: why one rule is not)"
+lint=$(build/typed-client/node_modules/.bin/redocly lint openapi.yaml 2>&1)
+echo "$lint"
+if grep -q "Your API description is valid" <<<"$lint" && ! grep -q "You have" <<<"$lint"; then
+    record 1 0
+else
+    record 0 1
+fi
+
 export E2E_TALLY="$tally"
 [ -n "$pg_url" ] && export FAULTS_PG_DIR="$pg_dir"
 stores=(sqlite)

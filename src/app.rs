@@ -11,7 +11,7 @@ use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::log::{self, RequestFields};
 use crate::port::{self, open_store, read_body, BodyError, BodyStream, Context, RequestHead};
-use crate::settings;
+use crate::settings::{self, Role};
 use crate::{books, cors, login, token};
 
 /// A request served: its response, and what its log line
@@ -31,7 +31,7 @@ pub async fn handle<C: Context>(
 ) -> Served {
     let route = route(head.method, head.path);
     let method = head.method.to_string();
-    let mut fields = RequestFields { method, route: route.pattern, store: "none" };
+    let mut fields = RequestFields { method, route: route.pattern, store: "none", account: None };
     // Only a browser sends `Origin`: other clients never read the setting.
     let cors = match head.header("origin") {
         Some(origin) => settings::cors_origins(ctx).map(|origins| origins.allow(&origin)),
@@ -69,8 +69,8 @@ pub async fn handle<C: Context>(
 const PREFLIGHT_METHOD: &str = "access-control-request-method";
 
 /// The contract's order of checks: the path (404, before any
-/// authentication), the token, the method (405), the book's id (404), then
-/// the endpoint's own.
+/// authentication), the token, the method (405), the holder's role (403),
+/// the book's id (404), then the endpoint's own.
 async fn respond<C: Context>(
     ctx: &mut C,
     head: &RequestHead<'_>,
@@ -79,7 +79,12 @@ async fn respond<C: Context>(
     fields: &mut RequestFields,
 ) -> Result<Response, ApiError> {
     if route.protected {
-        token::authorize(ctx, head.header("authorization").as_deref())?;
+        let holder = token::authorize(ctx, head.header("authorization").as_deref())?;
+        fields.account = Some(holder.username);
+        let served = !matches!(route.endpoint, Err(ApiError::MethodNotAllowed(_)));
+        if served && head.method != "GET" && holder.role == Role::Reader {
+            return Err(ApiError::PermissionDenied);
+        }
     }
     match route.endpoint? {
         Endpoint::Health => health(ctx, fields).await,

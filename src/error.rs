@@ -12,6 +12,8 @@ pub enum ApiError {
     InvalidCredentials,
     TokenRequired,
     InvalidToken,
+    /// A reader's write (`settings::Role`).
+    PermissionDenied,
     BookNotFound,
     /// A path the service does not serve.
     RouteNotFound,
@@ -77,6 +79,7 @@ impl ApiError {
             ApiError::InvalidCredentials => (401, "Invalid credentials"),
             ApiError::TokenRequired => (401, "Authorization token required"),
             ApiError::InvalidToken => (401, "Invalid token"),
+            ApiError::PermissionDenied => (403, "Permission denied"),
             ApiError::BookNotFound => (404, "Book not found"),
             ApiError::RouteNotFound => (404, "Not found"),
             ApiError::MethodNotAllowed(_) => (405, "Method not allowed"),

@@ -29,36 +29,47 @@ fn value(text: &str) -> String {
 }
 
 /// What a request was, for its log lines: its method, its route pattern
-/// (`app::route`) and the store it opened (`none` if none).
+/// (`app::route`), the store it opened (`none` if none) and the account it
+/// was made as (the token's holder, or a login's), if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestFields {
     pub method: String,
     pub route: &'static str,
     pub store: &'static str,
+    pub account: Option<String>,
 }
 
 /// The line after every request.
 pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String {
-    format!(
+    let mut line = format!(
         "level=info msg=request method={} route={} status={status} store={} \
          duration_us={duration_us}",
         value(&fields.method),
         fields.route,
         fields.store
-    )
+    );
+    if let Some(account) = &fields.account {
+        let _ = write!(line, " account={}", value(account));
+    }
+    line
 }
 
-/// The line before a 500 or 503: why. A host error may carry the host's own
-/// backtrace (Spin's, under `RUST_BACKTRACE=1`): only the cause is kept.
+/// The line before a 500 or 503, the service's failure (`level=error`):
+/// why. A host error may carry the host's own backtrace (Spin's, under
+/// `RUST_BACKTRACE=1`): only the cause is kept.
 pub fn failure(fields: &RequestFields, reason: &str) -> String {
     let reason = reason.split("\n\nStack backtrace:").next().unwrap_or(reason);
-    format!(
-        "level=error msg=\"request failed\" method={} route={} store={} reason={}",
-        value(&fields.method),
-        fields.route,
-        fields.store,
-        value(reason)
-    )
+    format!("level=error msg=\"request failed\" {} reason={}", about(fields), value(reason))
+}
+
+/// The line of a client that closed its connection before its answer was
+/// whole: the client's doing, so no error.
+pub fn client_left(fields: &RequestFields) -> String {
+    format!("level=info msg=\"client left\" {}", about(fields))
+}
+
+fn about(fields: &RequestFields) -> String {
+    format!("method={} route={} store={}", value(&fields.method), fields.route, fields.store)
 }
 
 /// A setting's warning.
@@ -77,12 +88,19 @@ mod tests {
         assert_eq!(value("a b"), "\"a b\"");
         assert_eq!(value("say \"hi\"\\"), "\"say \\\"hi\\\"\\\\\"");
         assert_eq!(value("x=1\ny\u{7}"), "\"x=1\\ny\\u{7}\"");
-        let fields = RequestFields { method: "PUT".into(), route: "/book/{id}", store: "postgres" };
+        let mut fields = RequestFields {
+            method: "PUT".into(),
+            route: "/book/{id}",
+            store: "postgres",
+            account: None,
+        };
         assert_eq!(
             request(&fields, 200, 123),
             "level=info msg=request method=PUT route=/book/{id} status=200 store=postgres \
              duration_us=123"
         );
+        fields.account = Some("ed \"the\" editor".into());
+        assert!(request(&fields, 200, 1).ends_with(r#"duration_us=1 account="ed \"the\" editor""#));
         assert_eq!(
             failure(&fields, "PostgreSQL: db error"),
             "level=error msg=\"request failed\" method=PUT route=/book/{id} store=postgres \
@@ -91,6 +109,10 @@ mod tests {
         assert_eq!(
             failure(&fields, "refused\n\nStack backtrace:\n   0: spin::main"),
             failure(&fields, "refused")
+        );
+        assert_eq!(
+            client_left(&fields),
+            "level=info msg=\"client left\" method=PUT route=/book/{id} store=postgres"
         );
         assert_eq!(warning("no secret"), "level=warn msg=\"no secret\"");
     }

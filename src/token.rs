@@ -1,42 +1,80 @@
-//! HS256 JSON Web Tokens (docs/api.md, "Tokens"): one algorithm, one claim;
-//! anything not fully understood is rejected rather than guessed at.
+//! HS256 JSON Web Tokens (docs/api.md, "Tokens"): one algorithm; `exp`, and
+//! who holds the token (`sub`, `role`, an account's `fp`); anything not fully
+//! understood is rejected rather than guessed at.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::Sha256;
 
 use crate::error::ApiError;
 use crate::port::Context;
-use crate::settings;
+use crate::settings::password_hash::same_text;
+use crate::settings::{self, pair_username, Accounts, Role, SettingSource};
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// Who holds a token: the configured pair or an account, with its role now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub username: String,
+    pub role: Role,
+}
+
 /// Checks the `Authorization` header of a protected request, the bare token:
 /// signed with the signing secret or, while one is set, the previous one
-/// (docs/configuration.md, "Rotating the signing secret").
-pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<(), ApiError> {
+/// (docs/configuration.md, "Rotating the signing secret"), and held by the
+/// configured pair or by an account whose credential is still the one it
+/// was issued for. Unusable `accounts` refuse every token (500).
+pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<Holder, ApiError> {
     let token = header.map(<[u8]>::trim_ascii).unwrap_or_default();
     if token.is_empty() {
         return Err(ApiError::TokenRequired);
     }
+    let accounts = ctx.accounts()?;
     let Some(secret) = settings::signing_secret(ctx)? else {
         return Err(ApiError::InvalidToken);
     };
     let now = ctx.now();
-    match verify(token, secret.as_bytes(), now) {
-        Ok(()) => Ok(()),
+    let claims = match verify(token, secret.as_bytes(), now) {
+        Ok(claims) => claims,
         // Only a signature that does not match the current secret can match
         // the previous one; the previous secret is read only then.
         Err(TokenError::BadSignature) => match settings::previous_signing_secret(ctx)? {
             Some(previous) => {
-                verify(token, previous.as_bytes(), now).map_err(|_| ApiError::InvalidToken)
+                verify(token, previous.as_bytes(), now).map_err(|_| ApiError::InvalidToken)?
             }
-            None => Err(ApiError::InvalidToken),
+            None => return Err(ApiError::InvalidToken),
         },
-        Err(_) => Err(ApiError::InvalidToken),
-    }
+        Err(_) => return Err(ApiError::InvalidToken),
+    };
+    holder(ctx, &accounts, claims)
+}
+
+/// The holder `claims` name now: an account whose fingerprint is still
+/// `fp`, or the configured pair (no `fp`; no `sub` in a token issued before
+/// accounts existed). Refused: a removed account, a changed password, a
+/// pair's token after `auth_username` changed.
+fn holder(
+    ctx: &mut impl SettingSource,
+    accounts: &Accounts,
+    claims: Claims,
+) -> Result<Holder, ApiError> {
+    let holder = match (claims.sub, claims.fp) {
+        (Some(username), Some(fp)) => accounts
+            .find(&username)
+            .filter(|account| same_text(&fp, &account.fingerprint))
+            .map(|account| Holder { role: account.role, username }),
+        (sub, None) => {
+            let pair = pair_username(ctx)?;
+            let username = sub.unwrap_or_else(|| pair.clone());
+            (username == pair).then_some(Holder { username, role: Role::Editor })
+        }
+        (None, Some(_)) => None,
+    };
+    holder.ok_or(ApiError::InvalidToken)
 }
 
 /// Tokens live 15 minutes.
@@ -60,10 +98,42 @@ pub enum TokenError {
     Expired,
 }
 
-/// Signs a token that expires `LIFETIME_SECONDS` after `now`.
-pub fn issue(key: &[u8], now: u64) -> Result<String, TokenError> {
-    let claims = format!(r#"{{"exp":{}}}"#, now.saturating_add(LIFETIME_SECONDS));
-    let mut token = String::with_capacity(160);
+/// The claims a token is issued with.
+#[derive(Serialize)]
+struct Issued<'a> {
+    exp: u64,
+    sub: &'a str,
+    /// For pages that offer only what the holder may do; the service reads
+    /// the role of the account, never this.
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fp: Option<&'a str>,
+}
+
+/// The claims that say who holds a verified token.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claims {
+    pub sub: Option<String>,
+    /// An account's credential fingerprint (`settings::Account`).
+    pub fp: Option<String>,
+}
+
+/// Signs a token for `holder` (with its account's `fingerprint`; `None` for
+/// the configured pair) that expires `LIFETIME_SECONDS` after `now`.
+pub fn issue(
+    key: &[u8],
+    now: u64,
+    holder: &Holder,
+    fingerprint: Option<&str>,
+) -> Result<String, TokenError> {
+    let claims = Issued {
+        exp: now.saturating_add(LIFETIME_SECONDS),
+        sub: &holder.username,
+        role: holder.role.name(),
+        fp: fingerprint,
+    };
+    let claims = serde_json::to_vec(&claims).map_err(|_| TokenError::Malformed)?;
+    let mut token = String::with_capacity(256);
     token.push_str(ISSUED_HEADER);
     token.push('.');
     URL_SAFE_NO_PAD.encode_string(claims, &mut token);
@@ -75,8 +145,8 @@ pub fn issue(key: &[u8], now: u64) -> Result<String, TokenError> {
 
 /// Accepts exactly: three base64url segments without padding, a header whose
 /// `alg` is `HS256` (and no `crit`), a valid signature under `key`, and claims
-/// with a numeric `exp` later than `now`.
-pub fn verify(token: &[u8], key: &[u8], now: u64) -> Result<(), TokenError> {
+/// with a numeric `exp` later than `now`, and `sub` and `fp` strings if present.
+pub fn verify(token: &[u8], key: &[u8], now: u64) -> Result<Claims, TokenError> {
     if key.is_empty() {
         return Err(TokenError::EmptyKey);
     }
@@ -104,13 +174,17 @@ pub fn verify(token: &[u8], key: &[u8], now: u64) -> Result<(), TokenError> {
     let signature = decode(signature)?;
     mac(key, signed_input)?.verify_slice(&signature).map_err(|_| TokenError::BadSignature)?;
 
-    let claims = decode_object(claims)?;
+    let mut claims = decode_object(claims)?;
     let expiry = claims.get("exp").ok_or(TokenError::MissingExpiry)?;
-    if is_later_than(expiry, now)? {
-        Ok(())
-    } else {
-        Err(TokenError::Expired)
+    if !is_later_than(expiry, now)? {
+        return Err(TokenError::Expired);
     }
+    let mut text = |name| match claims.remove(name) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(TokenError::Malformed),
+    };
+    Ok(Claims { sub: text("sub")?, fp: text("fp")? })
 }
 
 fn mac(key: &[u8], message: &[u8]) -> Result<HmacSha256, TokenError> {

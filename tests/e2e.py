@@ -16,6 +16,7 @@ else a throwaway one. Prints `e2e STORE: N passed, M failed` (and appends
 `N M` to $E2E_TALLY when set).
 """
 
+import json
 import os
 import re
 import secrets
@@ -34,9 +35,13 @@ LOGIN_WINDOW_SECONDS = "30"
 
 class E2eHost(lib.Host):
     password_hash = None  # when set, configured instead of the password
+    # A reader and an editor for wrapped/accounts.hurl, made as a user makes them.
+    accounts = {role: ("e2e-" + role, "E2e." + lib.random_text(16)) for role in ("reader", "editor")}
 
     def settings(self):
-        settings = dict(super().settings(), LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS)
+        entries = [lib.account(name, role, pw) for role, (name, pw) in self.accounts.items()]
+        settings = dict(super().settings(), LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS,
+                        ACCOUNTS=json.dumps(entries))
         if self.password_hash:
             del settings["AUTH_PASSWORD"]
             settings["AUTH_PASSWORD_HASH"] = self.password_hash
@@ -69,7 +74,9 @@ def run(ctx, argon2_cli=False):
     with tempfile.NamedTemporaryFile("r", dir=ctx.tmp, suffix=".counts") as counts:
         env = dict(os.environ, HURL_BASE_URL=host.base_url, HURL_USERNAME=host.username,
                    HURL_PASSWORD=host.password, SECRET_TOKEN=host.secret,
-                   TRUSTED_PROXY_HOPS="1", LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS)
+                   TRUSTED_PROXY_HOPS="1", LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS,
+                   **{f"HURL_{role.upper()}_{part}": value for role, account in host.accounts.items()
+                      for part, value in zip(("USERNAME", "PASSWORD"), account)})
         subprocess.run([sys.executable, str(HERE / "hurl/run.py"), "--strict", "--counts",
                         counts.name, "--label", f"{t.label} {ctx.store}"],
                        env=env, stdout=sys.stderr, timeout=3600)

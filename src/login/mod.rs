@@ -6,15 +6,14 @@ pub mod limit;
 pub mod sql;
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::envelope::Response;
 use crate::error::ApiError;
 use crate::log::RequestFields;
 use crate::port::{open_store, Context, RequestHead};
-use crate::settings::{self, password_hash::HashedPassword, Credentials, ExpectedPassword};
-use crate::token;
+use crate::settings::password_hash::{same_text, HashedPassword};
+use crate::settings::{self, Accounts, Credentials, ExpectedPassword, Role};
+use crate::token::{self, Holder};
 use limit::PRUNE_BATCH;
 
 /// `POST /token`. `body` is the request body as read (or why it could not
@@ -26,15 +25,14 @@ pub async fn issue_token<C: Context>(
     fields: &mut RequestFields,
 ) -> Result<Response, ApiError> {
     let credentials = settings::credentials(ctx)?;
+    let accounts = ctx.accounts()?;
     let limit = settings::login_limit(ctx)?;
     let login = body.and_then(|body| read_login(&body));
     if !limit.enabled() {
         // No limit: no store call either.
         let (username, password) = login?;
-        if !credentials.accept(&username, &password) {
-            return Err(ApiError::InvalidCredentials);
-        }
-        return sign(ctx);
+        let signed = check(&credentials, &accounts, &username, &password);
+        return sign(ctx, signed.ok_or(ApiError::InvalidCredentials)?, fields);
     }
     let client = settings::client_identity(ctx)?.key_of_request(head.headers);
     let now = ctx.now();
@@ -54,9 +52,9 @@ pub async fn issue_token<C: Context>(
     if let Some(retry_after) = limit.refuses(attempt, now) {
         return Err(ApiError::TooManyLoginAttempts { retry_after });
     }
-    if credentials.accept(&username, &password) {
+    if let Some(signed) = check(&credentials, &accounts, &username, &password) {
         sql::clear_attempts(&mut db, &client).await?;
-        return sign(ctx);
+        return sign(ctx, signed, fields);
     }
     if attempt.count == 1 {
         // A new window began: the moment to clear away a bounded batch of
@@ -66,13 +64,50 @@ pub async fn issue_token<C: Context>(
     Err(ApiError::InvalidCredentials)
 }
 
+/// A login that passed: who, and its account's credential fingerprint.
+struct Signed {
+    holder: Holder,
+    fingerprint: Option<String>,
+}
+
 /// Signs a token with the signing secret for a login that passed.
-fn sign(ctx: &mut impl Context) -> Result<Response, ApiError> {
+fn sign(
+    ctx: &mut impl Context,
+    signed: Signed,
+    fields: &mut RequestFields,
+) -> Result<Response, ApiError> {
     let Some(secret) = settings::signing_secret(ctx)? else {
         return Err(ApiError::TokenNotIssued);
     };
-    let token = token::issue(secret.as_bytes(), ctx.now()).map_err(|_| ApiError::TokenNotIssued)?;
+    let Signed { holder, fingerprint } = signed;
+    let token = token::issue(secret.as_bytes(), ctx.now(), &holder, fingerprint.as_deref())
+        .map_err(|_| ApiError::TokenNotIssued)?;
+    fields.account = Some(holder.username);
     Response::ok(200, "Token generated successfully", &json!({ "token": token }))
+}
+
+/// Who `username` and `password` log in as, if anyone. The same work
+/// whatever the name: the pair's check, and with accounts one Argon2
+/// verification (`Accounts::to_check`), each always done in full.
+fn check(
+    pair: &Credentials,
+    accounts: &Accounts,
+    username: &str,
+    password: &str,
+) -> Option<Signed> {
+    let as_pair = pair.accept(username, password);
+    let as_account = accounts.to_check(username).filter(|(account, known)| {
+        let verified =
+            HashedPassword::parse(&account.password_hash).is_ok_and(|hash| hash.verify(password));
+        verified & known
+    });
+    if as_pair {
+        let holder = Holder { username: pair.username.clone(), role: Role::Editor };
+        return Some(Signed { holder, fingerprint: None });
+    }
+    let (account, _) = as_account?;
+    let holder = Holder { username: account.username.clone(), role: account.role };
+    Some(Signed { holder, fingerprint: Some(account.fingerprint.clone()) })
 }
 
 /// A JSON object with string `username` and `password`; other fields ignored.
@@ -98,28 +133,5 @@ impl Credentials {
             }
         };
         username_matches & password_matches
-    }
-}
-
-/// Compares in time independent of where the texts differ and of their
-/// lengths: both are hashed to fixed-size digests, which `subtle` compares
-/// in constant time.
-pub fn same_text(given: &str, expected: &str) -> bool {
-    let given = Sha256::digest(given.as_bytes());
-    let expected = Sha256::digest(expected.as_bytes());
-    given.ct_eq(&expected).into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn same_text_compares_whole_values() {
-        assert!(same_text("password", "password"));
-        assert!(same_text("", ""));
-        assert!(!same_text("password", "passwore"));
-        assert!(!same_text("password", "password "));
-        assert!(!same_text("", "password"));
     }
 }

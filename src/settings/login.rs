@@ -86,8 +86,7 @@ fn fit_secret(
 /// replaces `auth_password`. A hash that cannot be used makes every login a
 /// 500; the reason, never the hash, goes to the log.
 pub fn credentials(ctx: &mut impl SettingSource) -> Result<Credentials, ApiError> {
-    let username =
-        ctx.setting(Setting::AuthUsername)?.unwrap_or_else(|| DEFAULT_USERNAME.to_string());
+    let username = pair_username(ctx)?;
     let password = match ctx.setting(Setting::AuthPasswordHash)? {
         Some(phc) => match HashedPassword::parse(&phc) {
             Ok(_) => ExpectedPassword::Hash(phc),
@@ -109,6 +108,11 @@ pub fn credentials(ctx: &mut impl SettingSource) -> Result<Credentials, ApiError
         },
     };
     Ok(Credentials { username, password })
+}
+
+/// `auth_username`, the configured pair's name.
+pub fn pair_username(ctx: &mut (impl SettingSource + ?Sized)) -> Result<String, ApiError> {
+    Ok(ctx.setting(Setting::AuthUsername)?.unwrap_or_else(|| DEFAULT_USERNAME.to_string()))
 }
 
 /// `login_max_failures` and `login_window_seconds` (the window is not read

@@ -3,17 +3,21 @@
 //! rule and warning; the handlers get typed values from the readers here and
 //! in `login` and `database`. Each is read only when a request needs it.
 
+mod accounts;
 mod database;
 mod login;
 mod origins;
 pub mod password_hash;
 
+pub use accounts::{read_accounts, Account, Accounts, Role, MAX_USERNAME_CHARS};
 pub use database::{database, redact_password, Database, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL};
 pub use login::{
-    client_identity, credentials, login_limit, previous_signing_secret, signing_secret,
-    ClientIdentity, Credentials, ExpectedPassword, LoginLimit,
+    client_identity, credentials, login_limit, pair_username, previous_signing_secret,
+    signing_secret, ClientIdentity, Credentials, ExpectedPassword, LoginLimit,
 };
 pub use origins::AllowedOrigins;
+
+use std::rc::Rc;
 
 use crate::db::Synchronous;
 use crate::error::ApiError;
@@ -27,6 +31,14 @@ pub trait SettingSource {
     /// A setting's warning, as its log line.
     fn warn(&mut self, message: &str) {
         self.log(&crate::log::warning(message));
+    }
+    /// `accounts`, parsed (`read_accounts`): a host that keeps its settings
+    /// for a while (the WASI 0.3 instance) keeps them parsed as long.
+    fn accounts(&mut self) -> Result<Rc<Accounts>, ApiError>
+    where
+        Self: Sized,
+    {
+        read_accounts(self).map(Rc::new)
     }
 }
 
@@ -72,6 +84,7 @@ settings! {
     RequireIfMatch => "require_if_match", "REQUIRE_IF_MATCH";
     CorsAllowedOrigins => "cors_allowed_origins", "CORS_ALLOWED_ORIGINS";
     SqliteSynchronous => "sqlite_synchronous", "SQLITE_SYNCHRONOUS";
+    Accounts => "accounts", "ACCOUNTS";
 }
 
 /// A setting whose source failed (a Spin variables provider's error, not a

@@ -4,6 +4,8 @@
 
 use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 /// The largest Argon2 memory accepted, in KiB (64 MiB, RFC 9106's second
 /// recommended setting): verifying allocates it in the component's memory,
@@ -85,6 +87,15 @@ impl<'a> HashedPassword<'a> {
     }
 }
 
+/// Compares in time independent of where the texts differ and of their
+/// lengths: both are hashed to fixed-size digests, which `subtle` compares
+/// in constant time.
+pub fn same_text(given: &str, expected: &str) -> bool {
+    let given = Sha256::digest(given.as_bytes());
+    let expected = Sha256::digest(expected.as_bytes());
+    given.ct_eq(&expected).into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +116,15 @@ mod tests {
     /// OWASP's parameters (m=19456, t=2, p=1).
     fn owasp_hash() -> String {
         hash("password", "c29tZXNhbHRzb21lc2FsdA", Params::new(19456, 2, 1, None).unwrap())
+    }
+
+    #[test]
+    fn same_text_compares_whole_values() {
+        assert!(same_text("password", "password"));
+        assert!(same_text("", ""));
+        assert!(!same_text("password", "passwore"));
+        assert!(!same_text("password", "password "));
+        assert!(!same_text("", "password"));
     }
 
     #[test]

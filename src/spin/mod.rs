@@ -26,6 +26,27 @@ fn log(line: &str) {
     let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
+/// Why a response was not sent whole, for its log line.
+enum Unsent {
+    /// The client closed its connection first: not the service's failure.
+    ClientLeft,
+    /// The service's: a list its store cut short, a response the host refused.
+    Failed(String),
+}
+
+impl Unsent {
+    fn cut_short(error: crate::ApiError) -> Unsent {
+        Unsent::Failed(format!("the list was cut short: {error}"))
+    }
+
+    fn log(&self, fields: &crate::log::RequestFields) {
+        log(&match self {
+            Unsent::ClientLeft => crate::log::client_left(fields),
+            Unsent::Failed(reason) => crate::log::failure(fields, reason),
+        });
+    }
+}
+
 /// Unix time in seconds.
 fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())

@@ -18,15 +18,6 @@ fn count_of(ctx: &mut TestContext, key: &str) -> Option<u64> {
     ctx.login_attempts(key).map(|attempts| attempts.count)
 }
 
-/// An Argon2id PHC string with small parameters (fast tests).
-fn cheap_hash(password: &str) -> String {
-    use argon2::password_hash::{PasswordHasher, SaltString};
-    let salt = SaltString::from_b64("dGVzdHNhbHR0ZXN0c2FsdA").unwrap();
-    let params = argon2::Params::new(64, 1, 1, None).unwrap();
-    let argon2 = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
-    argon2.hash_password(password.as_bytes(), &salt).unwrap().to_string()
-}
-
 #[test]
 fn login_payloads_that_are_not_a_login_object_are_400_and_not_counted() {
     let mut ctx = TestContext::new();
@@ -73,7 +64,7 @@ fn credentials_must_match_exactly_whatever_the_json_around_them() {
         "\n { \"password\" : \"password\" ,\t\"username\":\"admin\" } \n",
         r#"{"username":"\u0061dmin","password":"p\u0061ssword"}"#,
     ] {
-        assert_eq!(ctx.call("POST", "/token", None, body), issued(&valid_token()), "{body}");
+        assert_eq!(ctx.call("POST", "/token", None, body), issued(&pair_token()), "{body}");
     }
     let pairs = r#"["admin", "wrong-password-1"] ["someone-else-99", "password"]
         ["someone-else-99", "wrong-password-2"] ["Admin", "password"] ["ADMIN", "password"]
@@ -256,7 +247,7 @@ fn attempts_are_counted_before_any_password_is_checked() {
     // (another instance, another replica): with ten, an eleventh is refused
     // unchecked, even with the right password, and counted too; with nine,
     // the tenth is checked, and a right one clears the count.
-    for (in_flight, answer) in [(10, too_many_attempts()), (9, issued(&valid_token()))] {
+    for (in_flight, answer) in [(10, too_many_attempts()), (9, issued(&pair_token()))] {
         let mut ctx = TestContext::new();
         for _ in 0..in_flight {
             ctx.count_login_attempt("192.0.2.10");

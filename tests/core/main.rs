@@ -2,6 +2,7 @@
 
 mod support;
 
+mod accounts;
 mod books;
 mod catalog;
 mod cors;

@@ -109,7 +109,8 @@ fn every_error_message_is_documented_at_its_status() {
     }
     let errors = every_error! {
         InvalidLoginPayload, InvalidBook, InvalidQuery, InvalidCredentials, TokenRequired,
-        InvalidToken, BookNotFound, BodyTooLarge, PreconditionFailed, PreconditionRequired,
+        InvalidToken, PermissionDenied, BookNotFound, BodyTooLarge, PreconditionFailed,
+        PreconditionRequired,
         InvalidIdempotencyKey, IdempotencyKeyReused, TooManyLoginAttempts { retry_after: 1 },
         TokenNotIssued, Internal(String::new()), ServiceUnavailable(String::new()),
         StoreBusy(String::new())
@@ -178,7 +179,7 @@ fn every_response_documents_cache_control_and_an_envelope_typed_for_generators()
     assert_eq!(common["required"].as_bool(), Some(true));
     no_ref_has_siblings(&doc, "");
     let responses = defined_responses(&doc);
-    assert_eq!(responses.len(), 22, "7 successes and 15 shared error responses");
+    assert_eq!(responses.len(), 23, "7 successes and 16 shared error responses");
     for (name, response) in responses {
         let reference = response["headers"]["Cache-Control"]["$ref"].as_str();
         assert_eq!(reference, Some("#/components/headers/CacheControl"), "{name}");

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine;
-use book_catalog::token::{self, TokenError};
+use book_catalog::token::{self, Claims, TokenError};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -15,12 +15,12 @@ use crate::support::*;
 /// bad signature); every reason is "Invalid token" to the client.
 #[test]
 fn token_verify_names_the_reason() {
-    assert_eq!(token::issue(b"", NOW), Err(TokenError::EmptyKey));
+    assert_eq!(token::issue(b"", NOW, &admin(), None), Err(TokenError::EmptyKey));
     assert_eq!(token::verify(valid_token().as_bytes(), b"", NOW), Err(TokenError::EmptyKey));
     let key = SECRET.as_bytes();
     let check = |token: &str| token::verify(token.as_bytes(), key, NOW);
     let claims = r#"{"exp":1700000900}"#;
-    assert_eq!(check(&valid_token()), Ok(()));
+    assert_eq!(check(&valid_token()), Ok(Claims::default()));
     assert_eq!(check(&token_with_exp(&NOW.to_string())), Err(TokenError::Expired));
     assert_eq!(check(&forge(HS256_HEADER, claims, b"other-key")), Err(TokenError::BadSignature));
     let hs512 = forge(r#"{"alg":"HS512","typ":"JWT"}"#, claims, key);
@@ -38,9 +38,10 @@ fn tokens_of_the_current_and_previous_secret_are_accepted_until_exp_exclusive() 
     let mut ctx = TestContext::new();
     ctx.set(Setting::SecretTokenPrevious, PREVIOUS);
     let issued = ctx.login();
-    assert_eq!(issued, valid_token());
-    let old = token::issue(PREVIOUS.as_bytes(), NOW - 100).unwrap();
-    let third = token::issue(b"some-third-secret-of-enough-length-000", NOW).unwrap();
+    assert_eq!(issued, pair_token());
+    let old = token::issue(PREVIOUS.as_bytes(), NOW - 100, &admin(), None).unwrap();
+    let third =
+        token::issue(b"some-third-secret-of-enough-length-000", NOW, &admin(), None).unwrap();
     for now in [NOW, NOW + 1, NOW + 799, NOW + 800, NOW + 899, NOW + 900, NOW + 3600, u64::MAX] {
         ctx.now = now;
         for (token, exp) in [(&issued, NOW + 900), (&old, NOW + 800), (&third, 0)] {
@@ -144,7 +145,7 @@ fn expired_tampered_and_malformed_tokens_are_refused() {
     let flipped = format!("{}{}", if s.starts_with('A') { "B" } else { "A" }, &s[1..]);
     let another = token_with_exp(&(NOW + 901).to_string());
     let other = another.rsplit('.').next().unwrap();
-    let day_old = token::issue(SECRET.as_bytes(), NOW - 86_400).unwrap();
+    let day_old = token::issue(SECRET.as_bytes(), NOW - 86_400, &admin(), None).unwrap();
     let wrong_key = forge(HS256_HEADER, &claims_900(), b"another-secret-of-a-decent-length");
     let longer_key = forge(HS256_HEADER, &claims_900(), format!("{SECRET}x").as_bytes());
     let over_claims = sign(c, SECRET.as_bytes());
@@ -256,7 +257,7 @@ fn an_unusable_secret_signs_nothing_and_verifies_nothing() {
     let short = "0123456789abcdef0123456789abcde"; // 31 bytes
     let empty_key = forge(HS256_HEADER, &claims_900(), b"");
     let short_key = forge(HS256_HEADER, &claims_900(), short.as_bytes());
-    let previous = token::issue(PREVIOUS.as_bytes(), NOW).unwrap();
+    let previous = token::issue(PREVIOUS.as_bytes(), NOW, &admin(), None).unwrap();
     let valid = valid_token();
     // The signing secret and the previous one (None: unset), the tokens
     // refused, whether a login issues one, what the log says.
@@ -323,8 +324,9 @@ proptest! {
         key in proptest::collection::vec(any::<u8>(), 1..100),
         now in 0u64..=u64::MAX / 2,
     ) {
-        let issued = token::issue(&key, now).unwrap();
-        prop_assert_eq!(token::verify(issued.as_bytes(), &key, now), Ok(()));
+        let issued = token::issue(&key, now, &admin(), None).unwrap();
+        let claims = Claims { sub: Some("admin".into()), fp: None };
+        prop_assert_eq!(token::verify(issued.as_bytes(), &key, now), Ok(claims));
         let expired = token::verify(issued.as_bytes(), &key, now + token::LIFETIME_SECONDS);
         prop_assert_eq!(expired, Err(TokenError::Expired));
         prop_assert!(token::verify(issued.as_bytes(), b"another key", now).is_err());

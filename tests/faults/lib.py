@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import threading
@@ -234,6 +235,13 @@ def reply(handler, status, body=b"", content_type="application/json"):
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+def account(username, role, password):
+    """An `accounts` entry as a user makes one: scripts/account.sh (Debian's argon2)."""
+    made = subprocess.run([str(ROOT / "scripts/account.sh"), username, role], input=password,
+                          capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(made.stdout)
 
 
 def use_venv():

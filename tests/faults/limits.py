@@ -6,11 +6,14 @@ after HEADER_TIMEOUT (its own guarantee; real Spin has none); on every host,
 bodies 1 byte over 1 MiB sent whole by 6 clients at once each reading its
 413 (no reset), a chunked body growing past 1 MiB, bodies at 1 byte per 100
 ms completing, a storm of 5,000 requests 200 at once (full: 50,000) without a
-5xx; full size: a body stalled half way cut off after BODY_TIMEOUT. (Others
-served beside stalled clients: stalls.py; 413 at 1 MiB + 1: tests/core.)
+5xx, 400 clients hanging up mid-answer without a `level=error` line; full
+size: a body stalled half way cut off after BODY_TIMEOUT. (Others served
+beside stalled clients: stalls.py; 413 at 1 MiB + 1: tests/core.)
 """
 
 import select
+import socket
+import struct
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -140,6 +143,29 @@ def storm(t, ctx, host, token):
             f"{len(unexpected)}: {unexpected[:2]}")
 
 
+def hang_ups(t, host, token):
+    """Clients that reset their connection after the first bytes of a whole
+    list (about 40 KB), or right after sending: a client leaving is not the
+    service failing (docs/operations.md, "Levels")."""
+    host.seed(token, [{"title": "Hang-up " + "x" * 40, "author": "H", "year": i} for i in range(500)])
+    request = lib.head("GET", "/books", {"Authorization": token})
+
+    def one(i):
+        with lib.sent(host.port, request) as s:
+            if i % 2:
+                s.recv(1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(one, range(400)))
+    time.sleep(1)  # the last answers' lines
+    log = host.tail(100000)
+    errors = [line for line in log.splitlines() if "level=error" in line]
+    left = log.count('msg="client left"')
+    t.check(left > 0 and not errors, "400 clients hanging up mid-answer: `client left` lines "
+            "(info), no level=error line", f"{left} left; {errors[:2]}")
+
+
 def run(ctx):
     # PostgreSQL under load is concurrency.py's.
     if not ctx.only_on("sqlite", "bodies and connections are the host's, whatever the store"):
@@ -161,6 +187,7 @@ def run(ctx):
     slow_threads = slow_bodies(port, token, slow)
     if not ctx.full:  # the full storm outlasts the wait: after it
         storm(t, ctx, host, token)
+    hang_ups(t, host, token)
     for th in slow_threads:
         th.join(20)
     t.check(len(slow) == 5 and all(lib.status_of(r) == 201 for r in slow),

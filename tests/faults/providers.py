@@ -4,7 +4,9 @@ its settings from a HashiCorp Vault (`--runtime-config-file`, `type =
 "vault"`), played by a KV v2 server process of ours. While it serves, only
 its credentials log in; a secret rotated in it is in use within the 5 s a
 WASI 0.3 instance keeps its settings (docs/configuration.md): tokens of the
-old one refused; when it answers 500, then when nothing listens, every login
+old one refused; an account removed and another's password changed in it
+refuse their tokens within that time, the other account and the pair
+unaffected, never a 5xx; when it answers 500, then when nothing listens, every login
 (defaults too) answers 500 and no token is signed, a protected request 500
 (not 401), /health 503; the log names the setting, never a value. When the
 Vault is back, so is the service.
@@ -66,6 +68,38 @@ class VaultHost(lib.Host):
         return {k: v for k, v in super().settings().items() if k not in ("AUTH_USERNAME", "AUTH_PASSWORD")}
 
 
+def accounts(t, host, vault, pair_session):
+    """Accounts kept in the Vault: one removed and one re-passworded there
+    while the host serves."""
+    passwords = {name: "Acct." + lib.random_text(16) for name in ("gone", "changed", "kept")}
+    entries = {name: lib.account(name, "reader", pw) for name, pw in passwords.items()}
+    vault.values["accounts"] = json.dumps(list(entries.values()))
+    clients = iter(range(10**6))  # each login from a client of its own: polling is no guessing
+
+    def login(name):
+        body = {"username": name, "password": passwords[name]}
+        return host.call("POST", "/token", body, headers={"X-Forwarded-For": lib.client(next(clients))})
+    seen = lib.wait_until(lambda: login("kept").status == 200, SEEN_WITHIN)
+    t.check(seen is not None, f"accounts set in the Vault log in within {SEEN_WITHIN} s", f"{seen}")
+    tokens = {name: login(name).data["token"] for name in passwords}
+    tokens["the pair"] = pair_session
+    entries["changed"] = lib.account("changed", "reader", "New." + lib.random_text(16))
+    del entries["gone"]
+    vault.values["accounts"] = json.dumps(list(entries.values()))
+    statuses = []
+
+    def revoked():
+        answers = {name: host.call("GET", "/books", token=token).status for name, token in tokens.items()}
+        statuses.extend(answers.values())
+        return answers["gone"] == answers["changed"] == 401
+    seen = lib.wait_until(revoked, SEEN_WITHIN)
+    t.check(seen is not None, f"a removed account's and a changed password's tokens are refused within "
+            f"{SEEN_WITHIN} s", f"{statuses[-4:]}")
+    kept = [host.call("GET", "/books", token=tokens[name]).status for name in ("kept", "the pair")]
+    t.check(kept == [200, 200] and not any(s >= 500 for s in statuses),
+            "the other account's and the pair's tokens are unaffected, no 5xx", f"{kept} {statuses}")
+
+
 def run(ctx):
     if not ctx.only_on("sqlite", "the variables provider is the host's, whatever the store"):
         return
@@ -99,6 +133,7 @@ def run(ctx):
     r = login(username, password)
     session = r.data["token"] if r.status == 200 else None
     t.check(host.call("GET", "/books", token=session).status == 200, "a token of the new one is not")
+    accounts(t, host, vault, session)
 
     for failure, make in (("answers 500", lambda: setattr(vault, "failing", True)),
                           ("is not listening", vault.stop)):

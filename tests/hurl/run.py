@@ -7,7 +7,8 @@
 Runs tests/hurl/*.hurl and wrapped/*.hurl with their variables (forged tokens,
 a fresh IPv6 /48 of clients); a wrapped file whose `# needs:` is unmet is
 skipped: `secret` (SECRET_TOKEN), `forwarded-for` (TRUSTED_PROXY_HOPS=1 or
-TRUST_FORWARDED_FOR=true). Then: no secret or signed token (as hurl prints
+TRUST_FORWARDED_FOR=true), `accounts` (HURL_READER_USERNAME and _PASSWORD,
+HURL_EDITOR_USERNAME and _PASSWORD: a reader's and an editor's logins). Then: no secret or signed token (as hurl prints
 it), JWT or unredacted *token* capture in hurl's output, report or bodies; no
 book a POST /book made left; --strict: the catalog exactly as before. Inputs:
 --variable/--secret base_url, username, password, secret_token, else
@@ -148,7 +149,9 @@ def main():
     trust = os.environ.get("TRUST_FORWARDED_FOR", "").strip().lower()
     met = {"secret": bool(secret),
            "forwarded-for": os.environ.get("TRUSTED_PROXY_HOPS", "").strip() == "1"
-           or trust in ("1", "true", "yes", "on")}
+           or trust in ("1", "true", "yes", "on"),
+           "accounts": all(os.environ.get(f"HURL_{role}_{part}") for role in ("READER", "EDITOR")
+                           for part in ("USERNAME", "PASSWORD"))}
     files = [Path(f) for f in args.files] or (sorted(HERE.glob("*.hurl")) + sorted(HERE.glob("wrapped/*.hurl")))
     run = []
     for path in files:
@@ -166,6 +169,10 @@ def main():
         return finish()
     variables, hidden = wrapped_variables(secret)
     hidden["password"] = password
+    if met["accounts"]:
+        for role in ("reader", "editor"):
+            variables[f"{role}_username"] = os.environ[f"HURL_{role.upper()}_USERNAME"]
+            hidden[f"{role}_password"] = os.environ[f"HURL_{role.upper()}_PASSWORD"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HURL_VARIABLE_", "HURL_SECRET_"))}
     for name, value in hidden.items():
         for index, form in enumerate(secret_forms(value)):

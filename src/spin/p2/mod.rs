@@ -16,8 +16,7 @@ use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, Re
 use spin_sdk::wit::wasi::http0_2_0::types::{IncomingBody, InputStream};
 use wasi::io::streams::{OutputStream, StreamError};
 
-use super::Store;
-use super::{log, resolve, unix_now};
+use super::{log, resolve, unix_now, Store, Unsent};
 use crate::envelope::{Body, Response};
 use crate::port::{join_values, split_target, BodyError, BodyStream, Context, RequestHead};
 use crate::settings::{Database, Setting, SettingSource, SettingUnavailable};
@@ -39,8 +38,8 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
     let mut ctx = SpinContext::default();
     let app::Served { response, fields } = app::handle(&mut ctx, &head, body).await;
     let status = response.status;
-    if let Err(reason) = send(response_out, response).await {
-        log(&lines::failure(&fields, &reason));
+    if let Err(unsent) = send(response_out, response).await {
+        unsent.log(&fields);
     }
     log(&lines::request(&fields, status, started.elapsed().as_micros()));
 }
@@ -51,17 +50,20 @@ async fn handle_request(request: IncomingRequest, response_out: ResponseOutparam
 /// handed over first, the head left alone and the rest, a small second TCP
 /// segment, could wait for the client's delayed ACK (40 ms on Linux). A
 /// streamed list is written piece by piece; a piece that fails leaves the
-/// body unfinished, so the client sees the connection cut.
-async fn send(response_out: ResponseOutparam, response: Response) -> Result<(), String> {
+/// body unfinished, so the client sees the connection cut. Once the response
+/// is handed over, a write that fails is the client gone.
+async fn send(response_out: ResponseOutparam, response: Response) -> Result<(), Unsent> {
     let headers: Vec<(String, Vec<u8>)> = response
         .headers()
         .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()))
         .collect();
-    let fields = Fields::from_list(&headers).map_err(|_| "could not build response headers")?;
+    let failed = |reason: &str| Unsent::Failed(reason.to_string());
+    let fields =
+        Fields::from_list(&headers).map_err(|_| failed("could not build response headers"))?;
     let outgoing = OutgoingResponse::new(fields);
-    outgoing.set_status_code(response.status).map_err(|()| "could not set the status")?;
-    let body = outgoing.body().map_err(|()| "could not open the response body")?;
-    let stream = body.write().map_err(|()| "could not open the response body")?;
+    outgoing.set_status_code(response.status).map_err(|()| failed("could not set the status"))?;
+    let body = outgoing.body().map_err(|()| failed("could not open the response body"))?;
+    let stream = body.write().map_err(|()| failed("could not open the response body"))?;
     let written = match response.body {
         Body::Bytes(bytes) if stream.check_write().is_ok_and(|room| room >= bytes.len() as u64) => {
             // Room for it all: no wait for the host, which has no response yet.
@@ -72,7 +74,7 @@ async fn send(response_out: ResponseOutparam, response: Response) -> Result<(), 
             return if finished {
                 Ok(())
             } else {
-                Err(format!("could not send the body: {written:?}"))
+                Err(Unsent::Failed(format!("could not send the body: {written:?}")))
             };
         }
         Body::Bytes(bytes) => {
@@ -86,15 +88,15 @@ async fn send(response_out: ResponseOutparam, response: Response) -> Result<(), 
                 match piece {
                     Ok(piece) => written = write_all(&stream, &piece),
                     // Not finished: the host tells the client the body is incomplete.
-                    Err(error) => return Err(format!("the list was cut short: {error}")),
+                    Err(error) => return Err(Unsent::cut_short(error)),
                 }
             }
             written
         }
     };
     drop(stream);
-    written.map_err(|error| format!("could not send the body: {error:?}"))?;
-    OutgoingBody::finish(body, None).map_err(|_| "could not finish the body".to_string())
+    written.map_err(|_| Unsent::ClientLeft)?;
+    OutgoingBody::finish(body, None).map_err(|_| Unsent::ClientLeft)
 }
 
 /// Writes `bytes` as fast as the host takes them.

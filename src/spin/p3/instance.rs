@@ -1,28 +1,34 @@
 //! What one instance keeps between the requests it serves (Spin: up to 128,
-//! 16 at once): the settings, read again once `SETTINGS_KEPT` old, so that a
-//! changed variable (a secret rotated in Vault) is in use within that long
-//! whatever the host's reuse; and its idle connections (`Kept`). Books, keys
-//! and login counts stay in the store, and every request is authenticated:
-//! nothing kept changes an answer.
+//! 16 at once): the settings (and `accounts` parsed), read again once
+//! `SETTINGS_KEPT` old, so that a changed variable (a secret rotated in
+//! Vault, an account removed) is in use within that long whatever the host's
+//! reuse; and its idle connections (`Kept`). Books, keys and login counts
+//! stay in the store, and every request is authenticated: nothing kept
+//! changes an answer.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 use std::thread::LocalKey;
 use std::time::{Duration, Instant};
 
 use super::super::resolve;
 use crate::db;
-use crate::settings::{Setting, SettingUnavailable};
+use crate::error::ApiError;
+use crate::settings::{Accounts, Setting, SettingUnavailable};
 
 /// How long an instance answers with the settings it read.
 pub const SETTINGS_KEPT: Duration = Duration::from_secs(5);
 
-/// Every setting as read: its value, or why its source failed.
-pub struct Settings(Vec<Result<Option<String>, SettingUnavailable>>);
+/// Every setting as read: its value, or why its source failed; and
+/// `accounts` parsed, once the first request needs them.
+pub struct Settings {
+    values: Vec<Result<Option<String>, SettingUnavailable>>,
+    pub accounts: OnceCell<Result<Rc<Accounts>, ApiError>>,
+}
 
 impl Settings {
     pub fn get(&self, setting: Setting) -> Result<Option<String>, SettingUnavailable> {
-        self.0[setting as usize].clone()
+        self.values[setting as usize].clone()
     }
 }
 
@@ -42,7 +48,8 @@ pub async fn settings() -> Rc<Settings> {
     }
     let reads = Setting::ALL
         .map(|setting| async move { resolve(setting, variable(setting.variable_name()).await) });
-    let settings = Rc::new(Settings(futures::future::join_all(reads).await));
+    let values = futures::future::join_all(reads).await;
+    let settings = Rc::new(Settings { values, accounts: OnceCell::new() });
     SETTINGS.set(Some((Instant::now(), settings.clone())));
     settings
 }

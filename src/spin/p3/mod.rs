@@ -21,14 +21,16 @@ use spin_sdk::wasip3::http::types::{ErrorCode, Fields, Response as WasiResponse}
 use spin_sdk::wasip3::wit_bindgen::{yield_async, StreamWriter};
 use spin_sdk::wasip3::{spawn, wit_future, wit_stream};
 
-use super::Store;
-use super::{log, unix_now};
+use super::{log, unix_now, Store, Unsent};
 use crate::app::{self, Served};
 use crate::envelope::Body;
+use crate::error::ApiError;
 use crate::log as lines;
 use crate::port::RequestHead;
 use crate::port::{header_values, join_values, split_target, BodyError, BodyStream, Context};
-use crate::settings::{Database, Setting, SettingSource, SettingUnavailable};
+use crate::settings::{
+    read_accounts, Accounts, Database, Setting, SettingSource, SettingUnavailable,
+};
 
 #[spin_sdk::http_service]
 async fn handle_request(request: Request) -> Result<WasiResponse, ErrorCode> {
@@ -75,8 +77,8 @@ fn send(served: Served, started: Instant) -> Result<WasiResponse, ErrorCode> {
         drop(writer);
         let outcome = match written {
             Ok(()) => Ok(None),
-            Err(reason) => {
-                log(&lines::failure(&fields, &reason));
+            Err(unsent) => {
+                unsent.log(&fields);
                 Err(ErrorCode::InternalError(None))
             }
         };
@@ -86,14 +88,13 @@ fn send(served: Served, started: Instant) -> Result<WasiResponse, ErrorCode> {
     Ok(wasi_response)
 }
 
-async fn write_body(writer: &mut StreamWriter<u8>, body: Body) -> Result<(), String> {
-    let unread =
-        |rest: Vec<u8>| if rest.is_empty() { Ok(()) } else { Err("the client left".to_string()) };
+async fn write_body(writer: &mut StreamWriter<u8>, body: Body) -> Result<(), Unsent> {
+    let unread = |rest: Vec<u8>| if rest.is_empty() { Ok(()) } else { Err(Unsent::ClientLeft) };
     match body {
         Body::Bytes(bytes) => unread(writer.write_all(bytes).await),
         Body::Pieces(mut pieces) => {
             while let Some(piece) = pieces.next().await {
-                let piece = piece.map_err(|error| format!("the list was cut short: {error}"))?;
+                let piece = piece.map_err(Unsent::cut_short)?;
                 unread(writer.write_all(piece).await)?;
                 // A page is read by a blocking call, and a fast client takes
                 // each piece at once: without this the instance's other
@@ -152,6 +153,12 @@ impl SettingSource for SpinContext {
 
     fn log(&mut self, line: &str) {
         log(line);
+    }
+
+    /// Parsed once per settings the instance reads, never per request.
+    fn accounts(&mut self) -> Result<Rc<Accounts>, ApiError> {
+        let settings = self.settings.clone();
+        settings.accounts.get_or_init(|| read_accounts(self).map(Rc::new)).clone()
     }
 }
 
