@@ -22,6 +22,9 @@ import launch  # noqa: E402  (tests/launch.py: the one host launcher)
 OUT = ROOT / "build/bench"
 WASM = os.environ.get("BENCH_WASM")
 WASM_B = os.environ.get("BENCH_WASM_B")  # an A/B: each component comparator's "-b" twin serves it
+# An A/B: each comparator's "-b" twin has this many accounts and is measured
+# with the last one's token (an editor's, the last found).
+ACCOUNTS = int(os.environ.get("BENCH_ACCOUNTS", "0"))
 DURATION = int(os.environ.get("BENCH_DURATION", "2"))
 CONCURRENCY = os.environ.get("BENCH_CONCURRENCY", "1 16 64").split()
 SCENARIOS = os.environ.get("BENCH_SCENARIOS", "token get post postkey put putwalk putif delete mix").split()
@@ -42,7 +45,7 @@ WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT 
 POSTGRES_PID = None  # the throwaway cluster's postmaster: its CPU a request is counted too
 
 # A server under test: who it is, where it answers, whose CPU is counted.
-Target = namedtuple("Target", "comparator store base pid")
+Target = namedtuple("Target", "comparator store base pid login")
 
 
 def log(text):
@@ -103,14 +106,18 @@ def request(base, method, path, body=None, token=""):
         return json.load(answer)
 
 
-def prepare(base, state_dir, pg_url):
-    """A token for wrk, the component's tables, BOOKS books; the Store."""
-    token = request(base, "POST", "/token", {"username": USER, "password": PASSWORD})["data"]["token"]
-    os.environ.update(BENCH_TOKEN=token, BENCH_USER=USER, BENCH_PASS=PASSWORD, BENCH_IDS=str(BOOKS))
-    request(base, "GET", "/books?limit=1", token=token)  # the component creates its tables
+def prepare(target, state_dir, pg_url):
+    """Its token for wrk, the component's tables, BOOKS books; the Store."""
+    user, password = target.login
+    token = request(target.base, "POST", "/token", {"username": user, "password": password})["data"]["token"]
+    TOKENS[target] = dict(BENCH_TOKEN=token, BENCH_USER=user, BENCH_PASS=password)
+    request(target.base, "GET", "/books?limit=1", token=token)  # the component creates its tables
     books = launch.BookStore(pg_url, state_dir)
     books.ensure(BOOKS)
     return books
+
+
+TOKENS = {}  # each Target's login, as wrk.lua reads it
 
 
 def measure(servers):
@@ -128,9 +135,10 @@ def measure(servers):
             if seed:  # a fresh book for every request the run can make
                 count = 20_000 * DURATION + 5_000
                 env.update(BENCH_DELETE_FIRST=books[target].add(count, gap=1000), BENCH_DELETE_COUNT=count)
-            run_wrk(target, scenario, c, script=script, **env)
+            run_wrk(target, scenario, c, script=script, **env, **TOKENS[target])
 
-    books = {target: prepare(target.base, state_dir, pg_url) for target, state_dir, pg_url in servers}
+    os.environ.update(BENCH_IDS=str(BOOKS))
+    books = {target: prepare(target, state_dir, pg_url) for target, state_dir, pg_url in servers}
     if CATALOG:
         return catalog(targets, books)
     cell("warm-up", 16, script="get")
@@ -178,7 +186,7 @@ def catalog(targets, books):
     (author `Rare Author SIZE`); each of CATALOG_QUERIES once to warm up, then
     ROUNDS times (the servers alternating): the median and the slowest; then
     the whole list once, with the serving process tree's peak memory."""
-    token = os.environ["BENCH_TOKEN"]
+    token = TOKENS[targets[0]]["BENCH_TOKEN"]
     for n in CATALOG:
         for target in targets:
             log(f"{target.comparator}/{target.store}: seeding to {n:,} books")
@@ -240,23 +248,33 @@ def serve(comparator, stores, pg):
     secret, each on a database of its own), measured together: a cell runs
     on each in turn, so the stores and builds of a figure share the load."""
     secret = launch.random_text(48)
-    builds = [("", WASM)] + ([("-b", WASM_B)] if WASM_B else [])
+    pair = {}, (USER, PASSWORD)
+    builds = [("", WASM, pair)] + ([("-b", WASM_B, pair)] if WASM_B else []) \
+        + ([("-b", WASM, accounts(ACCOUNTS))] if ACCOUNTS else [])
     hosts = []
     try:
         for store in stores:
             for policy in SYNCHRONOUS if store == "sqlite" else [None]:
                 settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
-                for suffix, wasm in builds:
+                for suffix, wasm, (more, login) in builds:
                     pg_url = pg.fresh_database() if store == "postgres" else None
-                    host = launch.Host(comparator, store, settings, pg_url=pg_url, wasm=wasm)
-                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host))
+                    host = launch.Host(comparator, store, dict(settings, **more), pg_url=pg_url, wasm=wasm)
+                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host, login))
                     host.start()
-        measure([(Target(name, host.store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
-                 for name, host in hosts])
+        measure([(Target(name, host.store, host.base_url, host.proc.pid, login), host.state_dir, host.pg_url)
+                 for name, host, login in hosts])
     finally:
-        for _, host in hosts:
+        for _, host, _ in hosts:
             host.stop()
             shutil.rmtree(host.workdir, ignore_errors=True)
+
+
+def accounts(n):
+    """`n` accounts made by scripts/account.sh, the last an editor: ({ACCOUNTS: ...}, its login)."""
+    made = [json.loads(subprocess.run([str(ROOT / "scripts/account.sh"), f"bench-{i}", "editor"],
+                                      input=PASSWORD, capture_output=True, text=True, check=True).stdout)
+            for i in range(n)]
+    return {"ACCOUNTS": json.dumps(made)}, (f"bench-{n - 1}", PASSWORD)
 
 
 def median(values):
