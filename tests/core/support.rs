@@ -568,6 +568,10 @@ pub fn b64(bytes: impl AsRef<[u8]>) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
+pub fn b64_decode(text: &str) -> Vec<u8> {
+    URL_SAFE_NO_PAD.decode(text).expect("base64url")
+}
+
 /// The base64url HMAC-SHA256 of `input` under `key`.
 pub fn sign(input: &str, key: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("any key length");
