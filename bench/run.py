@@ -32,6 +32,9 @@ CATALOG = [int(n) for n in os.environ.get("BENCH_CATALOG", "").split()]
 # SQLite's durability policies (sqlite_synchronous): each component comparator
 # serves SQLite once per policy, named COMPARATOR/POLICY but for normal's.
 SYNCHRONOUS = os.environ.get("BENCH_SYNCHRONOUS", "normal full").split()
+# BENCH_LITESTREAM=1: each SQLite host has a twin, COMPARATOR/litestream, that
+# Litestream replicates as docs/operations.md runs it (deploy/litestream/).
+LITESTREAM = os.environ.get("BENCH_LITESTREAM") == "1"
 USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
@@ -233,6 +236,14 @@ def catalog_table(runs):
     return lines
 
 
+def litestream(host):
+    """Litestream replicating `host`'s SQLite database to a directory beside it."""
+    env = dict(os.environ, BOOKS_DB=str(host.state_dir / "sqlite_db.db"), BOOKS_REPLICA=str(host.workdir / "replica"))
+    binary = shutil.which("litestream", path=f"{ROOT / 'build/venv/bin'}:{os.environ['PATH']}") or "litestream"
+    return subprocess.Popen([binary, "replicate", "-config", str(ROOT / "deploy/litestream/litestream.yml")],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def serve(comparator, stores, pg):
     """The component under spin-lite or real Spin: a host per
     store, on SQLite one per policy of SYNCHRONOUS (`NAME/full`), each with,
@@ -241,19 +252,25 @@ def serve(comparator, stores, pg):
     on each in turn, so the stores and builds of a figure share the load."""
     secret = launch.random_text(48)
     builds = [("", WASM)] + ([("-b", WASM_B)] if WASM_B else [])
-    hosts = []
+    hosts, replicating = [], []
     try:
         for store in stores:
             for policy in SYNCHRONOUS if store == "sqlite" else [None]:
                 settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
-                for suffix, wasm in builds:
+                for (suffix, wasm), replica in [(b, r) for r in [False] + [True] * (LITESTREAM and bool(policy))
+                                                for b in builds]:
                     pg_url = pg.fresh_database() if store == "postgres" else None
                     host = launch.Host(comparator, store, settings, pg_url=pg_url, wasm=wasm)
-                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host))
+                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal"))
+                                  + "/litestream" * replica + suffix, host))
                     host.start()
+                    replicating += [litestream(host)] * replica
         measure([(Target(name, host.store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
                  for name, host in hosts])
     finally:
+        for process in replicating:
+            process.terminate()
+            process.wait(30)
         for _, host in hosts:
             host.stop()
             shutil.rmtree(host.workdir, ignore_errors=True)
