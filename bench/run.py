@@ -264,7 +264,8 @@ def serve(comparator, stores, pg):
                     hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal"))
                                   + "/litestream" * replica + suffix, host))
                     host.start()
-                    replicating += [litestream(host)] * replica
+                    if replica:
+                        replicating.append(litestream(host))
         measure([(Target(name, host.store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
                  for name, host in hosts])
     finally:
