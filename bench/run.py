@@ -43,6 +43,7 @@ WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT 
           "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
 
 POSTGRES_PID = None  # the throwaway cluster's postmaster: its CPU a request is counted too
+LITESTREAM_PIDS = {}  # by the base URL of the host it replicates: its CPU a request too
 
 # A server under test: who it is, where it answers, whose CPU is counted.
 Target = namedtuple("Target", "comparator store base pid")
@@ -75,6 +76,8 @@ def run_wrk(target, scenario, concurrency, script=None, **env):
     env = dict(os.environ, BENCH_SCENARIO=script or scenario, BENCH_THREADS=threads,
                **{k: str(v) for k, v in env.items()})
     before, db_before = proc_tree(target.pid), proc_tree(POSTGRES_PID) if target.store == "postgres" else None
+    ls_pid = LITESTREAM_PIDS.get(target.base)
+    ls_before = proc_tree(ls_pid) if ls_pid else None
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{concurrency}", f"-d{DURATION}s", "--timeout", "10s",
                           "-s", str(ROOT / "bench/wrk.lua"), target.base],
                          env=env, capture_output=True, text=True, timeout=DURATION + 60).stdout
@@ -91,11 +94,14 @@ def run_wrk(target, scenario, concurrency, script=None, **env):
     run["switches"] = (after[1] - before[1]) / requests
     if db_before:  # the whole cluster's: its other databases idle meanwhile
         run["db_cpu_us"] = (db_after[0] - db_before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
+    if ls_before:
+        run["litestream_cpu_us"] = (proc_tree(ls_pid)[0] - ls_before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
     with open(OUT / "runs.jsonl", "a") as f:
         f.write(json.dumps(run) + "\n")
     log(f"  {name:<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s"
         f"  p99 {run['p99_us'] / 1000:7.2f} ms  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req"
-        f"  errors {run['errors']} (non-2xx {run['non2xx']})")
+        f"  errors {run['errors']} (non-2xx {run['non2xx']})"
+        + (f"  Litestream's cpu {run['litestream_cpu_us']:.1f} us/req" if ls_before else ""))
 
 
 def request(base, method, path, body=None, token=""):
@@ -266,6 +272,7 @@ def serve(comparator, stores, pg):
                     host.start()
                     if replica:
                         replicating.append(litestream(host))
+                        LITESTREAM_PIDS[host.base_url] = replicating[-1].pid
         measure([(Target(name, host.store, host.base_url, host.proc.pid), host.state_dir, host.pg_url)
                  for name, host in hosts])
     finally:
