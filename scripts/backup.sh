@@ -48,7 +48,7 @@ postgres)
 restore-sqlite)
     check "$from"
     mkdir -p "$(dirname "$to")"
-    rm -f "$to-wal" "$to-shm" "$(dirname "$to")/.$(basename "$to")-litestream"
+    rm -rf "$to-wal" "$to-shm" "$(dirname "$to")/.$(basename "$to")-litestream"
     cp "$from" "$to.partial"
     mv "$to.partial" "$to" ;;
 restore-postgres)

@@ -139,7 +139,11 @@ def one_shot(ctx):
     t.check(r.returncode == 0, f"scripts/backup.sh {ctx.store} under {WRITERS} writers succeeds", r.stderr[-500:])
     t.note(f"the backup took {took:.2f} s; {during} creates acknowledged meanwhile, {len(writers.acked)} in all")
     t.check(during > 0, "writers went on while the backup ran")
-    restored = serve_restored(ctx, copy, secret=host.secret, username=host.username, password=host.password)
+    if ctx.store == "sqlite":  # restored in place over a crash's files: its WAL must not be replayed
+        host.kill()
+        t.check(Path(f"{source}-wal").exists(), "the killed host left its WAL")
+    restored = serve_restored(ctx, copy, host if ctx.store == "sqlite" else None, secret=host.secret,
+                              username=host.username, password=host.password)
     expected = writers.before(began)
     missing = wrong(restored, expected)
     t.check(expected and not missing, f"every one of the {len(expected)} creates acknowledged before the backup "
@@ -149,13 +153,14 @@ def one_shot(ctx):
             "after the copied ones", f"{r!r}")
 
 
-def serve_restored(ctx, copy, **kwargs):
-    """`copy` restored by scripts/backup.sh into a new state dir or database, served."""
+def serve_restored(ctx, copy, host=None, **kwargs):
+    """`copy` restored by scripts/backup.sh over `host`'s database, or into a
+    new state dir or database; served."""
     if ctx.store == "postgres":
         target = ctx.fresh_database()
         host = ctx.host(db_url=target, **kwargs)
     else:
-        host = ctx.host(state_dir=Path(ctx.tmp) / lib.random_text(8), **kwargs)
+        host = host or ctx.host(state_dir=Path(ctx.tmp) / lib.random_text(8), **kwargs)
         target = host.state_dir / "sqlite_db.db"
     r = sh(BACKUP, f"restore-{ctx.store}", copy, target)
     ctx.tally.check(r.returncode == 0, f"scripts/backup.sh restore-{ctx.store} succeeds", r.stderr[-500:])
