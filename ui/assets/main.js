@@ -168,7 +168,6 @@ onSubmit("filters", () => { clearTimeout(typing); return go([firstPage()]); });
 on("next", "click", () => act(() => go([...pages, next])));
 on("previous", "click", () => act(() => go(pages.slice(0, -1))));
 
-const expired = (claims()?.exp ?? 0) * 1000 <= Date.now();
-if (signedIn() && expired) signOut();
+if (signedIn() && (claims()?.exp ?? 0) * 1000 <= Date.now()) signOut();
 enter();
 if (signedIn()) act(() => go([firstPage()]));

@@ -64,13 +64,13 @@ fn none_match(if_none_match: &str, etag: &str) -> bool {
     tags.any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
 }
 
+fn reply(status: u16, more: &[(&'static str, &str)], body: &'static [u8]) -> Answer {
+    let headers = SECURITY_HEADERS.iter().chain(more).map(|(n, v)| (*n, v.to_string())).collect();
+    Answer { status, headers, body }
+}
+
 /// The answer to `method path` (the path without its query).
 pub fn answer(method: Method, path: &str, if_none_match: Option<&str>) -> Answer {
-    let mut headers: Vec<_> = SECURITY_HEADERS.iter().map(|(n, v)| (*n, v.to_string())).collect();
-    let mut reply = |status, more: &[(&'static str, &str)], body| {
-        headers.extend(more.iter().map(|(n, v)| (*n, v.to_string())));
-        Answer { status, headers: std::mem::take(&mut headers), body }
-    };
     if path == "/ui" {
         return reply(308, &[("location", "/ui/")], b"");
     }
