@@ -63,6 +63,7 @@ toolchain:
 
 component: toolchain
 	$(WASM_BUILD)
+	$(PAGE_BUILD)
 
 host: toolchain
 	$(NATIVE_BUILD) --bin spin-lite
@@ -74,10 +75,13 @@ host: toolchain
 ## stores (book-catalog-p2.wasm: SpinKube, Spin 2.6 to 4.0). The 0.2 build
 ## has a target dir of its own (its SDK's dependencies differ); the 0.3 ones
 ## build in VARIANT_TARGET, by default one apart, so the default component
-## above is never swapped under a running host.
+## above is never swapped under a running host. Beside them the catalog page
+## (catalog-page.wasm, WASI 0.2), which deploy/'s manifests serve.
 VARIANT_TARGET := target/variant-build
 P2_TARGET := target/wasi-p2
 WASM_BUILD := $(CARGO) build --release --locked --target wasm32-wasip2 -p book-catalog
+# The catalog page (ui/): WASI 0.2 only, one build for every platform.
+PAGE_BUILD := $(CARGO) build --release --locked --target wasm32-wasip2 -p catalog-page
 variants: toolchain
 	@mkdir -p target/variants
 	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(WASM_BUILD)
@@ -88,6 +92,8 @@ variants: toolchain
 	cp $(VARIANT_TARGET)/wasm32-wasip2/release/book_catalog.wasm target/variants/book-catalog-sqlite.wasm
 	CARGO_TARGET_DIR=$(P2_TARGET) $(WASM_BUILD) --no-default-features --features p2,sqlite,postgres
 	cp $(P2_TARGET)/wasm32-wasip2/release/book_catalog.wasm target/variants/book-catalog-p2.wasm
+	CARGO_TARGET_DIR=$(VARIANT_TARGET) $(PAGE_BUILD)
+	cp $(VARIANT_TARGET)/wasm32-wasip2/release/catalog_page.wasm target/variants/catalog-page.wasm
 
 clean:
 	$(CARGO) clean

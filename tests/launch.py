@@ -248,14 +248,22 @@ def db_host(url):
 
 
 def manifest_for(wasm, manifest, directory):
-    """A copy of `manifest` in `directory` whose one `source` is `wasm`."""
-    text, count = re.subn(r'(?m)^source\s*=\s*".*"\s*$',
-                          lambda _: "source = " + json.dumps(str(Path(wasm).resolve())),
-                          Path(manifest).read_text(encoding="utf-8"))
+    """A copy of `manifest` in `directory` whose API component (`book-catalog`)
+    is `wasm`; every other component's `source` resolved from `manifest`'s folder."""
+    manifest, table, lines, count = Path(manifest), "", [], 0
+    for line in manifest.read_text(encoding="utf-8").splitlines(keepends=True):
+        table = line.strip() if line.startswith("[") else table
+        source = re.fullmatch(r'source\s*=\s*"(.*)"\s*', line)
+        if source:
+            api = table == "[component.book-catalog]"
+            count += api
+            line = "source = " + json.dumps(str(Path(wasm).resolve() if api else
+                                                (manifest.parent / source[1]).resolve())) + "\n"
+        lines.append(line)
     if count != 1:
-        raise ValueError(f"{manifest}: expected one `source = ...` line, found {count}")
+        raise ValueError(f"{manifest}: expected one `source = ...` line in [component.book-catalog], found {count}")
     copy = Path(directory) / "spin.toml"
-    copy.write_text(text, encoding="utf-8")
+    copy.write_text("".join(lines), encoding="utf-8")
     return copy
 
 

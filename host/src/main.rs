@@ -1,4 +1,4 @@
-//! `spin-lite`: serves a Spin HTTP application's component the way `spin up`
+//! `spin-lite`: serves a Spin HTTP application's components the way `spin up`
 //! does, on wasmtime. This file is the wiring; host/README.md the rooms.
 
 mod bindings;
@@ -29,11 +29,11 @@ use wasmtime_wasi_http::handler::ProxyPre;
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 
 use crate::cli::Cli;
-use crate::http::{Limits, Server};
-use crate::manifest::Manifest;
+use crate::http::{App, Limits, Server};
+use crate::manifest::{HttpComponent, Manifest};
 use crate::postgres::PgPools;
 use crate::sqlite::SqliteDbs;
-use crate::state::Shared;
+use crate::state::{Shared, State};
 use crate::variables::Variables;
 
 fn main() -> ExitCode {
@@ -66,6 +66,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<()> {
     let started = Instant::now();
     let manifest = Manifest::load(&cli.from)?;
+    manifest.warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
 
     let env = |name: &str| std::env::var(name).ok();
     let mut providers = Vec::new();
@@ -89,52 +90,29 @@ async fn run(cli: Cli) -> Result<()> {
         .with_context(|| format!("cannot resolve state dir {}", state_dir.display()))?;
     let sqlite_locations = sqlite::locations(cli.runtime_config_file.as_deref(), &state_dir)?;
 
-    let (allowed, warnings) =
-        postgres::postgres_hosts(&manifest.allowed_outbound_hosts, |e| variables.expand(e));
-    warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
-
-    let loading = || format!("cannot load component {}", manifest.source.display());
-    let bytes = std::fs::read(&manifest.source).with_context(loading)?;
-    // The WASI version from the component's exports, as Spin main tells it.
-    let p3 = http::exports_wasi_0_3(&bytes);
-    let instances = cli.max_instances + http::MAX_IDLE_INSTANCES;
-    let concurrent = p3.then_some(cli.max_instance_concurrent_reuse_count);
-    let engine = engine::engine(&state_dir, instances, concurrent)?;
-    http::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
-    let component =
-        Component::new(&engine, &bytes).map_err(anyhow::Error::from).with_context(loading)?;
-    let mut linker = Linker::new(&engine);
-    state::add_to_linker(&mut linker, p3)?;
-    let pre = linker
-        .instantiate_pre(&component)
-        .map_err(anyhow::Error::from)
-        .context("the component needs an import this host does not provide")?;
-    let pre = match p3 {
-        true => ServicePre::new(pre).map(ProxyPre::P3),
-        false => wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre).map(ProxyPre::P2),
+    let limits = Limits {
+        max_instances: cli.max_instances,
+        request_timeout: cli.request_timeout,
+        reuse_count: cli.max_instance_reuse_count,
+        concurrent_reuse: cli.max_instance_concurrent_reuse_count,
+        idle_timeout: cli.idle_instance_timeout,
+    };
+    let mut servers = Vec::new();
+    for component in &manifest.components {
+        let (allowed, warnings) =
+            postgres::postgres_hosts(&component.allowed_outbound_hosts, |e| variables.expand(e));
+        warnings.iter().for_each(|warning| eprintln!("warning: {warning}"));
+        let shared = Arc::new(Shared {
+            variables: Arc::new(variables.for_component(&component.variables)),
+            sqlite: SqliteDbs::new(&component.sqlite_databases, sqlite_locations.clone()),
+            postgres: Arc::new(PgPools::new(allowed)?),
+            env: cli.env.clone(),
+            pg_empty_query_error: cli.pg_empty_query_error,
+        });
+        let pre = load(component, &state_dir, &cli)?;
+        servers.push(Arc::new(Server::new(pre, shared, component.route.clone(), limits)));
     }
-    .map_err(anyhow::Error::from)
-    .context("the component does not export wasi:http/incoming-handler")?;
-
-    let shared = Arc::new(Shared {
-        variables: Arc::new(variables),
-        sqlite: SqliteDbs::new(&manifest.sqlite_databases, sqlite_locations),
-        postgres: Arc::new(PgPools::new(allowed)?),
-        env: cli.env,
-        pg_empty_query_error: cli.pg_empty_query_error,
-    });
-    let server = Arc::new(Server::new(
-        pre,
-        shared,
-        manifest.route.clone(),
-        Limits {
-            max_instances: cli.max_instances,
-            request_timeout: cli.request_timeout,
-            reuse_count: cli.max_instance_reuse_count,
-            concurrent_reuse: cli.max_instance_concurrent_reuse_count,
-            idle_timeout: cli.idle_instance_timeout,
-        },
-    ));
+    let app = Arc::new(App(servers));
 
     // Before "Serving": a signal sent right after it is handled gracefully.
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
@@ -145,8 +123,11 @@ async fn run(cli: Cli) -> Result<()> {
     let addr = listener.local_addr()?;
     println!("Serving http://{addr}");
     println!("Available Routes:");
-    let wildcard = if manifest.route.wildcard { "(wildcard)" } else { "" };
-    println!("  {}: http://{addr}{} {wildcard}", manifest.component_id, manifest.route.base);
+    for component in &manifest.components {
+        let (route, id) = (&component.route, &component.id);
+        let wildcard = if route.wildcard { " (wildcard)" } else { "" };
+        println!("  {id}: http://{addr}{}{wildcard}", route.base);
+    }
     println!("Ready in {} ms", started.elapsed().as_millis());
 
     let shutdown = async move {
@@ -156,5 +137,34 @@ async fn run(cli: Cli) -> Result<()> {
         }
         println!("Shutting down");
     };
-    server.serve(listener, shutdown).await.context("cannot serve")
+    app.serve(listener, shutdown).await.context("cannot serve")
+}
+
+/// The component compiled on an engine of its own (its world decides the
+/// engine's configuration; each has its own pool), ready to instantiate.
+fn load(component: &HttpComponent, state_dir: &Path, cli: &Cli) -> Result<ProxyPre<State>> {
+    let loading = || format!("cannot load component {}", component.source.display());
+    let bytes = std::fs::read(&component.source).with_context(loading)?;
+    // The WASI version from the component's exports, as Spin main tells it.
+    let p3 = http::exports_wasi_0_3(&bytes);
+    let instances = cli.max_instances + http::MAX_IDLE_INSTANCES;
+    let concurrent = p3.then_some(cli.max_instance_concurrent_reuse_count);
+    let engine = engine::engine(state_dir, instances, concurrent)?;
+    http::start_epoch_ticker(engine.clone()).context("cannot start the epoch ticker")?;
+    let compiled =
+        Component::new(&engine, &bytes).map_err(anyhow::Error::from).with_context(loading)?;
+    let mut linker = Linker::new(&engine);
+    state::add_to_linker(&mut linker, p3)?;
+    let pre =
+        linker.instantiate_pre(&compiled).map_err(anyhow::Error::from).with_context(|| {
+            format!("component {:?} needs an import this host does not provide", component.id)
+        })?;
+    match p3 {
+        true => ServicePre::new(pre).map(ProxyPre::P3),
+        false => wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre).map(ProxyPre::P2),
+    }
+    .map_err(anyhow::Error::from)
+    .with_context(|| {
+        format!("component {:?} does not export wasi:http/incoming-handler", component.id)
+    })
 }

@@ -1,9 +1,10 @@
-//! The subset of a Spin 2 manifest this host understands: one HTTP-triggered
-//! component with its source, route, variables (Spin's names, and the
+//! The subset of a Spin 2 manifest this host understands: HTTP-triggered
+//! components, each with its source, route, variables (Spin's names, and the
 //! `{{ name }}` templates of component variables and
 //! `allowed_outbound_hosts` entries), SQLite grants and outbound hosts. A
 //! leaf.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -27,11 +28,19 @@ pub struct AppVariable {
 pub struct Manifest {
     /// The manifest's folder: `source` and the default state dir are in it.
     pub dir: PathBuf,
-    pub component_id: String,
+    pub variables: BTreeMap<String, AppVariable>,
+    /// One per `[[trigger.http]]`, the most specific route first.
+    pub components: Vec<HttpComponent>,
+    pub warnings: Vec<String>,
+}
+
+/// A `[[trigger.http]]` and the component it serves.
+#[derive(Debug)]
+pub struct HttpComponent {
+    pub id: String,
     pub source: PathBuf,
     pub route: Route,
-    pub variables: BTreeMap<String, AppVariable>,
-    pub component_variables: BTreeMap<String, Template>,
+    pub variables: BTreeMap<String, Template>,
     pub sqlite_databases: Vec<String>,
     /// As written: expanded once variables are resolved.
     pub allowed_outbound_hosts: Vec<String>,
@@ -56,6 +65,12 @@ impl Route {
             None => (raw, false),
         };
         Ok(Route { raw: raw.to_string(), base: base.trim_end_matches('/').to_string(), wildcard })
+    }
+
+    /// Spin's precedence, highest first: an exact route over a wildcard, a
+    /// longer wildcard base over a shorter.
+    pub fn specificity(&self) -> (bool, usize) {
+        (!self.wildcard, self.base.len())
     }
 
     /// Whether the route serves `path`; if so, the part after the route's
@@ -216,47 +231,66 @@ impl Manifest {
         }
         let variables = raw.variables;
 
-        let [trigger] = raw.trigger.http.as_slice() else {
-            bail!("expected exactly one [[trigger.http]], found {}", raw.trigger.http.len());
-        };
-        let route = match &trigger.route {
-            toml::Value::String(s) => Route::parse(s)?,
-            _ => bail!("the http trigger's route must be a string"),
-        };
-        let toml::Value::String(component_id) = &trigger.component else {
-            bail!("the http trigger's component must name a [component.X] table");
-        };
-        let Some(component) = raw.component.get(component_id) else {
-            bail!("the http trigger names component {component_id:?}, which is not defined");
-        };
-        let toml::Value::String(source) = &component.source else {
-            bail!("component {component_id:?}: only a local file `source` is supported");
-        };
-
-        let mut component_variables = BTreeMap::new();
-        for (name, template) in &component.variables {
-            validate_name(name).map_err(|e| anyhow::anyhow!("component variable {name:?}: {e}"))?;
-            let template = Template::parse(template)
-                .map_err(|e| anyhow::anyhow!("component variable {name:?}: {e}"))?;
-            // Like Spin: a component variable may only refer to declared
-            // application variables.
-            if let Some(unknown) = template.references().find(|r| !variables.contains_key(*r)) {
-                bail!("component variable {name:?} refers to unknown variable {unknown:?}");
-            }
-            component_variables.insert(name.clone(), template);
+        if raw.trigger.http.is_empty() {
+            bail!("expected at least one [[trigger.http]]");
         }
-
-        Ok(Manifest {
-            source: dir.join(source),
-            dir,
-            component_id: component_id.clone(),
-            route,
-            variables,
-            component_variables,
-            sqlite_databases: component.sqlite_databases.clone(),
-            allowed_outbound_hosts: component.allowed_outbound_hosts.clone(),
-        })
+        let (mut components, mut warnings) = (Vec::<HttpComponent>::new(), Vec::new());
+        for trigger in &raw.trigger.http {
+            let component = http_component(trigger, &raw.component, &variables, &dir)?;
+            // As Spin: the later of two equal routes is served.
+            if let Some(i) = components.iter().position(|c| c.route == component.route) {
+                let (earlier, route) = (components.remove(i).id, &component.route.raw);
+                let later = &component.id;
+                warnings.push(format!(
+                    "route {route} of {earlier:?} is never used (duplicate of {later:?})"
+                ));
+            }
+            components.push(component);
+        }
+        components.sort_by_key(|c| Reverse(c.route.specificity()));
+        Ok(Manifest { dir, variables, components, warnings })
     }
+}
+
+fn http_component(
+    trigger: &RawHttpTrigger,
+    components: &BTreeMap<String, RawComponent>,
+    variables: &BTreeMap<String, AppVariable>,
+    dir: &Path,
+) -> Result<HttpComponent> {
+    let route = match &trigger.route {
+        toml::Value::String(s) => Route::parse(s)?,
+        _ => bail!("the http trigger's route must be a string"),
+    };
+    let toml::Value::String(id) = &trigger.component else {
+        bail!("the http trigger's component must name a [component.X] table");
+    };
+    let Some(component) = components.get(id) else {
+        bail!("the http trigger names component {id:?}, which is not defined");
+    };
+    let toml::Value::String(source) = &component.source else {
+        bail!("component {id:?}: only a local file `source` is supported");
+    };
+    let mut templates = BTreeMap::new();
+    for (name, template) in &component.variables {
+        validate_name(name).map_err(|e| anyhow::anyhow!("component variable {name:?}: {e}"))?;
+        let template = Template::parse(template)
+            .map_err(|e| anyhow::anyhow!("component variable {name:?}: {e}"))?;
+        // Like Spin: a component variable may only refer to declared
+        // application variables.
+        if let Some(unknown) = template.references().find(|r| !variables.contains_key(*r)) {
+            bail!("component variable {name:?} refers to unknown variable {unknown:?}");
+        }
+        templates.insert(name.clone(), template);
+    }
+    Ok(HttpComponent {
+        id: id.clone(),
+        source: dir.join(source),
+        route,
+        variables: templates,
+        sqlite_databases: component.sqlite_databases.clone(),
+        allowed_outbound_hosts: component.allowed_outbound_hosts.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -293,16 +327,34 @@ source = "c.wasm"
              [component.c.variables]\napi_key = \"{{ api_key }}\"",
         );
         let m = Manifest::parse(&text, PathBuf::from("/app")).unwrap();
-        assert_eq!(m.component_id, "c");
-        assert_eq!(m.source, PathBuf::from("/app/c.wasm"));
-        assert_eq!(m.route.raw, "/api/...");
-        assert_eq!(m.sqlite_databases, vec!["default"]);
-        assert_eq!(m.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
+        let [c] = m.components.as_slice() else { panic!("{m:?}") };
+        assert_eq!(c.id, "c");
+        assert_eq!(c.source, PathBuf::from("/app/c.wasm"));
+        assert_eq!(c.route.raw, "/api/...");
+        assert_eq!(c.sqlite_databases, vec!["default"]);
+        assert_eq!(c.allowed_outbound_hosts, vec!["postgres://{{ db_host }}"]);
         assert!(m.variables["api_key"].required);
         assert_eq!(m.variables["api_key"].default, None);
         assert_eq!(m.variables["db_host"].default.as_deref(), Some("127.0.0.1:5432"));
-        let refs: Vec<_> = m.component_variables["api_key"].references().collect();
+        let refs: Vec<_> = c.variables["api_key"].references().collect();
         assert_eq!(refs, vec!["api_key"]);
+    }
+
+    #[test]
+    fn each_trigger_serves_its_component_and_the_last_of_a_route_wins() {
+        let second = "[[trigger.http]]\nroute = \"/...\"\ncomponent = \"d\"\n\
+                      [component.d]\nsource = \"d.wasm\"\nsqlite_databases = [\"default\"]";
+        let m = Manifest::parse(&manifest("", second), PathBuf::from("/app")).unwrap();
+        let found = |m: &Manifest| {
+            m.components.iter().map(|c| format!("{} {}", c.id, c.route.raw)).collect::<Vec<_>>()
+        };
+        assert_eq!(found(&m), ["c /api/...", "d /..."]);
+        assert!(m.components[0].sqlite_databases.is_empty());
+        assert_eq!(m.components[1].source, PathBuf::from("/app/d.wasm"));
+        let twice = second.replace("\"/...\"", "\"/api/...\"");
+        let m = Manifest::parse(&manifest("", &twice), PathBuf::from(".")).unwrap();
+        assert_eq!(found(&m), ["d /api/..."]);
+        assert_eq!(m.warnings, ["route /api/... of \"c\" is never used (duplicate of \"d\")"]);
     }
 
     #[test]
@@ -319,6 +371,15 @@ source = "c.wasm"
         for text in bad {
             assert!(Manifest::parse(&text, PathBuf::from(".")).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn exact_routes_then_longer_bases_come_first() {
+        let mut routes =
+            ["/...", "/ui/...", "/ui", "/ui/x/...", "/health"].map(|r| Route::parse(r).unwrap());
+        routes.sort_by_key(|r| std::cmp::Reverse(r.specificity()));
+        let order = routes.iter().map(|r| r.raw.as_str()).collect::<Vec<_>>();
+        assert_eq!(order, ["/health", "/ui", "/ui/x/...", "/ui/...", "/..."]);
     }
 
     #[test]

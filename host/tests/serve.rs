@@ -135,6 +135,42 @@ fn start_up_errors_are_one_line() {
     fails(&["--from", manifest.to_str().unwrap()], 1, message);
 }
 
+/// Three components on three routes: each request is served by the most
+/// specific route's component (an exact route over a wildcard, a longer
+/// base over a shorter), with its own variables, grants and world.
+#[test]
+fn each_route_is_served_by_its_own_component() {
+    let dir = tempfile::tempdir().unwrap();
+    let (probe, p3) = (dir.path().join("probe.wasm"), dir.path().join("p3.wasm"));
+    std::fs::write(&probe, components::probe()).unwrap();
+    std::fs::write(&p3, components::p3_handler("(call $answer (local.get 0))")).unwrap();
+    let (probe_path, p3_path) = (probe.display().to_string(), p3.display().to_string());
+    let extra = format!(
+        "sqlite_databases = [\"default\"]\nvariables.greeting = \"{{{{ greeting }}}}\"\n\
+         [[trigger.http]]\nroute = \"/d/...\"\ncomponent = \"other\"\n\
+         [component.other]\nsource = {probe_path:?}\n\
+         [[trigger.http]]\nroute = \"/d/exact\"\ncomponent = \"p3\"\n\
+         [component.p3]\nsource = {p3_path:?}\n"
+    );
+    let host = Host::start(
+        dir.path(),
+        &write_manifest(dir.path(), &probe, PROBE_VARIABLES, &extra),
+        &[],
+        &[],
+    );
+    assert_eq!(body(&host, "/v/greeting"), "from-default");
+    // `other` is the same probe, granted no database.
+    assert_eq!(body(&host, "/d/default"), "error:1");
+    assert_eq!(body(&host, "/d/exact"), "");
+    let routes = format!(
+        "  p3: http://127.0.0.1:{0}/d/exact\n  other: http://127.0.0.1:{0}/d (wildcard)\n  \
+         app: http://127.0.0.1:{0} (wildcard)\n",
+        host.port
+    );
+    assert!(host.stdout().contains(&routes), "{}", host.stdout());
+    assert_eq!(host.terminate().code(), Some(0));
+}
+
 /// `wasm` on one serving thread (for a WASI 0.3 one, one `ProxyHandler`:
 /// its instances serve in turn).
 fn serve_component(dir: &Path, wasm: Vec<u8>, args: &[&str]) -> Host {

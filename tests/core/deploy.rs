@@ -14,8 +14,13 @@ use serde_yaml::Value as Yaml;
 
 const SIGNING_SECRETS: [&str; 2] = ["secret_token", "secret_token_previous"];
 /// What `make variants` writes: the builds deploy/'s manifests serve.
-const VARIANT_WASMS: [&str; 2] =
-    ["target/variants/book-catalog-postgres.wasm", "target/variants/book-catalog-p2.wasm"];
+const VARIANT_WASMS: [&str; 3] = [
+    "target/variants/book-catalog-postgres.wasm",
+    "target/variants/book-catalog-p2.wasm",
+    "target/variants/catalog-page.wasm",
+];
+/// Every manifest's routes: the API on every path but the catalog page's.
+const ROUTES: [&str; 2] = ["/... book-catalog", "/ui/... catalog-page"];
 /// Each deploy script | what it builds | what it then deploys, once (Akamai:
 /// the PostgreSQL-only build, WASI 0.3; SpinKube: the WASI 0.2 build) | a
 /// setting it passes unless given one (Akamai's edge names the client in
@@ -264,19 +269,20 @@ SpinAppExecutor:
 /// admits clients, who then write the X-Forwarded-For entry trusted).
 const EXPECTED: &str = r#"
 spin.toml:
-  trigger: {http: [{route: /..., component: book-catalog}]}
   variables: {secret_token: {default: ""}, secret_token_previous: {default: ""}}
   component: {book-catalog: {allowed_outbound_hosts: ["postgres://{{ db_host }}"],
-    sqlite_databases: [default]}}
+    sqlite_databases: [default]}, catalog-page: {
+    source: target/wasm32-wasip2/release/catalog_page.wasm}}
 deploy/postgres-only/spin.toml: {component: {book-catalog: {
-  source: ../../target/variants/book-catalog-postgres.wasm,
-  build: {command: make variants, workdir: ../..}}}}
+  source: ../../target/variants/book-catalog-postgres.wasm, build: &variants {
+  command: make variants, workdir: ../..}}, catalog-page: &page {
+  source: ../../target/variants/catalog-page.wasm, build: *variants}}}
 deploy/wasi-p2/spin.toml: {component: {book-catalog: {
   source: ../../target/variants/book-catalog-p2.wasm, sqlite_databases: [default],
-  build: {command: make variants, workdir: ../..}}}}
+  build: *variants}, catalog-page: *page}}
 deploy/spinkube/spin.toml: {component: {book-catalog: {
-  source: ../../target/variants/book-catalog-p2.wasm,
-  build: {command: make variants, workdir: ../..}}}}
+  source: ../../target/variants/book-catalog-p2.wasm, build: *variants},
+  catalog-page: *page}}
 deploy/runtime-config/sqlite-path.toml: {sqlite_database: {default: {type: spin,
   path: absolute path}}}
 deploy/runtime-config/sqlite-libsql.toml: {sqlite_database: {default: {type: libsql,
@@ -331,17 +337,27 @@ fn comparable(manifest: &Yaml) -> Yaml {
     m["variables"]["client_ip_header"]["default"] = Yaml::Null;
     for key in ["source", "sqlite_databases", "build"] {
         m["component"]["book-catalog"][key] = Yaml::Null;
+        m["component"]["catalog-page"][key] = Yaml::Null;
     }
     m
 }
 
 /// spin.toml declares every setting and passes it to the component; its only
-/// other variable is the PostgreSQL host it may reach. deploy/'s manifests
-/// are the same but for the build they serve, which `make variants` writes,
-/// and may grant no SQLite database (one serving a PostgreSQL-only build
-/// must not).
+/// other variable is the PostgreSQL host it may reach. It serves ROUTES, the
+/// page's taking no path of the router's, the page with no setting,
+/// database or host. deploy/'s manifests are the same but for the builds
+/// they serve, which `make variants` writes, and may grant no SQLite
+/// database (one serving a PostgreSQL-only build must not).
 fn manifests_declare_the_settings(repo: &Repo, out: &mut Findings) {
     let m = repo.doc("spin.toml");
+    let routes = seq(&m["trigger"]["http"]).into_iter();
+    let routes: Vec<_> =
+        routes.map(|t| format!("{} {}", text(&t["route"]), text(&t["component"]))).collect();
+    need!(out, routes == ROUTES => "routes {routes:?}");
+    let api = ["/ui", "/ui/", "/ui/x"].map(|path| route("GET", path).endpoint.is_ok());
+    need!(out, api == [false; 3] => "the page takes the API's paths: {api:?}");
+    let page = keys(&m["component"]["catalog-page"]);
+    need!(out, page.iter().eq(["build", "source"]) => "the page has {page:?}");
     let (mut others, component) = (keys(&m["variables"]), &m["component"]["book-catalog"]);
     for name in Setting::ALL.map(Setting::variable_name) {
         need!(out, others.remove(name) => "{name} is not declared");
@@ -560,6 +576,11 @@ files_hold_what_they_must | deploy/spinkube/networkpolicy.yaml |   podSelector:\
 manifests_declare_the_settings | spin.toml | trusted_proxy_hops = "{{ trusted_proxy_hops }}" |
 manifests_declare_the_settings | deploy/postgres-only/spin.toml | route = "/..." | route = "/api/..."
 manifests_declare_the_settings | deploy/postgres-only/spin.toml | allowed_outbound_hosts | sqlite_databases = ["default"]\nallowed_outbound_hosts
+manifests_declare_the_settings | spin.toml | route = "/ui/..." | route = "/app/..."
+manifests_declare_the_settings | deploy/spinkube/spin.toml | route = "/ui/..." | route = "/ui"
+manifests_declare_the_settings | spin.toml | source = "target/wasm32-wasip2/release/catalog_page.wasm" | source = "target/wasm32-wasip2/release/catalog_page.wasm"\nsqlite_databases = ["default"]
+files_hold_what_they_must | deploy/wasi-p2/spin.toml | variants/catalog-page.wasm | variants/book-catalog-p2.wasm
+spinapp_runs_on_its_executor_behind_its_ingress_only | deploy/spinkube/spinapp.yaml | - catalog-page |
 files_hold_what_they_must | deploy/spinkube/executor.yaml | caCertSecret: book-catalog-ca | caCertSecrets: book-catalog-ca
 spinapp_runs_on_its_executor_behind_its_ingress_only | deploy/spinkube/executor.yaml | runtimeClassName: wasmtime-spin-v2 | runtimeClassName: wasmtime-spin-v2\n    spinImage: ghcr.io/spinframework/spin:v3.6.3
 spinapp_runs_on_its_executor_behind_its_ingress_only | deploy/spinkube/executor.yaml | :4318 | :4317

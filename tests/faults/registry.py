@@ -102,22 +102,22 @@ def push(ctx, manifest, ref):
 
 
 def check_image(ctx, registry, name, tag, manifest):
-    """The image holds the built component and the app's manifest with every variable."""
+    """The image holds the built components (the API, the page) and the app's manifest with every variable."""
     t = ctx.tally
     app = tomllib.loads(manifest.read_text(encoding="utf-8"))
-    (component,) = app["component"].values()
-    built = "sha256:" + hashlib.sha256((manifest.parent / component["source"]).resolve().read_bytes()).hexdigest()
+    built = sorted("sha256:" + hashlib.sha256((manifest.parent / c["source"]).resolve().read_bytes()).hexdigest()
+                   for c in app["component"].values())
     image = registry.get(f"/v2/{name}/manifests/{tag}", OCI_MANIFEST_TYPE)
     layers = json.loads(image or b"{}").get("layers", [])
-    wasm = [layer["digest"] for layer in layers if layer["mediaType"] == WASM_TYPE]
-    t.check(wasm == [built], f"{name}:{tag}: the registry holds the built component, byte for byte",
+    wasm = sorted(layer["digest"] for layer in layers if layer["mediaType"] == WASM_TYPE)
+    t.check(wasm == built, f"{name}:{tag}: the registry holds the built components, byte for byte",
             f"built {built}, image {layers}")
     locked = [registry.get(f"/v2/{name}/blobs/{layer['digest']}")
               for layer in layers if layer["mediaType"] == LOCKED_APP_TYPE]
     locked = json.loads(locked[0] or b"{}") if len(locked) == 1 else {}
-    sources = [c.get("source", {}).get("digest") for c in locked.get("components", [])]
-    t.check(sources == [built] and set(locked.get("variables", {})) == set(app["variables"]),
-            f"{name}:{tag}: ... and the app's manifest, naming that component and every variable",
+    sources = sorted(c.get("source", {}).get("digest") for c in locked.get("components", []))
+    t.check(sources == built and set(locked.get("variables", {})) == set(app["variables"]),
+            f"{name}:{tag}: ... and the app's manifest, naming those components and every variable",
             f"{sources} {sorted(locked.get('variables', {}))}")
 
 
@@ -173,9 +173,10 @@ def run(ctx):
         return
     check_image(ctx, registry, name, tag, manifest)
     host = PulledApp(ctx, ref, db_url=ctx.fresh_database()).start()
-    t.check(host.health() == 200 and not any(host.empty.iterdir()),
-            f"spin up -f {name}:{tag} --insecure serves it from an empty directory",
-            f"{host.health()} {list(host.empty.iterdir())}")
+    page = host.call("GET", "/ui/").status
+    t.check(host.health() == 200 and page == 200 and not any(host.empty.iterdir()),
+            f"spin up -f {name}:{tag} --insecure serves it, the page too, from an empty directory",
+            f"{host.health()} {page} {list(host.empty.iterdir())}")
     plain_hurl(ctx, host, f"{name}:{tag} from the registry")
     if ctx.store == "sqlite":
         db = host.state_dir / "sqlite_db.db"

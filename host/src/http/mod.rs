@@ -16,7 +16,8 @@ use wasmtime_wasi_http::{ForbiddenHeaderFilter, DEFAULT_FORBIDDEN_HEADERS};
 
 pub use p3::exports_wasi_0_3;
 pub use server::{
-    serving_runtime, start_epoch_ticker, Limits, Server, DEFAULT_MAX_INSTANCES, MAX_IDLE_INSTANCES,
+    serving_runtime, start_epoch_ticker, App, Limits, Server, DEFAULT_MAX_INSTANCES,
+    MAX_IDLE_INSTANCES,
 };
 
 /// The hooks trait wants a sender; no `wasi:http/outgoing-handler` is linked.

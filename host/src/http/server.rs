@@ -137,9 +137,10 @@ pub struct Limits {
     pub idle_timeout: Duration,
 }
 
-/// A WASI 0.2 (`wasi:http/incoming-handler`) component is served here, an
-/// instance per request, as Spin does; a WASI 0.3 one by a `ProxyHandler` per
-/// serving thread (`p3.rs`).
+/// One component on its route, with slots and a pool of its own. A WASI 0.2
+/// (`wasi:http/incoming-handler`) component is served here, an instance per
+/// request, as Spin does; a WASI 0.3 one by a `ProxyHandler` per serving
+/// thread (`p3.rs`).
 pub struct Server {
     pre: ProxyPre<State>,
     shared: Arc<Shared>,
@@ -154,14 +155,12 @@ pub struct Server {
     instances: Arc<Semaphore>,
 }
 
-impl Server {
-    pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Self {
-        let requests = Arc::new(Semaphore::new(limits.max_instances as usize));
-        let room = limits.max_instances + MAX_IDLE_INSTANCES;
-        let instances = Arc::new(Semaphore::new(room as usize));
-        Server { pre, shared, route, limits, requests, instances }
-    }
+/// Every HTTP component of the app, the most specific route first (the
+/// manifest's order): a request goes to the first whose route matches, as
+/// Spin routes it, else 404.
+pub struct App(pub Vec<Arc<Server>>);
 
+impl App {
     /// One single-threaded runtime per core on the same listener: a
     /// connection and its instances stay on one thread. Against one
     /// multi-threaded runtime (`GET /book/{id}`, c16, SQLite): 116 -> 44 us
@@ -180,11 +179,11 @@ impl Server {
                 eprintln!("cannot share the listener: serving on {index} thread(s)");
                 break;
             };
-            let (server, stopped) = (self.clone(), stopped.clone());
+            let (app, stopped) = (self.clone(), stopped.clone());
             let serve = move || {
                 let served = serving_runtime().and_then(|runtime| {
                     runtime.block_on(async move {
-                        server.accept_loop(TcpListener::from_std(listener)?, stopped).await;
+                        app.accept_loop(TcpListener::from_std(listener)?, stopped).await;
                         Ok(())
                     })
                 });
@@ -211,8 +210,7 @@ impl Server {
 
     async fn accept_loop(self: Arc<Self>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
         let local = listener.local_addr().ok();
-        let p3 =
-            matches!(self.pre, ProxyPre::P3(_)).then(|| ProxyHandler::new(Instances(self.clone())));
+        let handlers: Arc<[_]> = self.0.iter().map(|server| server.proxy_handler()).collect();
         let graceful = GracefulShutdown::new();
         let mut builder = http1::Builder::new();
         builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
@@ -230,10 +228,10 @@ impl Server {
                 _ = stop.wait_for(|stop| *stop) => break,
             };
             let _ = stream.set_nodelay(true);
-            let (server, p3) = (self.clone(), p3.clone());
+            let (app, handlers) = (self.clone(), handlers.clone());
             let service = hyper::service::service_fn(move |req| {
-                let (server, p3) = (server.clone(), p3.clone());
-                async move { Ok::<_, Infallible>(server.handle(req, p3, peer, local).await) }
+                let (app, handlers) = (app.clone(), handlers.clone());
+                async move { Ok::<_, Infallible>(app.handle(req, &handlers, peer, local).await) }
             });
             let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
             // A client's resets and timeouts concern only that client.
@@ -246,6 +244,34 @@ impl Server {
             let grace = SHUTDOWN_GRACE.as_secs();
             eprintln!("shutdown: gave up on in-flight requests after {grace} s");
         }
+    }
+
+    async fn handle(
+        &self,
+        req: Request<Incoming>,
+        handlers: &[Option<ProxyHandler<Instances>>],
+        peer: SocketAddr,
+        local: Option<SocketAddr>,
+    ) -> Response<HyperOutgoingBody> {
+        let path = req.uri().path();
+        match self.0.iter().position(|server| server.route.matches(path).is_some()) {
+            Some(i) => self.0[i].clone().handle(req, handlers[i].clone(), peer, local).await,
+            None => empty(StatusCode::NOT_FOUND),
+        }
+    }
+}
+
+impl Server {
+    pub fn new(pre: ProxyPre<State>, shared: Arc<Shared>, route: Route, limits: Limits) -> Self {
+        let requests = Arc::new(Semaphore::new(limits.max_instances as usize));
+        let room = limits.max_instances + MAX_IDLE_INSTANCES;
+        let instances = Arc::new(Semaphore::new(room as usize));
+        Server { pre, shared, route, limits, requests, instances }
+    }
+
+    /// A serving thread's handler of WASI 0.3 instances (none for WASI 0.2).
+    fn proxy_handler(self: &Arc<Self>) -> Option<ProxyHandler<Instances>> {
+        matches!(self.pre, ProxyPre::P3(_)).then(|| ProxyHandler::new(Instances(self.clone())))
     }
 
     async fn handle(

@@ -5,6 +5,7 @@
 //! provider that fails ends the lookup with its error, as in Spin.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
@@ -12,11 +13,13 @@ use super::providers::Provider;
 use crate::bindings::fermyon::spin::variables::Error;
 use crate::manifest::{validate_name, Manifest, Template};
 
+/// The application's variables, as one component sees them (`for_component`).
+#[derive(Clone)]
 pub struct Variables {
-    cli: HashMap<String, String>,
-    providers: Vec<Provider>,
+    cli: Arc<HashMap<String, String>>,
+    providers: Arc<[Provider]>,
     /// The environment, `./.env` and the defaults, resolved at start.
-    fallback: HashMap<String, String>,
+    fallback: Arc<HashMap<String, String>>,
     component: BTreeMap<String, Template>,
 }
 
@@ -36,8 +39,8 @@ impl Variables {
                 fallback.insert(name.clone(), value);
             }
         }
-        let variables =
-            Variables { cli, providers, fallback, component: manifest.component_variables.clone() };
+        let (cli, providers, fallback) = (Arc::new(cli), providers.into(), Arc::new(fallback));
+        let variables = Variables { cli, providers, fallback, component: BTreeMap::new() };
         let mut missing = Vec::new();
         for (name, _) in manifest.variables.iter().filter(|(_, var)| var.required) {
             if !matches!(variables.value(name).await, Ok(Some(_))) {
@@ -50,12 +53,17 @@ impl Variables {
         Ok(variables)
     }
 
+    /// The same variables, seen by a component with these `[component.X.variables]`.
+    pub fn for_component(&self, component: &BTreeMap<String, Template>) -> Variables {
+        Variables { component: component.clone(), ..self.clone() }
+    }
+
     /// An application variable from the first source that has it.
     async fn value(&self, name: &str) -> Result<Option<String>, String> {
         if let Some(value) = self.cli.get(name) {
             return Ok(Some(value.clone()));
         }
-        for provider in &self.providers {
+        for provider in self.providers.iter() {
             if let Some(value) = provider.get(name).await? {
                 return Ok(Some(value));
             }
@@ -67,8 +75,8 @@ impl Variables {
     /// provider is asked for; `Err(name)` names an undefined one.
     pub fn expand(&self, text: &str) -> Result<String, String> {
         let template = Template::parse(text).map_err(|e| e.to_string())?;
-        let mut values = self.fallback.clone();
-        values.extend(self.cli.clone());
+        let mut values = (*self.fallback).clone();
+        values.extend(self.cli.iter().map(|(k, v)| (k.clone(), v.clone())));
         template.expand(&values)
     }
 
@@ -124,9 +132,10 @@ mod tests {
         env: &[(&str, &str)],
         providers: Vec<Provider>,
     ) -> Result<Variables> {
-        let env = pairs(env);
+        let (env, manifest) = (pairs(env), manifest());
         let lookup = move |k: &str| env.get(k).cloned();
-        Variables::resolve(&manifest(), pairs(cli), &lookup, providers).await
+        let variables = Variables::resolve(&manifest, pairs(cli), &lookup, providers).await?;
+        Ok(variables.for_component(&manifest.components[0].variables))
     }
 
     const NEED: (&str, &str) = ("SPIN_VARIABLE_NEEDED", "n");

@@ -1,0 +1,240 @@
+#!/usr/bin/env -S python3 -B
+"""The catalog page (/ui/) in headless Chromium through selenium, every
+control found by its accessible name (label, button text), never by id or
+class: the steps a person takes, each a check (tests/README.md lists them),
+and the headers as the host serves them (their rules: ui/src/lib.rs's tests).
+Writes a screenshot to build/page.png, or $PAGE_SCREENSHOT (docs/page.png).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import lib
+
+lib.use_venv()
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import (NoAlertPresentException, StaleElementReferenceException,
+                                            TimeoutException)
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+    MISSING = None
+except ImportError as e:
+    MISSING = e
+
+BOOKS = [("Dune", "Frank Herbert", 1965), ("Emma", "Jane Austen", 1815),
+         ("<img src=x onerror=alert(1)>", "Mallory", 2024)]
+SCRIPT_TITLE = BOOKS[2][0]
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+READER, READER_PASSWORD = "rita", "Reader." + lib.random_text(12)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def headers(host):
+    """What the host answers for the page: its headers, 304, the redirect, another path."""
+    page, moved, missing = (host.call("GET", path) for path in ("/ui/", "/ui", "/ui/nope"))
+    h = page.headers
+    again = host.call("GET", "/ui/", headers={"If-None-Match": h.get("etag", "")}).status
+    return [page.status, h.get("content-type"), h.get("content-security-policy") == CSP,
+            h.get("x-content-type-options"), h.get("referrer-policy"), again, moved.status,
+            moved.headers.get("location"), missing.status, missing.headers.get("content-type"), missing.raw]
+
+
+class Page:
+    """One browser window, its controls by accessible name."""
+
+    def __init__(self, driver, url):
+        self.driver = driver
+        driver.get(url)
+
+    @staticmethod
+    def is_named(element, name):
+        try:
+            return element.is_displayed() and element.accessible_name == name
+        except StaleElementReferenceException:  # a row drawn again meanwhile
+            return False
+
+    def named(self, kinds, name, within=None):
+        found = [e for e in (within or self.driver).find_elements("xpath", kinds) if self.is_named(e, name)]
+        if len(found) != 1:
+            raise LookupError(f"{len(found)} visible {kinds} named {name!r}")
+        return found[0]
+
+    def shown(self, kinds, name):
+        return any(self.is_named(e, name) for e in self.driver.find_elements("xpath", kinds))
+
+    def value(self, label):
+        return self.named("//input|//select", label).get_attribute("value")
+
+    def rows(self):
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll('table tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+
+    def titles(self):
+        return [row[0] for row in self.rows()]
+
+    def said(self):
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll('[role=status], [role=alert]')].map(e => e.textContent)")
+
+    def wait(self, what, ok, seconds=10):
+        WebDriverWait(self.driver, seconds, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda _: ok(), message=what)
+
+    def submit(self, values, button, says=None):
+        """Types each value into its field, presses the button, waits for the page to say `says`."""
+        for label, value in values.items():
+            self.named("//input|//select", label).clear()
+            self.named("//input|//select", label).send_keys(str(value))
+        self.named(".//button", button).click()
+        if says:
+            self.wait(f"the page says {says!r}", lambda: any(says in text for text in self.said()))
+
+    def edit(self, title):
+        rows = self.driver.find_elements("xpath", "//table//tbody/tr")
+        row = next(r for r in rows if r.find_element("xpath", "td").text == title)
+        self.named(".//button", "Edit", row).click()
+        self.wait(f"the form holds {title!r}", lambda: self.value("Title") == title)
+
+
+def browser(profile):
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in FLAGS + [f"--user-data-dir={profile}", "--window-size=1000,800"]:
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
+
+
+def reader_accounts():
+    hashed = subprocess.run(["argon2", lib.random_text(16), "-id", "-t", "2", "-k", "19456", "-p", "1", "-e"],
+                            input=READER_PASSWORD, capture_output=True, text=True, check=True).stdout.strip()
+    return json.dumps([{"username": READER, "role": "reader", "password_hash": hashed}])
+
+
+def run(ctx):
+    if not ctx.only_on("sqlite", "the page is the same whatever the store"):
+        return
+    t = ctx.tally
+    if MISSING:
+        t.check(False, "selenium is installed (scripts/ensure-tools.sh browser)", repr(MISSING))
+        return
+    host = ctx.host()
+    host.own_settings["ACCOUNTS"] = reader_accounts()
+    host.start()
+    got = headers(host)
+    t.check(got == [200, "text/html; charset=utf-8", True, "nosniff", "no-referrer", 304, 308, "/ui/", 404,
+                    "application/json", b'{"status":404,"message":"Not found","data":null}'],
+            "/ui/ with its CSP, nosniff, no referrer, an ETag (304); /ui redirected; another /ui/ path "
+            "the API's 404 envelope", f"{got}")
+    driver = browser(f"{ctx.tmp}/chromium")
+    editor = {"Username": host.username, "Password": host.password}
+    try:
+        page = Page(driver, host.base_url + "/ui")
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        first = driver.switch_to.active_element.accessible_name
+        ActionChains(driver).send_keys(host.username, Keys.TAB, host.password, Keys.ENTER).perform()
+        page.wait("signed in by keyboard", lambda: page.shown("//button", "Sign out"))
+        t.check(first == "Username", "an editor signs in by keyboard alone (Tab, type, Enter)", first)
+        stored = driver.execute_script("return [localStorage.length, document.cookie]")
+        t.check(stored == [0, ""], "the token is in no cookie and not in localStorage", f"{stored}")
+
+        for title, author, year in BOOKS:
+            page.submit({"Title": title, "Author": author, "Year": year}, "Add book", f"Added “{title}”.")
+        page.wait("two books a page", lambda: len(page.rows()) == 2)
+        pages = [page.rows()]
+        page.submit({}, "Next page")
+        page.wait("the second page", lambda: page.rows() != pages[0])
+        pages.append(page.rows())
+        last = not driver.find_element("xpath", "//button[.='Next page']").is_enabled()
+        page.submit({}, "Previous page")
+        page.wait("the first page again", lambda: page.rows() == pages[0])
+        t.check([r[:3] for r in pages[0] + pages[1]] == [[a, b, str(c)] for a, b, c in BOOKS] and last,
+                "three books added, shown page by page (Next page, Previous page)", f"{pages}")
+
+        for values, titles in [({"Title contains": "mm"}, ["Emma"]),
+                               ({"Title contains": "", "Author contains": "herb"}, ["Dune"]),
+                               ({"Author contains": "", "Published in": "2024"}, [SCRIPT_TITLE])]:
+            page.submit(values, "Filter")
+            page.wait(f"filtered by {values}", lambda: page.titles() == titles)
+        try:
+            alert = driver.switch_to.alert.text
+        except NoAlertPresentException:
+            alert = None
+        images = driver.find_elements("xpath", "//table//img")
+        t.check(page.titles() == [SCRIPT_TITLE] and not images and alert is None, "filters by title, author "
+                "and year; a title of markup is shown as text, nothing runs, no alert", f"{images} {alert}")
+
+        Select(page.named("//select", "Books per page")).select_by_visible_text("10")
+        page.submit({"Published in": ""}, "Filter")
+        page.wait("every book on one page", lambda: len(page.rows()) == 3)
+        page.edit("Dune")
+        page.submit({"Year": 1966}, "Save", "Saved “Dune”.")
+        page.wait("the new year listed", lambda: ["Dune", "Frank Herbert", "1966"] in [r[:3] for r in page.rows()])
+        t.check(True, "an edit is saved (Edit, Save) and listed")
+        shot = os.environ.get("PAGE_SCREENSHOT") or str(lib.ROOT / "build/page.png")
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(shot)
+        t.note(f"screenshot: {shot}")
+
+        page.edit("Emma")
+        mine = driver.current_window_handle
+        driver.switch_to.new_window("window")
+        other = Page(driver, host.base_url + "/ui/")
+        other.submit(editor, "Sign in")
+        other.wait("the books", lambda: "Emma" in other.titles())
+        other.edit("Emma")
+        other.submit({"Author": "J. Austen"}, "Save", "Saved “Emma”.")
+        driver.close()
+        driver.switch_to.window(mine)
+        page.submit({"Year": 1816}, "Save", "Precondition failed: someone else changed this book first")
+        values = [page.value(label) for label in ("Title", "Author", "Year")]
+        t.check(values == ["Emma", "J. Austen", "1815"], "an edit another window saved first is refused "
+                "(412), saying so, and the form shows the current values", f"{values}")
+
+        page.submit({}, "Delete")
+        page.submit({}, "Confirm delete", "Deleted “Emma”.")
+        page.wait("Emma gone", lambda: "Emma" not in page.titles())
+        t.check(True, "a book is deleted after its confirmation (Delete, Confirm delete)")
+
+        expires = int(time.time()) + 3
+        driver.execute_script("sessionStorage.setItem('token', arguments[0])",
+                              lib.jwt(host.secret.encode(), {"exp": expires}))
+        driver.refresh()
+        page.wait("signed in with a short token", lambda: page.shown("//button", "Sign out"))
+        time.sleep(max(0.0, expires + 1.1 - time.time()))
+        page.submit({"Title": "Persuasion", "Author": "Jane Austen", "Year": 1817}, "Add book")
+        page.wait("asked to sign in again", lambda: page.shown("//input", "Username"))
+        page.submit(editor, "Sign in", "Added “Persuasion”.")
+        t.check(True, "an expired token asks to sign in again; what was typed is added afterwards")
+
+        driver.set_window_size(390, 844)
+        fits = driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        t.check(fits, "the page fits a phone's width (390 px)")
+        page.submit({}, "Sign out")
+        page.wait("signed out", lambda: page.shown("//input", "Username"))
+        t.check(page.rows() == [], "signing out leaves the sign-in form and no book")
+
+        page.submit({"Username": READER, "Password": READER_PASSWORD}, "Sign in")
+        try:
+            page.wait("the reader's books", lambda: len(page.rows()) == 3)
+        except TimeoutException:
+            pass
+        offered = [name for name in ("Add book", "Edit", "Save", "Delete") if page.shown("//button", name)]
+        t.check(len(page.rows()) == 3 and offered == [], "a reader (the accounts setting) sees the books "
+                "and no add, edit or delete", f"{page.rows()} {offered} {page.said()}")
+    except Exception:
+        driver.save_screenshot(str(lib.ROOT / "build/page-failed.png"))
+        lib.log("page: the browser's view when it failed: build/page-failed.png")
+        raise
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    lib.main("page", run)

@@ -1,0 +1,53 @@
+// The API on this origin. Every answer is {status, message, data}; a failure
+// is thrown as an ApiError with that message. The token is kept for this tab
+// only (sessionStorage), never in localStorage or a cookie.
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+let token = sessionStorage.getItem("token");
+
+export const signedIn = () => token !== null;
+
+// The token's claims (exp, sub, role), read to decide what to offer: the API
+// checks them again on every call.
+export function claims() {
+  try {
+    const payload = atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"));
+    return JSON.parse(new TextDecoder().decode(Uint8Array.from(payload, (c) => c.charCodeAt(0))));
+  } catch {
+    return null;
+  }
+}
+
+export async function call(method, path, { body, etag } = {}) {
+  const headers = {};
+  if (token) headers.Authorization = token;
+  if (etag) headers["If-Match"] = etag;
+  if (body) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body: body && JSON.stringify(body) });
+  } catch {
+    throw new ApiError(0, "The service could not be reached.");
+  }
+  const envelope = await response.json().catch(() => ({ message: `The service answered ${response.status}.` }));
+  if (!response.ok) throw new ApiError(response.status, envelope.message);
+  const next = /<([^>]*)>\s*;\s*rel="?next"?/.exec(response.headers.get("Link") ?? "");
+  return { data: envelope.data, etag: response.headers.get("ETag"), next: next && next[1] };
+}
+
+export async function signIn(username, password) {
+  const { data } = await call("POST", "/token", { body: { username, password } });
+  token = data.token;
+  sessionStorage.setItem("token", token);
+}
+
+export function signOut() {
+  token = null;
+  sessionStorage.removeItem("token");
+}
