@@ -105,7 +105,7 @@ struct Issued<'a> {
     sub: &'a str,
     /// For pages that offer only what the holder may do; the service reads
     /// the role of the account, never this.
-    role: &'static str,
+    role: Role,
     #[serde(skip_serializing_if = "Option::is_none")]
     fp: Option<&'a str>,
 }
@@ -129,7 +129,7 @@ pub fn issue(
     let claims = Issued {
         exp: now.saturating_add(LIFETIME_SECONDS),
         sub: &holder.username,
-        role: holder.role.name(),
+        role: holder.role,
         fp: fingerprint,
     };
     let claims = serde_json::to_vec(&claims).map_err(|_| TokenError::Malformed)?;

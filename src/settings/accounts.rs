@@ -3,7 +3,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -12,22 +12,13 @@ use super::{pair_username, Setting, SettingSource};
 use crate::error::ApiError;
 
 /// What a token's holder may do. The configured pair is an `Editor`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// `GET /books` and `GET /book/{id}` only.
     Reader,
     /// Every book endpoint.
     Editor,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Reader => "reader",
-            Role::Editor => "editor",
-        }
-    }
 }
 
 /// One entry of `accounts`, checked.

@@ -121,7 +121,7 @@ def run(ctx):
     if MISSING:
         t.check(False, "selenium is installed (scripts/ensure-tools.sh browser)", repr(MISSING))
         return
-    host = ctx.host()
+    host = ctx.host(username="admin")  # as in the README's picture
     host.own_settings["ACCOUNTS"] = json.dumps([lib.account(READER, "reader", READER_PASSWORD)])
     host.start()
     got = headers(host)
