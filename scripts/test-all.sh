@@ -122,7 +122,7 @@ variant_leg() {
 for store in "${stores[@]}"; do
     step "the WASI 0.3 build under spin-lite on $store"
     if [ "$store" = sqlite ]; then
-        tests/e2e.py --store sqlite --argon2-cli || true
+        tests/e2e.py --store sqlite || true
         variant_leg tests/e2e.py --store sqlite --wasm target/variants/book-catalog-sqlite.wasm
     else
         tests/e2e.py --store postgres || true
