@@ -41,17 +41,14 @@ pub struct RequestFields {
 
 /// The line after every request.
 pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String {
-    let mut line = format!(
+    format!(
         "level=info msg=request method={} route={} status={status} store={} \
-         duration_us={duration_us}",
+         duration_us={duration_us}{}",
         value(&fields.method),
         fields.route,
-        fields.store
-    );
-    if let Some(account) = &fields.account {
-        let _ = write!(line, " account={}", value(account));
-    }
-    line
+        fields.store,
+        by(fields)
+    )
 }
 
 /// The line before a 500 or 503, the service's failure (`level=error`):
@@ -59,17 +56,27 @@ pub fn request(fields: &RequestFields, status: u16, duration_us: u128) -> String
 /// `RUST_BACKTRACE=1`): only the cause is kept.
 pub fn failure(fields: &RequestFields, reason: &str) -> String {
     let reason = reason.split("\n\nStack backtrace:").next().unwrap_or(reason);
-    format!("level=error msg=\"request failed\" {} reason={}", about(fields), value(reason))
+    let (about, by) = (about(fields), by(fields));
+    format!("level=error msg=\"request failed\" {about} reason={}{by}", value(reason))
 }
 
 /// The line of a client that closed its connection before its answer was
 /// whole: the client's doing, so no error.
 pub fn client_left(fields: &RequestFields) -> String {
-    format!("level=info msg=\"client left\" {}", about(fields))
+    format!("level=info msg=\"client left\" {}{}", about(fields), by(fields))
 }
 
 fn about(fields: &RequestFields) -> String {
     format!("method={} route={} store={}", value(&fields.method), fields.route, fields.store)
+}
+
+/// Who made the request, last on each of its lines: ` account=NAME`, if any.
+fn by(fields: &RequestFields) -> String {
+    fields
+        .account
+        .as_deref()
+        .map(|account| format!(" account={}", value(account)))
+        .unwrap_or_default()
 }
 
 /// A setting's warning.
@@ -99,8 +106,6 @@ mod tests {
             "level=info msg=request method=PUT route=/book/{id} status=200 store=postgres \
              duration_us=123"
         );
-        fields.account = Some("ed \"the\" editor".into());
-        assert!(request(&fields, 200, 1).ends_with(r#"duration_us=1 account="ed \"the\" editor""#));
         assert_eq!(
             failure(&fields, "PostgreSQL: db error"),
             "level=error msg=\"request failed\" method=PUT route=/book/{id} store=postgres \
@@ -115,5 +120,9 @@ mod tests {
             "level=info msg=\"client left\" method=PUT route=/book/{id} store=postgres"
         );
         assert_eq!(warning("no secret"), "level=warn msg=\"no secret\"");
+        fields.account = Some("ed \"the\" editor".into());
+        for line in [request(&fields, 200, 1), failure(&fields, "x"), client_left(&fields)] {
+            assert!(line.ends_with(r#" account="ed \"the\" editor""#), "{line}");
+        }
     }
 }

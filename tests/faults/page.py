@@ -196,9 +196,11 @@ def run(ctx):
                 "(412), saying so, and the form shows the current values", f"{values}")
 
         page.submit({}, "Delete")
-        page.submit({}, "Confirm delete", "Deleted “Emma”.")
-        t.check(page.wait("Emma gone", lambda: "Emma" not in page.titles()),
-                "a book is deleted after its confirmation (Delete, Confirm delete)")
+        question = "Delete “Emma”? This cannot be undone."
+        asked = page.wait("the question", lambda: question in driver.find_element("xpath", "//main").text)
+        page.submit({}, "Delete", "Deleted “Emma”.")
+        t.check(asked and page.wait("Emma gone", lambda: "Emma" not in page.titles()),
+                "a book is deleted after its confirmation (Delete, then the question's Delete)")
 
         expires = int(time.time()) + 3
         driver.execute_script("sessionStorage.setItem('token', arguments[0])",
