@@ -8,9 +8,8 @@
 #   printf '%s' "$PASSWORD" | scripts/account.sh ed editor
 set -euo pipefail
 usage="usage: scripts/account.sh NAME reader|editor < password"
-name=${1:?$usage}
-role=${2:?$usage}
-case "$role" in reader | editor) ;; *) echo "$usage" >&2 && exit 2 ;; esac
+name=${1:?$usage} role=${2:?$usage}
+[[ $role =~ ^(reader|editor)$ ]] || { echo "$usage" >&2 && exit 2; }
 command -v argon2 >/dev/null || { echo "needs the argon2 command (apt-get install argon2)" >&2 && exit 2; }
 if [ -t 0 ]; then
     read -rsp "Password for $name: " password && echo >&2

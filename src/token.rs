@@ -25,9 +25,7 @@ pub struct Holder {
 
 /// Checks the `Authorization` header of a protected request, the bare token:
 /// signed with the signing secret or, while one is set, the previous one
-/// (docs/configuration.md, "Rotating the signing secret"), and held by the
-/// configured pair or by an account whose credential is still the one it
-/// was issued for. Unusable `accounts` refuse every token (500).
+/// (docs/configuration.md, "Rotating the signing secret"); its holder.
 pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<Holder, ApiError> {
     let token = header.map(<[u8]>::trim_ascii).unwrap_or_default();
     if token.is_empty() {
@@ -53,10 +51,8 @@ pub fn authorize(ctx: &mut impl Context, header: Option<&[u8]>) -> Result<Holder
     holder(ctx, &accounts, claims)
 }
 
-/// The holder `claims` name now: an account whose fingerprint is still
-/// `fp`, or the configured pair (no `fp`; no `sub` in a token issued before
-/// accounts existed). Refused: a removed account, a changed password, a
-/// pair's token after `auth_username` changed.
+/// The holder `claims` name now: an account whose fingerprint is still `fp`,
+/// or the configured pair (no `fp`; no `sub` in tokens before accounts).
 fn holder(
     ctx: &mut impl SettingSource,
     accounts: &Accounts,
