@@ -29,10 +29,11 @@ import lib
 from launch import ROOT, db_host
 
 WAIT = 20.0  # a bound: the batches leave every 250 ms (`served`)
+ACCOUNT = r'(?: account=(\S+|"(?:[^"\\]|\\.)*"))?'  # an authenticated request's
 REQUEST_LINE = re.compile(r"level=info msg=request method=(\S+) route=(\S+) status=(\d{3}) "
-                          r"store=(sqlite|postgres|none) duration_us=(\d+)")
+                          r"store=(sqlite|postgres|none) duration_us=(\d+)" + ACCOUNT)
 ERROR_LINE = re.compile(r'level=error msg="request failed" method=(\S+) route=(\S+) '
-                        r'store=(\S+) reason="((?:[^"\\]|\\.)+)"')
+                        r'store=(\S+) reason="((?:[^"\\]|\\.)+)"' + ACCOUNT)
 SYSTEM = {"sqlite": "sqlite", "postgres": "postgresql"}
 OPEN = {"sqlite": "spin_sqlite.open", "postgres": "spin_outbound_pg.open"}
 
@@ -177,11 +178,14 @@ def run(ctx):
     nowhere = "/nowhere-" + lib.random_text(6)
     answers.append(("GET", nowhere, host.call("GET", nowhere).status, 404, "unmatched", "none", None))
     want_spans = Counter((m, p, str(s)) for m, p, _, s, *_ in answers)
-    want_lines = Counter((m, route, str(s), st) for m, _, _, s, route, st, _ in answers)
+
+    def made_by(route, status):  # the account its line names: a token's holder, a login's
+        return host.username if route.startswith("/book") or (route, status) == ("/token", 200) else None
+    want_lines = Counter((m, route, str(s), st, made_by(route, s)) for m, _, _, s, route, st, _ in answers)
 
     def complete():
         got = Counter(map(request_of, server_spans(receiver)))
-        logged = Counter(m.group(1, 2, 3, 4) for m in lines(receiver, REQUEST_LINE))
+        logged = Counter(m.group(1, 2, 3, 4, 6) for m in lines(receiver, REQUEST_LINE))
         return got >= want_spans and logged >= want_lines
 
     took = lib.wait_until(complete, WAIT, 0.25)
@@ -199,9 +203,9 @@ def run(ctx):
             f"{[(s['name'], s['attrs'].get('http.route')) for s in tops]}")
 
     logged = [m for m in lines(receiver, REQUEST_LINE) if m.group(2) != "/health"]
-    t.check(Counter(m.group(1, 2, 3, 4) for m in logged) == want_lines,
+    t.check(Counter(m.group(1, 2, 3, 4, 6) for m in logged) == want_lines,
             f"{store}: one log record per request: the request line with method, route, status, "
-            "store and duration_us", f"want {dict(want_lines)}, got "
+            "store, duration_us and the account", f"want {dict(want_lines)}, got "
             f"{[r['body'] for r in receiver.logs]}")
     t.check(receiver.logs and all(r["attrs"].get("component_id") == "book-catalog"
                                   for r in receiver.logs),
