@@ -58,7 +58,9 @@ impl Accounts {
                 .map_err(|error| at(&format!("not an account ({error})")))?;
             let name = &account.username;
             if name.is_empty() || name.chars().count() > MAX_USERNAME_CHARS {
-                return Err(at("the username is not 1 to 64 characters"));
+                return Err(at(&format!(
+                    "the username is not 1 to {MAX_USERNAME_CHARS} characters"
+                )));
             }
             if name.chars().any(char::is_control) {
                 return Err(at("the username holds a control character"));
@@ -76,10 +78,6 @@ impl Accounts {
             accounts.push(account);
         }
         Ok(Accounts(accounts))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 
     pub fn find(&self, username: &str) -> Option<&Account> {

@@ -9,7 +9,7 @@ mod login;
 mod origins;
 pub mod password_hash;
 
-pub use accounts::{read_accounts, Account, Accounts, Role, MAX_USERNAME_CHARS};
+pub use accounts::{read_accounts, Account, Accounts, Role};
 pub use database::{database, redact_password, Database, UnsupportedDbUrl, DEFAULT_SQLITE_LABEL};
 pub use login::{
     client_identity, credentials, login_limit, pair_username, previous_signing_secret,
