@@ -61,9 +61,7 @@ def browse(url, tmp):
     """The page's result once its script has run, read from the DOM."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp}", "--virtual-time-budget=20000", "--dump-dom", url],
+        [chromium, *lib.CHROMIUM_FLAGS, f"--user-data-dir={tmp}", "--virtual-time-budget=20000", "--dump-dom", url],
         capture_output=True, text=True, timeout=90).stdout
     found = re.search(r'<pre id="result">(.*?)</pre>', dom, re.S)
     text = html.unescape(found.group(1)) if found else ""

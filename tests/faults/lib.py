@@ -35,6 +35,9 @@ from launch import ROOT, Pg, free_port, psql, random_text, wait_until  # noqa: E
 
 WASM = ROOT / "target/wasm32-wasip2/release/book_catalog.wasm"
 ERROR = (500, "Internal server error")
+# Headless Chromium as root on a machine with no network but loopback.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 UNAVAILABLE = (503, "Service unavailable")
 
 # Wrong logins come from this run's own /48 of the IPv6 documentation range:

@@ -31,8 +31,6 @@ SCRIPT_TITLE = BOOKS[2][0]
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 READER, READER_PASSWORD = "rita", "Reader." + lib.random_text(12)
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def headers(host):
@@ -109,7 +107,7 @@ class Page:
 def browser(profile):
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
-    for flag in FLAGS + [f"--user-data-dir={profile}", "--window-size=1000,800"]:
+    for flag in lib.CHROMIUM_FLAGS + [f"--user-data-dir={profile}", "--window-size=1000,800"]:
         options.add_argument(flag)
     return webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
 
