@@ -29,6 +29,7 @@ import sys
 import tarfile
 import tempfile
 import tomllib
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import lib
@@ -217,7 +218,7 @@ def run(ctx):
     versions = [subprocess.run(command, capture_output=True, text=True).stdout.split()[index] for command, index
                 in ((["containerd", "--version"], 2), ([SHIM, "-v"], 4), ([launch.spin_binary(), "--version"], 1))]
     t.note("containerd {}, containerd-shim-spin {}, spin {} pushes; registry on ".format(*versions) + hub.address)
-    manifest = (ROOT / ctx.manifest).resolve() if ctx.manifest else MANIFEST
+    manifest = Path(ctx.manifest).resolve() if ctx.manifest else MANIFEST
     app = tomllib.loads(manifest.read_text(encoding="utf-8"))["application"]
     ref = f"{hub.address}/{app['name']}:{app['version']}"
     pushed = registry.push(ctx, manifest, ref)
