@@ -154,8 +154,9 @@ def litestream_drill(ctx):
         r = as_docs(ctx, db, None, "aside=", "for f in", "litestream restore", env=env,
                     more={".spin/": f"{db.parent}/", "2026-11-28T10:15:00.250Z": lost_at})
         aside = sorted(f.name for f in max(db.parent.glob("damaged-*")).iterdir())
-        t.check(r.returncode == 0 and damaged and aside == damaged, f"round {rnd}: the damaged files moved aside, kept; "
-                "litestream restore -timestamp (the loss) succeeds", f"{damaged} {aside} {r.stderr[-500:]}")
+        t.check(r.returncode == 0 and damaged and aside == damaged, f"round {rnd}: the damaged files moved "
+                "aside, kept; litestream restore -timestamp (the loss) succeeds",
+                f"{damaged} {aside} {r.stderr[-500:]}")
         t.check(host.integrity() == [("ok",)], f"round {rnd}: the restored database's integrity_check is ok",
                 f"{host.integrity()[:3]}")
         host.start()
