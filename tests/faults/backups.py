@@ -1,21 +1,22 @@
 #!/usr/bin/env -S python3 -B
 """Restore drills, each running the commands docs/operations.md ("Backups
-and restore") shows (its names made ours), with 16 writers creating books. SQLite: Litestream (deploy/litestream/)
-replicating while the database file, its WAL and -shm are deleted under the
-serving host; host and Litestream stopped, `litestream restore -timestamp`
-the moment of the loss, both started: every create acknowledged more than
-the loss window before it is there, byte for byte, integrity_check ok, and
-no snapshot was forced by a checkpoint of the component's, the damaged
-files kept aside; twice, so replication goes on after a restore. Both stores: scripts/backup.sh taken
-during the writes (SQLite: VACUUM INTO; PostgreSQL: pg_dump) and restored (a
-new state dir; a new database): every create acknowledged before it began is
-served, new ids follow; a .partial a killed run left is no obstacle, an
-existing backup is kept unless --force, and kept when a forced one fails.
-PostgreSQL as the service's role (it owns its database, no superuser),
-passwords in a password file: none on the command lines of psql, pg_dump
-and pg_restore (stand-ins log them). A backup of a database at migration 4,
-restored, migrates on its first request. SQLite: a restore whose copy fails
-(a file size limit, as a full disk) leaves the database and its WAL as they were.
+and restore") shows (its names made ours), with 16 writers creating books.
+SQLite: Litestream (deploy/litestream/) replicating while the database
+file, its WAL and -shm are deleted under the serving host; host and
+Litestream stopped, the damaged files moved aside, `litestream restore
+-timestamp` the moment of the loss, both started: every create acknowledged
+more than the loss window before it is there, byte for byte, integrity_check
+ok, and no snapshot was forced by a checkpoint of the component's; twice, so
+replication goes on after a restore. A restore-sqlite whose copy fails (a
+file size limit, as a full disk) leaves the database and its WAL as they
+were. Both stores: scripts/backup.sh taken during the writes (SQLite: VACUUM
+INTO; PostgreSQL: pg_dump) and restored (a new state dir; a new database):
+every create acknowledged before it began is served, new ids follow; a
+.partial a killed run left is no obstacle; an existing backup is kept unless
+--force, and when a forced one fails. PostgreSQL as the service's role (it
+owns its database, no superuser), passwords in a password file: none on the
+command lines of psql, pg_dump and pg_restore (stand-ins log them). A backup
+of a database at migration 4, restored, migrates on its first request.
 """
 
 import datetime
