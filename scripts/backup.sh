@@ -42,11 +42,12 @@ pg() {
     ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1 | sed "s|$|/$1|"
 }
 
-# check FILE: PRAGMA integrity_check of a SQLite file is ok, else fail.
+# check FILE: PRAGMA integrity_check of a SQLite file is ok, else fail; the file
+# alone, as copied (immutable: no -wal or -shm made beside it).
 check() {
     python3 - "$1" <<'EOF'
 import sqlite3, sys
-with sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True) as db:
+with sqlite3.connect(f"file:{sys.argv[1]}?mode=ro&immutable=1", uri=True) as db:
     result = db.execute("PRAGMA integrity_check").fetchall()
 sys.exit(0 if result == [("ok",)] else f"{sys.argv[1]}: integrity_check: {result[:5]}")
 EOF
