@@ -363,6 +363,11 @@ fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for
     let answer = block_on(changes::restore(&mut db, id, "ed"));
     assert_eq!(answer.err(), Some(book_catalog::ApiError::BookExists));
     assert_eq!(db.wrapped.len(), 1, "only the look-up of the book: {:?}", db.sent);
-    let mut db = scripted(vec![Ok(vec![vec![Integer(1), Text("x".into())]])]);
+    // Rows outside the schema are errors, never values.
+    let odd = || Ok(vec![vec![Integer(1), Text("x".into())]]);
+    let mut db = scripted(vec![odd(), odd(), Ok(vec![]), Ok(vec![vec![Integer(9), Integer(2)]])]);
     assert!(block_on(sql::changes_after(&mut db, None, 1)).is_err());
+    assert!(block_on(sql::pruned_through(&mut db)).is_err());
+    assert!(block_on(sql::create(&mut db, &book, "ed")).is_err());
+    assert_eq!(block_on(sql::pruned_through(&mut db)).unwrap(), Cursor { xid: 9, seq: 2 });
 }
