@@ -6,6 +6,7 @@
 use crate::books::model::BookId;
 use crate::books::query::BookQuery;
 use crate::books::safe_writes::{IdempotencyKey, Precondition};
+use crate::books::transfer::{self, Form, Listing};
 use crate::db;
 use crate::envelope::Response;
 use crate::error::ApiError;
@@ -104,7 +105,16 @@ async fn respond<C: Context>(
         Endpoint::ListBooks => {
             // Parameters are judged before the store is opened.
             let query = BookQuery::parse(head.query)?;
-            books::list(open_store(ctx, fields)?, &query).await
+            let listing = Listing::of(head.header("accept").as_deref());
+            books::list(open_store(ctx, fields)?, &query, listing).await
+        }
+        Endpoint::ImportBooks => {
+            let key = head.header(IDEMPOTENCY_KEY);
+            let key = key.map(|key| IdempotencyKey::parse(&key)).transpose()?;
+            let form = Form::of(head.header("content-type").as_deref());
+            let (limit, now) = (settings::import_max_bytes(ctx)?, ctx.now());
+            let mut db = open_store(ctx, fields)?;
+            transfer::import(&mut db, body, form, limit, key.as_ref(), now).await
         }
         Endpoint::GetBook(id) => books::get(&mut open_store(ctx, fields)?, id).await,
         Endpoint::UpdateBook(id) => {
@@ -165,6 +175,7 @@ pub enum Endpoint {
     IssueToken,
     CreateBook,
     ListBooks,
+    ImportBooks,
     GetBook(BookId),
     UpdateBook(BookId),
     DeleteBook(BookId),
@@ -200,7 +211,14 @@ pub fn route(method: &str, path: &str) -> Route {
         HEALTH_PATH => (false, HEALTH_PATH, only("GET", Endpoint::Health)),
         TOKEN_PATH => (false, TOKEN_PATH, only("POST", Endpoint::IssueToken)),
         "/book" => (true, "/book", only("POST", Endpoint::CreateBook)),
-        "/books" => (true, "/books", only("GET", Endpoint::ListBooks)),
+        "/books" => {
+            let endpoint = match method {
+                "GET" => Ok(Endpoint::ListBooks),
+                "POST" => Ok(Endpoint::ImportBooks),
+                _ => Err(ApiError::MethodNotAllowed("GET, POST")),
+            };
+            (true, "/books", endpoint)
+        }
         _ => match path.strip_prefix(BOOK_ITEM_PREFIX) {
             None => (false, "unmatched", Err(ApiError::RouteNotFound)),
             Some(id) => {
