@@ -480,16 +480,16 @@ pub async fn stage(db: &mut impl Connection, books: &[NewBook]) -> anyhow::Resul
         return Ok(Vec::new());
     }
     sql.push(&format!(
-        "INSERT INTO {table} (id, title, author, year) SELECT nextval(pg_get_serial_sequence(\
-         'books', 'id')), title, author, year FROM (VALUES {rows}) AS book (title, author, year) \
-         RETURNING id"
+        "INSERT INTO {table} (id, title, author, year) SELECT nextval((SELECT \
+         pg_get_serial_sequence('books', 'id'))::regclass), title, author, year FROM (VALUES \
+         {rows}) AS book (title, author, year) RETURNING id"
     ));
-    ids(sql.run(db).await?)
+    reserved_ids(sql.run(db).await?)
 }
 
 /// The ids of rows of one column, ascending: a statement's order of
 /// assigning them, the staged books' order.
-fn ids(rows: Vec<Row>) -> anyhow::Result<Vec<i64>> {
+fn reserved_ids(rows: Vec<Row>) -> anyhow::Result<Vec<i64>> {
     let mut ids = rows
         .into_iter()
         .map(|row| match row.as_slice() {
@@ -537,9 +537,25 @@ pub async fn import_staged<C: Connection>(
             let mut sql = Sql::write();
             sql.push(&format!(
                 "INSERT INTO books (title, author, year) SELECT title, author, year FROM {table} \
-                 ORDER BY rowid RETURNING id"
+                 ORDER BY rowid"
             ));
-            let first = answer(&ids(sql.run(db).await?)?)?;
+            sql.run(db).await?;
+            // Under the write lock one statement's AUTOINCREMENT ids follow
+            // each other, up to the sequence's: no row a book to read back.
+            let mut sql = Sql::read();
+            sql.push(&format!(
+                "SELECT (SELECT count(*) FROM {table}), \
+                 (SELECT seq FROM sqlite_sequence WHERE name = 'books')"
+            ));
+            let ids = match sql.run(db).await?.as_slice() {
+                [row] => match row.as_slice() {
+                    [Column::Integer(moved), Column::Integer(last)] => (last - moved + 1)..=*last,
+                    [Column::Integer(0), Column::Null] => 1..=0,
+                    other => bail!("unexpected sequence row: {other:?}"),
+                },
+                other => bail!("unexpected sequence rows: {other:?}"),
+            };
+            let first = answer(&ids.collect::<Vec<i64>>())?;
             if let Some((key, fingerprint)) = key {
                 let mut sql = Sql::write();
                 remember_key(&mut sql, kind, key, fingerprint, &first, now, "");
