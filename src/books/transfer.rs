@@ -10,7 +10,6 @@ use sha2::{Digest, Sha256};
 
 use super::csv;
 use super::model::{judge_text, judge_year, Book, NewBook, Refusal};
-use super::safe_writes::IdempotencyKey;
 use super::sql::{self, Keyed, StoredAnswer};
 use super::LISTED;
 use crate::db::Connection;
@@ -142,24 +141,31 @@ fn imported(ids: &[i64]) -> anyhow::Result<StoredAnswer> {
     Ok(StoredAnswer { status: response.status, etag: String::new(), body })
 }
 
+/// What an import is asked: the body's form, its most bytes, the key (as
+/// scoped to its owner), the time, the account whose changes they are.
+pub struct Importing<'a> {
+    pub form: Form,
+    pub limit: u64,
+    pub key: Option<&'a str>,
+    pub now: u64,
+    pub account: &'a str,
+}
+
 /// `POST /books`: every book of the body, or none (the first bad one
-/// answered with its row); with a key, stored once per key as `POST /book`.
+/// answered with its row), each a `create` change by the importer; with a
+/// key, stored once per key as `POST /book`.
 pub async fn import<C: Connection>(
     db: &mut C,
     body: impl BodyStream,
-    form: Form,
-    limit: u64,
-    key: Option<&IdempotencyKey>,
-    now: u64,
+    to: Importing<'_>,
 ) -> Result<Response, ApiError> {
-    let limit_bytes = usize::try_from(limit).unwrap_or(usize::MAX);
-    if body.declared_length().is_some_and(|length| length > limit) {
+    if body.declared_length().is_some_and(|length| length > to.limit) {
         // Read to its end, or refused at once when far over (`read_body`).
-        let _ = read_body(body, limit_bytes).await;
+        let _ = read_body(body, usize::try_from(to.limit).unwrap_or(usize::MAX)).await;
         return Err(ApiError::BodyTooLarge);
     }
     sql::stage_start(db).await?;
-    let imported = stage_and_move(db, body, form, limit, key, now).await;
+    let imported = stage_and_move(db, body, &to).await;
     // A table left full (the connection failed) is dropped by the next import.
     let _ = sql::stage_end(db).await;
     match imported? {
@@ -173,12 +179,9 @@ pub async fn import<C: Connection>(
 async fn stage_and_move<C: Connection>(
     db: &mut C,
     mut body: impl BodyStream,
-    form: Form,
-    limit: u64,
-    key: Option<&IdempotencyKey>,
-    now: u64,
+    to: &Importing<'_>,
 ) -> Result<Keyed, ApiError> {
-    let declared = body.declared_length();
+    let (declared, form) = (body.declared_length(), to.form);
     let mut books = Books::new(form);
     let mut fingerprint = Sha256::new();
     fingerprint.update(if form == Form::Csv { "csv\n" } else { "json\n" });
@@ -195,7 +198,7 @@ async fn stage_and_move<C: Connection>(
             Ok(None) | Err(_) => return Err(cut(&books)),
         };
         read += chunk.len() as u64;
-        if read > limit {
+        if read > to.limit {
             return Err(ApiError::BodyTooLarge);
         }
         fingerprint.update(&chunk);
@@ -213,8 +216,8 @@ async fn stage_and_move<C: Connection>(
     }
     let fingerprint: String =
         fingerprint.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
-    let key = key.map(|key| (key.as_str(), fingerprint.as_str()));
-    Ok(sql::import_staged(db, key, &reserved, imported, now).await?)
+    let key = to.key.map(|key| (key, fingerprint.as_str()));
+    Ok(sql::import_staged(db, key, &reserved, imported, to.now, to.account).await?)
 }
 
 /// An import's body read book by book, in its form.

@@ -81,6 +81,13 @@ fn imports_store_every_book_in_file_order_from_json_or_csv_headers_in_any_order(
     let mut all: Vec<Value> = all.iter().map(|(id, t, a, y)| book(*id, t, a, *y)).collect();
     all.extend([book(4, "=E", "F", 3), book(5, "G\nG", "H", -4)]);
     assert_eq!(ctx.authed("GET", "/books", ""), listed(json!(all)));
+    // Each a `create` change by the importer, in the file's order.
+    let feed = ctx.get_unchecked("/changes", Some("limit=1000"));
+    let (_, feed, _) = ctx.check_response(&feed);
+    let gist = |change: &Value| json!([change["op"], change["book"], change["account"]]);
+    let created: Vec<Value> = feed["data"].as_array().unwrap()[1..].iter().map(gist).collect();
+    let expected: Vec<Value> = all[1..].iter().map(|b| json!(["create", b, "admin"])).collect();
+    assert_eq!(created, expected);
     assert_eq!(import(&mut ctx, JSON, " [ ] ", None), imported(&[]));
     assert_eq!(import(&mut ctx, CSV, "title,author,year\r\n", None), imported(&[]));
     assert_eq!(ctx.rows("books"), 5);
