@@ -4,6 +4,8 @@
 //! spreadsheet would run as a formula is written with a leading `'`, which
 //! the import takes off again (docs/api.md, "Import and export").
 
+use std::io::Write;
+
 use super::model::Book;
 
 /// The export's first line.
@@ -11,28 +13,32 @@ pub const HEADER: &[u8] = b"id,title,author,year\r\n";
 
 /// `book` as one line, CRLF-terminated.
 pub fn write_book(out: &mut Vec<u8>, book: &Book) {
-    out.extend_from_slice(book.id.get().to_string().as_bytes());
-    out.push(b',');
+    // Writing to a `Vec` cannot fail.
+    let _ = write!(out, "{},", book.id.get());
     write_text(out, &book.title);
     out.push(b',');
     write_text(out, &book.author);
-    out.push(b',');
-    out.extend_from_slice(book.year.to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let _ = write!(out, ",{}\r\n", book.year);
 }
 
 /// A text field: marked if a spreadsheet would run it, quoted if it holds
 /// a separator, a quote or a line break.
 fn write_text(out: &mut Vec<u8>, text: &str) {
-    let mark = if runs_in_a_spreadsheet(text) { "'" } else { "" };
-    if text.contains([',', '"', '\r', '\n']) {
+    let quoted = text.bytes().any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n'));
+    if quoted {
         out.push(b'"');
-        out.extend_from_slice(mark.as_bytes());
-        out.extend_from_slice(text.replace('"', "\"\"").as_bytes());
+    }
+    if runs_in_a_spreadsheet(text) {
+        out.push(b'\'');
+    }
+    for (index, part) in text.split('"').enumerate() {
+        if index > 0 {
+            out.extend_from_slice(b"\"\"");
+        }
+        out.extend_from_slice(part.as_bytes());
+    }
+    if quoted {
         out.push(b'"');
-    } else {
-        out.extend_from_slice(mark.as_bytes());
-        out.extend_from_slice(text.as_bytes());
     }
 }
 
