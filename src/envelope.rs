@@ -93,7 +93,7 @@ impl Response {
         let replaced = |name| self.extra_headers.iter().any(|(extra, _)| *extra == name);
         let common = COMMON_HEADERS
             .into_iter()
-            .filter(move |(name, _)| !(no_content && *name == "content-type") && !replaced(*name));
+            .filter(move |(name, _)| !(replaced(*name) || no_content && *name == "content-type"));
         common.chain(self.extra_headers.iter().map(|(name, value)| (*name, value.as_str())))
     }
 

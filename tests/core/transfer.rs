@@ -155,7 +155,7 @@ fn one_bad_book_stores_nothing_and_its_row_field_and_reason_are_named() {
         }
     }
     ctx.request_headers = vec![("Content-Type".into(), CSV.into())];
-    let cut = Cut(csv[..csv.len() - 40].as_bytes());
+    let cut = Cut(&csv.as_bytes()[..csv.len() - 40]);
     let outcome = ctx.call_with("POST", "/books", Some(token.as_bytes()), cut);
     assert_eq!(outcome, refused(600, None, "the body ended early"));
     let broken = ctx.call_with("POST", "/books", Some(token.as_bytes()), BrokenBody);
