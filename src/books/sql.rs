@@ -597,7 +597,8 @@ pub async fn stage_end(db: &mut impl Connection) -> anyhow::Result<()> {
 /// those of a failed import are only skipped): returned in the books' order.
 pub async fn stage(db: &mut impl Connection, books: &[NewBook]) -> anyhow::Result<Vec<i64>> {
     let kind = db.kind();
-    let mut sql = Sql::write();
+    // Never an empty batch: a row for each book.
+    let mut sql = Sql::write().always_a_row();
     let mut rows = Vec::with_capacity(books.len());
     for book in books {
         let values =

@@ -6,7 +6,10 @@
 use serde_json::{json, Value};
 
 use crate::support::*;
+use book_catalog::books::transfer::{import as import_into, Form, Importing};
+use book_catalog::db::{Column, StoreError};
 use book_catalog::Response;
+use sha2::{Digest, Sha256};
 
 const CSV: &str = "text/csv";
 const JSON: &str = "application/json";
@@ -262,4 +265,47 @@ fn an_awkward_catalog_exported_imported_and_exported_again_is_the_same_but_for_i
         all
     };
     assert_eq!(json(&mut to), json(&mut from), "the same books");
+}
+
+/// PostgreSQL (no transaction across statements): the books staged with
+/// ids from the sequence, then one statement moves them with their changes
+/// and the key; a lost race for the key finds the winner's answer.
+#[test]
+fn on_postgresql_an_import_is_staged_then_moved_by_one_statement() {
+    let body = b"title,author,year\nA,B,1\nC,D,2\n";
+    let fingerprint: String =
+        Sha256::digest([&b"csv\n"[..], body].concat()).iter().map(|b| format!("{b:02x}")).collect();
+    let answer = r#"{"status":201,"message":"Books imported successfully","data":{"imported":2,"ids":[7,8]}}"#;
+    let row = |columns: Vec<Column>| Ok(vec![columns]);
+    let staged = || Ok(vec![vec![Column::Integer(8)], vec![Column::Integer(7)]]);
+    let new_key =
+        || row(vec![Column::Integer(99), Column::Null, Column::Null, Column::Null, Column::Null]);
+    let won = || {
+        row(vec![
+            Column::Integer(99),
+            Column::Text(fingerprint.clone()),
+            Column::Integer(201),
+            Column::Text(String::new()),
+            Column::Text(answer.into()),
+        ])
+    };
+    let lost = || Err(StoreError::postgres(Some("23505"), "duplicate key"));
+    for (key, answers) in [
+        (None, vec![staged(), row(vec![Column::Integer(2)])]),
+        (Some("k"), vec![staged(), new_key(), row(vec![Column::Integer(2)])]),
+        (Some("k"), vec![staged(), new_key(), lost(), won()]),
+    ] {
+        let mut db = ScriptedPostgres { answers, sent: Vec::new(), wrapped: Vec::new() };
+        let to = Importing { form: Form::Csv, limit: 100, key, now: NOW, account: "ed" };
+        let response = block_on(import_into(&mut db, &body[..], to)).unwrap();
+        assert_eq!((response.status, response.bytes()), (201, answer.as_bytes()));
+        assert!(db.wrapped.is_empty() && db.answers.is_empty(), "{:?}", db.sent);
+        assert!(db.sent[0].starts_with("DROP TABLE IF EXISTS pg_temp.import_books"));
+        assert!(db.sent[2].contains("nextval((SELECT pg_get_serial_sequence"), "{}", db.sent[2]);
+        let moved = db.sent.iter().filter(|sql| sql.starts_with("WITH moved AS")).count();
+        assert_eq!(moved, 1, "{:?}", db.sent);
+        let last = db.sent.iter().rev().find(|sql| sql.starts_with("WITH moved")).unwrap();
+        assert!(last.contains("'create'") && last.contains("INSERT INTO changes"), "{last}");
+        assert_eq!(last.contains("idempotency_keys"), key.is_some(), "{last}");
+    }
 }
