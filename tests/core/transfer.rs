@@ -148,21 +148,30 @@ fn one_bad_book_stores_nothing_and_its_row_field_and_reason_are_named() {
     assert_eq!(ctx.rows("books"), 1, "nothing stored");
     // A body cut short of its declared length: the rows before it were good.
     let token = ctx.token();
-    struct Cut<'a>(&'a [u8]);
+    // Undeclared (chunked) past the limit: 413.
+    struct Cut<'a>(&'a [u8], Option<u64>);
     impl book_catalog::BodyStream for Cut<'_> {
         fn declared_length(&self) -> Option<u64> {
-            Some(self.0.len() as u64 + 10)
+            self.1
         }
         async fn chunk(&mut self) -> Result<Option<Vec<u8>>, book_catalog::BodyError> {
             Ok((!self.0.is_empty()).then(|| std::mem::take(&mut self.0).to_vec()))
         }
     }
     ctx.request_headers = vec![("Content-Type".into(), CSV.into())];
-    let cut = Cut(&csv.as_bytes()[..csv.len() - 40]);
+    let part = &csv.as_bytes()[..csv.len() - 40];
+    let cut = Cut(part, Some(part.len() as u64 + 10));
     let outcome = ctx.call_with("POST", "/books", Some(token.as_bytes()), cut);
     assert_eq!(outcome, refused(600, None, "the body ended early"));
     let broken = ctx.call_with("POST", "/books", Some(token.as_bytes()), BrokenBody);
     assert_eq!(broken, refused(1, None, "the body ended early"));
+    ctx.set(Setting::ImportMaxBytes, "100");
+    let chunked = ctx.call_with("POST", "/books", Some(token.as_bytes()), Cut(part, None));
+    assert_eq!(chunked, too_large());
+    ctx.unset(Setting::ImportMaxBytes);
+    ctx.request_headers.clear();
+    let broken = ctx.call_with("POST", "/books", Some(token.as_bytes()), BrokenBody);
+    assert_eq!(broken, refused(1, None, "the body ended early"), "a JSON array");
     // A failure of the store while moving the staged books: nothing either.
     ctx.request_headers.clear();
     ctx.fail_on = Some("move");
