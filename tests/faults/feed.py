@@ -181,30 +181,33 @@ def run(ctx):
            f"GET /changes per follower: {[f.calls for f in followers]}")
     t.check(not unexpected, "every write answered as the catalog model predicts (412 and 409 included)",
             f"{len(unexpected)}, e.g. {unexpected[:3]}")
-    t.check(len(set(acks)) == len(acks) and len(acks) > 500, "hundreds of writes acknowledged, each distinct",
-            f"{len(acks)} acknowledged, {len(set(acks))} distinct")
+    t.check(len(acks) > 500, "hundreds of writes acknowledged", f"{len(acks)}")
     errors = [r for f in followers + [mirror["follower"]] for r in f.errors]
     t.check(not errors, "every GET /changes answered 200 with at most `limit` changes", f"{errors[:3]}")
 
-    acked, by_book = set(acks), defaultdict(list)
+    by_book, lost_ids = defaultdict(list), {i for op, i in lost if op != "create"}
     for a in acks:
         by_book[a[1]].append(a)
+
+    def subsequence(part, whole):
+        rest = iter(whole)
+        return all(x in rest for x in part)
     for n, f in enumerate(followers):
-        got = Counter(sig(c) for c in f.seen)
-        missing = [a for a in acks if got[a] == 0]
-        twice = [s for s, k in got.items() if k > 1]
-        extra = [s for s in got if s not in acked and (s[0], s[1]) not in lost
-                 and not (s[0] == "create" and ("create", json.loads(s[2])["title"]) in lost)]
-        order = defaultdict(list)
+        seen = defaultdict(list)
         for c in f.seen:
-            if sig(c) in acked:
-                order[c["id"]].append(sig(c))
-        disordered = [i for i, seq in by_book.items() if order[i] != seq]
-        t.check(not missing and not twice and not extra and not disordered,
+            seen[c["id"]].append(sig(c))
+        # A book's changes are exactly its acknowledged writes, in order; one
+        # a lost answer touched holds them in order among the lost ones.
+        wrong = [(i, by_book[i], got) for i, got in seen.items() if i in by_book and (
+            got != by_book[i] if i not in lost_ids else not subsequence(by_book[i], got))]
+        missing = [i for i in by_book if i not in seen]
+        unknown = [got for i, got in seen.items() if i not in by_book and not (
+            got[0][0] == "create" and ("create", json.loads(got[0][2])["title"]) in lost)]
+        t.check(f.seen and not wrong and not missing and not unknown,
                 f"follower {n} (limit {f.limit}, on host {hosts.index(f.host)}) saw each acknowledged write "
                 "exactly once, each book's in order, nothing unacknowledged",
-                f"{len(missing)} missing (e.g. {missing[:2]}), {len(twice)} twice (e.g. {twice[:2]}), "
-                f"{len(extra)} never acknowledged (e.g. {extra[:2]}), {len(disordered)} books out of order")
+                f"{len(wrong)} books' changes wrong (e.g. {wrong[:2]}), {len(missing)} books unseen "
+                f"(e.g. {missing[:3]}), {len(unknown)} books nobody wrote (e.g. {unknown[:2]})")
     t.check(followers[0].seen and all([c["cursor"] for c in f.seen] == [c["cursor"] for c in followers[0].seen]
                                       for f in followers),
             "every follower received the same changes in the same order", f"{[len(f.seen) for f in followers]}")
@@ -237,7 +240,7 @@ def run(ctx):
     head = followers[0].after
     for n, h in enumerate(hosts):
         r = h.call("GET", changes_path(head, 100, 2), token=token)
-        t.check(r.status == 200 and r.data == [] and 1.8 <= r.elapsed < 4,
+        t.check(r.status == 200 and r.data == [] and 1.5 <= r.elapsed < 4,
                 f"on an idle catalog, wait=2 on host {n} answers [] after 2 s", f"{r!r}")
     latencies, failed = [], []
     for k in range(15):
