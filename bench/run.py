@@ -48,7 +48,8 @@ USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
 BOOKS = 10_000
-WRITES = {"get": "`GET /book/{id}` (a read, for reference)", "post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
+WRITES = {"get": "`GET /book/{id}` (a read, for reference)", "post": "`POST /book`",
+          "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
           "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
 
 POSTGRES_PID = None  # the throwaway cluster's postmaster: its CPU a request is counted too
@@ -344,7 +345,8 @@ def feed(comparator, stores, pg):
                 th.start()
                 time.sleep(0.2)
                 started = time.perf_counter()
-                made = lib.request(hosts[-1].port, "POST", "/book", {"title": f"Wake {k}", "author": "B", "year": k}, token)
+                made = lib.request(hosts[-1].port, "POST", "/book", {"title": f"Wake {k}", "author": "B", "year": k},
+                                   token)
                 th.join(30)
                 r = woke.get("r")
                 if made.status == 201 and r and r.status == 200 and [c["id"] for c in r.data] == [made.data["id"]]:
@@ -371,7 +373,8 @@ def feed(comparator, stores, pg):
 
 def feed_table(runs):
     lines = ["| store | comparator | hosts | CPU of 100 idle followers, % of a core (PostgreSQL's) "
-             "| answers while idle | write to follower p50 / p99 ms | failed wakes |", "|---|---|---:|---:|---:|---:|---:|"]
+             "| answers while idle | write to follower p50 / p99 ms | failed wakes |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for r in runs:
         db = f" ({r['db_idle_cpu_pct']:.1f})" if r["db_idle_cpu_pct"] is not None else ""
         lines.append(f"| {r['store']} | {r['comparator']} | {r['hosts']} | {r['idle_cpu_pct']:.1f}{db} "

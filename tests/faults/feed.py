@@ -198,7 +198,7 @@ def run(ctx):
             seen[c["id"]].append(sig(c))
         # A book's changes are exactly its acknowledged writes, in order; one
         # a lost answer touched holds them in order among the lost ones.
-        wrong = [(i, by_book[i], got) for i, got in seen.items() if i in by_book and (
+        wrong = [(i, f"{len(by_book[i])} written, {len(got)} seen") for i, got in seen.items() if i in by_book and (
             got != by_book[i] if i not in lost_ids else not subsequence(by_book[i], got))]
         missing = [i for i in by_book if i not in seen]
         unknown = [got for i, got in seen.items() if i not in by_book and not (
@@ -214,7 +214,8 @@ def run(ctx):
     malformed = [c for c in followers[0].seen if set(c) != FIELDS or not isinstance(c["cursor"], str)
                  or c["account"] != username or not AT.match(str(c["at"]))
                  or (c["book"] is None) != (c["op"] == "delete")]
-    t.check(followers[0].seen and not malformed, "each change has its fields, the writer's account and a UTC time", f"{malformed[:2]}")
+    t.check(followers[0].seen and not malformed, "each change has its fields, the writer's account and a UTC time",
+            f"{malformed[:2]}")
 
     final = hosts[0].call("GET", "/books", token=token, timeout=60)
     catalog = {b["id"]: b for b in final.data or []}
