@@ -324,14 +324,14 @@ def feed(comparator, stores, pg):
                 while not stop.is_set():
                     answers.append(lib.request(port, "GET", f"/changes?after={head}&wait=30", token=token,
                                                timeout=60).status)
-            threads = [threading.Thread(target=follow, args=(hosts[i % len(hosts)].port,)) for i in range(FOLLOWERS)]
+            threads = [threading.Thread(target=follow, args=(hosts[0].port,)) for _ in range(FOLLOWERS)]
             for th in threads:
                 th.start()
             time.sleep(3)
             db = lambda: proc_tree(POSTGRES_PID)[0] if POSTGRES_PID else 0  # noqa: E731
             before, db_before, answered = proc_tree(hosts[0].proc.pid)[0], db(), len(answers)
             time.sleep(10)
-            ticks = [proc_tree(hosts[0].proc.pid)[0] - before, db() - db_before]
+            ticks, answered = [proc_tree(hosts[0].proc.pid)[0] - before, db() - db_before], len(answers) - answered
             idle = [t / os.sysconf("SC_CLK_TCK") / 10 * 100 for t in ticks]
             stop.set()  # the next change wakes them all
             latencies, failed = [], 0
@@ -359,7 +359,7 @@ def feed(comparator, stores, pg):
             latencies.sort()
             run = dict(feed=True, comparator=comparator, store=store, hosts=len(hosts), followers=FOLLOWERS,
                        idle_cpu_pct=idle[0], db_idle_cpu_pct=idle[1] if pg_url else None,
-                       answers_while_idle=len(answers) - answered, wakes=len(latencies), failed=failed,
+                       answers_while_idle=answered, wakes=len(latencies), failed=failed,
                        p50_ms=latencies[len(latencies) // 2] if latencies else None,
                        p99_ms=latencies[min(len(latencies) - 1, len(latencies) * 99 // 100)] if latencies else None)
             with open(OUT / "runs.jsonl", "a") as f:
