@@ -343,7 +343,7 @@ def feed(comparator, stores, pg):
                     woke.update(r=r, at=time.perf_counter())
                 th = threading.Thread(target=wait_on)
                 th.start()
-                time.sleep(0.2)
+                time.sleep(0.2 + k % 10 * 0.04)  # at each phase of the waiting request's polls
                 started = time.perf_counter()
                 made = lib.request(hosts[-1].port, "POST", "/book", {"title": f"Wake {k}", "author": "B", "year": k},
                                    token)

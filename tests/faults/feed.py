@@ -252,7 +252,7 @@ def run(ctx):
             woke.update(r=r, at=time.monotonic())
         th = threading.Thread(target=wait_on)
         th.start()
-        time.sleep(0.3)
+        time.sleep(0.2 + k % 10 * 0.04)  # at each phase of the waiting request's polls
         started = time.monotonic()
         made = hosts[-1].call("POST", "/book", {"title": f"Wake {tag} {k}", "author": "Waker", "year": k}, token)
         th.join(30)
