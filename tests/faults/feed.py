@@ -163,13 +163,14 @@ def run(ctx):
         mirror.update(listed=listed, follower=Follower(hosts[-1], token, 500, listed.headers.get("changes-cursor")))
         mirror["follower"].run(done)
 
-    threads = [threading.Thread(target=f.run, args=(done,)) for f in followers]
-    threads += [threading.Thread(target=write, args=(w,)) for w in writers] + [threading.Thread(target=mirror_mid_run)]
+    threads = [threading.Thread(target=write, args=(w,)) for w in writers]
+    threads += [threading.Thread(target=f.run, args=(done,)) for f in followers]
+    threads.append(threading.Thread(target=mirror_mid_run))
     for th in threads:
         th.start()
-    for th in threads[len(followers):]:
+    for th in threads[:len(writers)]:
         th.join(seconds + 120)
-    done.set()
+    done.set()  # the followers end once they have caught up
     for th in threads:
         th.join(60)
     t.check(not any(th.is_alive() for th in threads), "every writer and follower finished")
