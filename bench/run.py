@@ -302,12 +302,7 @@ def serve(comparator, stores, pg):
 
 
 def feed(comparator, stores, pg):
-    """Per store: FOLLOWERS followers long-polling `GET /changes?wait=30` at
-    the head of an idle catalog, the CPU of the serving process (and of
-    PostgreSQL) over 10 s; then WAKES times, a follower waiting on one host
-    and a `POST /book` on another (PostgreSQL: two replicas on one database;
-    SQLite: one host), the time from the write's request to the follower's
-    answer."""
+    """Per store, the change feed's figures (bench/README.md)."""
     for store in stores:
         hosts = []
         pg_url = pg.fresh_database() if store == "postgres" else None
@@ -356,12 +351,10 @@ def feed(comparator, stores, pg):
                     failed += 1
             for th in threads:
                 th.join(60)
-            latencies.sort()
-            run = dict(feed=True, comparator=comparator, store=store, hosts=len(hosts), followers=FOLLOWERS,
-                       idle_cpu_pct=idle[0], db_idle_cpu_pct=idle[1] if pg_url else None,
-                       answers_while_idle=answered, wakes=len(latencies), failed=failed,
-                       p50_ms=latencies[len(latencies) // 2] if latencies else None,
-                       p99_ms=latencies[min(len(latencies) - 1, len(latencies) * 99 // 100)] if latencies else None)
+            latencies = sorted(latencies) or [0]
+            run = dict(feed=True, comparator=comparator, store=store, hosts=len(hosts), idle_cpu_pct=idle[0],
+                       db_idle_cpu_pct=idle[1] if pg_url else None, answers_while_idle=answered, failed=failed,
+                       p50_ms=latencies[len(latencies) // 2], p99_ms=latencies[len(latencies) * 99 // 100])
             with open(OUT / "runs.jsonl", "a") as f:
                 f.write(json.dumps(run) + "\n")
             log(f"  {comparator}/{store}: {json.dumps(run)}")
@@ -378,7 +371,7 @@ def feed_table(runs):
     for r in runs:
         db = f" ({r['db_idle_cpu_pct']:.1f})" if r["db_idle_cpu_pct"] is not None else ""
         lines.append(f"| {r['store']} | {r['comparator']} | {r['hosts']} | {r['idle_cpu_pct']:.1f}{db} "
-                     f"| {r['answers_while_idle']} | {r['p50_ms'] or 0:.0f} / {r['p99_ms'] or 0:.0f} | {r['failed']} |")
+                     f"| {r['answers_while_idle']} | {r['p50_ms']:.0f} / {r['p99_ms']:.0f} | {r['failed']} |")
     return lines
 
 

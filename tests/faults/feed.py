@@ -1,18 +1,14 @@
 #!/usr/bin/env -S python3 -B
-"""The change feed (docs/api.md, "Changes and history") under load: on
-PostgreSQL two replicas on one database, on SQLite one host. Writers on
-every host (quick: 12 for 20 s; full: 16 for 60 s), each on books of its own:
-creates, keyed creates replayed (on the other host), updates and deletes
-with If-Match, restores, and a stale If-Match and a restore of a live book
-that must append nothing. Followers on every host long-poll GET /changes
-with `wait`, always from the last cursor: each saw every acknowledged write
-exactly once (a sequence's values that become visible out of commit order
-would lose some), each book's in the order written, nothing else but writes
-whose answer was lost, the same changes in the same order. A mirror that
-lists and follows from Changes-Cursor, started halfway, and the feed replayed
-from its start, equal the final list; histories equal what was written;
-`wait` waits on an idle catalog and wakes for a change made on another host
-(its latency a note; the target is bench/'s).
+"""The change feed under load: PostgreSQL, two replicas on one database;
+SQLite, one host. Writers (quick: 12 for 20 s; full: 16 for 60 s) on books of
+their own: creates, keyed creates replayed on the other host, updates and
+deletes with If-Match, restores, and a stale If-Match and a live book's
+restore that append nothing. Followers on each host long-poll from the last
+cursor: each sees every acknowledged write once, each book's in order, and
+nothing unacknowledged (a plain `seq > N` on PostgreSQL loses some). A mirror
+listed halfway and followed from Changes-Cursor equals the final list;
+histories; `wait` waits when idle and wakes for another host's write (its
+latency a note: bench/ holds the target).
 """
 
 import json
@@ -52,8 +48,7 @@ class Writer:
         host = self.hosts[(self.number + self.k * other) % len(self.hosts)]
         return host.call(method, path, body, self.token, timeout=30, **kwargs)
 
-    def expect(self, r, status, op, book_id, book):
-        """Records an acknowledged write (`book`: the one it must return); False unless `status`."""
+    def expect(self, r, status, op, book_id, book):  # False unless `status`, and `book` if given
         if r.status == 0:
             self.lost.add((op, book_id))
             self.books.pop(book_id, None)
@@ -82,8 +77,7 @@ class Writer:
             self.unexpected.append(("create", r))
 
     def step(self):
-        live = [i for i, b in self.books.items() if not b[2]]
-        gone = [i for i, b in self.books.items() if b[2]]
+        live, gone = ([i for i, b in self.books.items() if b[2] == deleted] for deleted in (False, True))
         roll = self.rng.random()
         if roll < 0.3 or not live:
             return self.create(keyed=roll < 0.1)
@@ -109,8 +103,7 @@ class Writer:
 
 
 class Follower:
-    """GET /changes with `wait`, always from the last cursor, until an empty
-    answer to a request made after `done`."""
+    """GET /changes from the last cursor until `done` and caught up."""
 
     def __init__(self, host, token, limit, after=None):
         self.host, self.token, self.limit, self.after = host, token, limit, after
@@ -123,12 +116,11 @@ class Follower:
             self.calls += 1
             if r.status != 200 or not isinstance(r.data, list) or len(r.data) > self.limit:
                 self.errors.append(r)
-                if len(self.errors) > 20:
-                    return
                 time.sleep(0.2)
-                continue
-            if not r.data and finished:
+            if len(self.errors) > 20 or r.data == [] and finished:
                 return
+            if r.status != 200:
+                continue
             self.seen += r.data
             self.after = r.data[-1]["cursor"] if r.data else self.after
 
@@ -175,16 +167,15 @@ def run(ctx):
         th.join(60)
     t.check(not any(th.is_alive() for th in threads), "every writer and follower finished")
 
-    acks = [a for w in writers for a in w.acks]
-    lost = set().union(*(w.lost for w in writers))
+    acks, lost = [a for w in writers for a in w.acks], set().union(*(w.lost for w in writers))
     unexpected = [u for w in writers for u in w.unexpected]
     t.note(f"acknowledged writes: {dict(Counter(a[0] for a in acks))}; answers lost: {len(lost)}; "
            f"GET /changes per follower: {[f.calls for f in followers]}")
     t.check(not unexpected, "every write answered as the catalog model predicts (412 and 409 included)",
             f"{len(unexpected)}, e.g. {unexpected[:3]}")
-    t.check(len(acks) > 500, "hundreds of writes acknowledged", f"{len(acks)}")
     errors = [r for f in followers + [mirror["follower"]] for r in f.errors]
-    t.check(not errors, "every GET /changes answered 200 with at most `limit` changes", f"{errors[:3]}")
+    t.check(len(acks) > 500 and not errors, "hundreds of writes acknowledged; every GET /changes answered 200 "
+            "with at most `limit` changes", f"{len(acks)} acknowledged; {errors[:3]}")
 
     by_book, lost_ids = defaultdict(list), {i for op, i in lost if op != "create"}
     for a in acks:
@@ -223,19 +214,14 @@ def run(ctx):
     t.check(final.status == 200 and catalog and apply({}, followers[0].seen) == catalog,
             "the feed replayed from its start equals the final GET /books", f"{len(catalog)} books")
     listed, follower = mirror["listed"], mirror["follower"]
-    t.check(listed.status == 200 and "changes-cursor" in listed.headers, "GET /books answers Changes-Cursor",
-            f"{listed!r} {listed.headers}")
-    t.check(apply({b["id"]: b for b in listed.data or []}, follower.seen) == catalog,
+    t.check(listed.status == 200 and "changes-cursor" in listed.headers
+            and apply({b["id"]: b for b in listed.data or []}, follower.seen) == catalog,
             "a mirror listed halfway and followed from its Changes-Cursor equals the final GET /books",
             f"{len(listed.data or [])} listed, {len(follower.seen)} changes followed")
 
-    sample = [i for i, seq in by_book.items() if len(seq) >= 3 and not any((op, i) in lost for op in
-                                                                          ("update", "delete", "restore"))][:6]
-    wrong = []
-    for i in sample:
-        r = hosts[-1].call("GET", f"/book/{i}/history", token=token)
-        if r.status != 200 or [sig(c) for c in r.data] != by_book[i]:
-            wrong.append((i, r, by_book[i]))
+    sample = [i for i, seq in by_book.items() if len(seq) >= 3 and i not in lost_ids][:6]
+    histories = {i: hosts[-1].call("GET", f"/book/{i}/history", token=token) for i in sample}
+    wrong = [(i, r) for i, r in histories.items() if r.status != 200 or [sig(c) for c in r.data] != by_book[i]]
     t.check(sample and not wrong, f"the history of {len(sample)} books is what was acknowledged, oldest first",
             f"{wrong[:2]}")
 
@@ -264,12 +250,11 @@ def run(ctx):
             head = r.data[-1]["cursor"]
         else:
             failed.append((made, r))
-    ok = sorted(latencies)
+    ok = sorted(latencies) or [0]
     t.check(not failed, f"a follower waiting on host 0 wakes with each of 15 creates on host {len(hosts) - 1}",
             f"{failed[:2]}")
-    if ok:
-        t.note(f"from the write's request to the waiting follower's answer: p50 {ok[len(ok) // 2] * 1000:.0f} ms, "
-               f"p99 {ok[min(len(ok) - 1, int(len(ok) * 0.99))] * 1000:.0f} ms")
+    t.note(f"from the write's request to the waiting follower's answer: p50 {ok[len(ok) // 2] * 1000:.0f} ms, "
+           f"max (p99) {ok[-1] * 1000:.0f} ms")
     t.check(all(h.stop() == 0 for h in hosts), "the hosts exit 0 on SIGTERM")
 
 
