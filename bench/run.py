@@ -312,8 +312,8 @@ def feed(comparator, stores, pg):
                                          wasm=WASM).start())
             token = lib.request(hosts[0].port, "POST", "/token", {"username": USER, "password": PASSWORD}).data["token"]
             lib.request(hosts[0].port, "POST", "/book", {"title": "Head", "author": "Bench", "year": 1}, token)
-            head = lib.request(hosts[0].port, "GET", "/books?limit=1", token=token).headers["changes-cursor"]
-            answers, stop = [], threading.Event()
+            cursor = lambda: lib.request(hosts[0].port, "GET", "/books?limit=1", token=token).headers["changes-cursor"]  # noqa: E731
+            head, answers, stop = cursor(), [], threading.Event()
 
             def follow(port):
                 while not stop.is_set():
@@ -328,8 +328,11 @@ def feed(comparator, stores, pg):
             time.sleep(10)
             ticks, answered = [proc_tree(hosts[0].proc.pid)[0] - before, db() - db_before], len(answers) - answered
             idle = [t / os.sysconf("SC_CLK_TCK") / 10 * 100 for t in ticks]
-            stop.set()  # the next change wakes them all
-            latencies, failed = [], 0
+            stop.set()  # a change wakes them all, and they end
+            lib.request(hosts[-1].port, "POST", "/book", {"title": "Woken", "author": "B", "year": 0}, token)
+            for th in threads:
+                th.join(60)
+            head, latencies, failed = cursor(), [], 0
             for k in range(WAKES):
                 woke = {}
 
@@ -349,8 +352,6 @@ def feed(comparator, stores, pg):
                     head = r.data[-1]["cursor"]
                 else:
                     failed += 1
-            for th in threads:
-                th.join(60)
             latencies = sorted(latencies) or [0]
             run = dict(feed=True, comparator=comparator, store=store, hosts=len(hosts), idle_cpu_pct=idle[0],
                        db_idle_cpu_pct=idle[1] if pg_url else None, answers_while_idle=answered, failed=failed,
