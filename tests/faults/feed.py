@@ -231,22 +231,11 @@ def run(ctx):
         t.check(r.status == 200 and r.data == [] and 1.5 <= r.elapsed < 4,
                 f"on an idle catalog, wait=2 on host {n} answers [] after 2 s", f"{r!r}")
     latencies, failed = [], []
-    for k in range(15):
-        woke = {}
-
-        def wait_on(after=head):
-            r = hosts[0].call("GET", changes_path(after, 100, 10), token=token, timeout=30)
-            woke.update(r=r, at=time.monotonic())
-        th = threading.Thread(target=wait_on)
-        th.start()
-        time.sleep(0.2 + k % 10 * 0.04)  # at each phase of the waiting request's polls
-        started = time.monotonic()
-        made = hosts[-1].call("POST", "/book", {"title": f"Wake {tag} {k}", "author": "Waker", "year": k}, token)
-        th.join(30)
-        r = woke.get("r")
+    for k in range(15):  # the write at each phase of the waiting request's polls
+        made, r, seconds_ = lib.woken(hosts[0].port, hosts[-1].port, token, head, 0.2 + k % 10 * 0.04)
         if made.status == 201 and r and r.status == 200 and [sig(c) for c in r.data] == [
                 ("create", made.data["id"], json.dumps(made.data, sort_keys=True))]:
-            latencies.append(woke["at"] - started)
+            latencies.append(seconds_)
             head = r.data[-1]["cursor"]
         else:
             failed.append((made, r))
