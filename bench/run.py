@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import namedtuple
@@ -18,6 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import launch  # noqa: E402  (tests/launch.py: the one host launcher)
+sys.path.insert(0, str(ROOT / "tests/faults"))
+import lib  # noqa: E402  (its request(): headers and time of an answer)
 
 OUT = ROOT / "build/bench"
 WASM = os.environ.get("BENCH_WASM")
@@ -39,11 +42,15 @@ SYNCHRONOUS = os.environ.get("BENCH_SYNCHRONOUS", "normal full").split()
 # BENCH_LITESTREAM=1: each SQLite host has a twin, COMPARATOR/litestream, that
 # Litestream replicates as docs/operations.md runs it (deploy/litestream/).
 LITESTREAM = os.environ.get("BENCH_LITESTREAM") == "1"
+# BENCH_FEED=1: the change feed's figures instead (feed()).
+FEED = os.environ.get("BENCH_FEED") == "1"
+FOLLOWERS, WAKES = 100, 50
 USER, PASSWORD = "bench", "bench-password"
 # TRUSTED_PROXY_HOPS=1: the token scenario names a client of its own per login.
 SETTINGS = {"AUTH_USERNAME": USER, "AUTH_PASSWORD": PASSWORD, "TRUSTED_PROXY_HOPS": "1"}
 BOOKS = 10_000
-WRITES = {"post": "`POST /book`", "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
+WRITES = {"get": "`GET /book/{id}` (a read, for reference)", "post": "`POST /book`",
+          "postkey": "keyed `POST /book`", "put": "`PUT /book/{id}`",
           "delete": "`DELETE /book/{id}`", "token": "`POST /token`"}
 
 POSTGRES_PID = None  # the throwaway cluster's postmaster: its CPU a request is counted too
@@ -350,6 +357,58 @@ def serve(comparator, stores, pg):
             shutil.rmtree(host.workdir, ignore_errors=True)
 
 
+def feed(comparator, stores, pg):
+    """Per store, the change feed's figures (bench/README.md)."""
+    for store in stores:
+        hosts = []
+        pg_url = pg.fresh_database() if store == "postgres" else None
+        try:
+            for _ in range(2 if pg_url else 1):
+                hosts.append(launch.Host(comparator, store, dict(SETTINGS, SECRET_TOKEN="s" * 48), pg_url=pg_url,
+                                         wasm=WASM).start())
+            token = lib.request(hosts[0].port, "POST", "/token", {"username": USER, "password": PASSWORD}).data["token"]
+            lib.request(hosts[0].port, "POST", "/book", {"title": "Head", "author": "Bench", "year": 1}, token)
+            cursor = lambda: lib.request(hosts[0].port, "GET", "/books?limit=1", token=token).headers["changes-cursor"]  # noqa: E731
+            head, answers, stop = cursor(), [], threading.Event()
+
+            def follow(port):
+                while not stop.is_set():
+                    answers.append(lib.request(port, "GET", f"/changes?after={head}&wait=30", token=token,
+                                               timeout=60).status)
+            threads = [threading.Thread(target=follow, args=(hosts[0].port,)) for _ in range(FOLLOWERS)]
+            for th in threads:
+                th.start()
+            time.sleep(3)
+            db = lambda: proc_tree(POSTGRES_PID)[0] if POSTGRES_PID else 0  # noqa: E731
+            before, db_before, answered = proc_tree(hosts[0].proc.pid)[0], db(), len(answers)
+            time.sleep(10)
+            ticks, answered = [proc_tree(hosts[0].proc.pid)[0] - before, db() - db_before], len(answers) - answered
+            idle = [t / os.sysconf("SC_CLK_TCK") / 10 * 100 for t in ticks]
+            stop.set()  # a change wakes them all, and they end
+            lib.request(hosts[-1].port, "POST", "/book", {"title": "Woken", "author": "B", "year": 0}, token)
+            for th in threads:
+                th.join(60)
+            head, latencies, failed = cursor(), [], 0
+            for k in range(WAKES):  # the write at each phase of the waiting request's polls
+                made, r, seconds = lib.woken(hosts[0].port, hosts[-1].port, token, head, 0.2 + k % 10 * 0.04)
+                if made.status == 201 and r and r.status == 200 and [c["id"] for c in r.data] == [made.data["id"]]:
+                    latencies.append(seconds * 1000)
+                    head = r.data[-1]["cursor"]
+                else:
+                    failed += 1
+            latencies = sorted(latencies) or [0]
+            run = dict(feed=True, comparator=comparator, store=store, hosts=len(hosts), idle_cpu_pct=idle[0],
+                       db_idle_cpu_pct=idle[1] if pg_url else None, answers_while_idle=answered, failed=failed,
+                       p50_ms=latencies[len(latencies) // 2], p99_ms=latencies[len(latencies) * 99 // 100])
+            with open(OUT / "runs.jsonl", "a") as f:
+                f.write(json.dumps(run) + "\n")
+            log(f"  {comparator}/{store}: {json.dumps(run)}")
+        finally:
+            for host in hosts:
+                host.stop()
+                shutil.rmtree(host.workdir, ignore_errors=True)
+
+
 def accounts(n):
     """`n` accounts made by scripts/account.sh, the last an editor: ({ACCOUNTS: ...}, its login)."""
     made = [json.loads(subprocess.run([str(ROOT / "scripts/account.sh"), f"bench-{i}", "editor"],
@@ -364,11 +423,11 @@ def median(values):
 
 
 def writes_table(runs):
-    """Each write scenario, concurrency and comparator on both stores side by
-    side: p50 and p99 (ms), answers of status 400 or more (+ other errors:
+    """Each write scenario (and `get`, for reference), concurrency and
+    comparator on both stores side by side: p50 and p99 (ms), answers of status 400 or more (+ other errors:
     connect, read, write, timeout), CPU us/req (PostgreSQL's server's too),
     SQLite's p99 over PostgreSQL's; an A/B's "-b" row under its A row, and in
-    the A row its CPU over B's (with PostgreSQL's server's). A SQLite policy's
+    the A row its CPU and p99 over B's (CPU with PostgreSQL's server's). A SQLite policy's
     row (`spin/full`) has PostgreSQL's run of its comparator (`spin`)."""
     run = {(r["scenario"], r["concurrency"], r["comparator"], r["store"]): r for r in runs}
     cpu = lambda r: r["cpu_us"] + r.get("db_cpu_us", 0)  # noqa: E731
@@ -376,8 +435,8 @@ def writes_table(runs):
                    key=lambda name: (name.removesuffix("-b"), name.endswith("-b")))
     lines = ["| write | c | comparator | SQLite p50 / p99 | PostgreSQL p50 / p99 | p99 SQLite / PostgreSQL "
              "| non-2xx SQLite, PostgreSQL | CPU us/req SQLite, PostgreSQL (+ its server's) "
-             "| CPU over B's, SQLite, PostgreSQL (with its server's) |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "| CPU over B's, SQLite, PostgreSQL (with its server's) | p99 over B's, SQLite, PostgreSQL |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for scenario, label in WRITES.items():
         for c in sorted({r["concurrency"] for r in runs}):
             for name in names:
@@ -395,6 +454,8 @@ def writes_table(runs):
                     ", ".join(f"{r['cpu_us']:.0f}" + (f" (+{r['db_cpu_us']:.0f})" if "db_cpu_us" in r else "")
                               if r else "-" for r in (s, p)),
                     ", ".join(f"{cpu(a) / cpu(o):.2f}" if a and o else "-" for a, o in zip((s, p), b))
+                    if any(b) else "",
+                    ", ".join(f"{a['p99_us'] / o['p99_us']:.2f}" if a and o else "-" for a, o in zip((s, p), b))
                     if any(b) else ""]) + " |")
     return lines if len(lines) > 2 else []
 
@@ -402,8 +463,9 @@ def writes_table(runs):
 def report():
     runs = [json.loads(l) for l in (OUT / "runs.jsonl").read_text().splitlines()]
     sizes = [r for r in runs if "catalog" in r]
+    feeds = [r for r in runs if "feed" in r]
     transfers = [r for r in runs if "transfer" in r]
-    runs = [r for r in runs if "catalog" not in r and "transfer" not in r]
+    runs = [r for r in runs if "catalog" not in r and "transfer" not in r and "feed" not in r]
     lines = [f"# Benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              f"wrk {DURATION} s a run on {os.cpu_count()} cores; load average now "
              f"{open('/proc/loadavg').read().split()[0]}. CPU: the serving process's user + system time a "
@@ -424,6 +486,7 @@ def report():
         table = catalog_table(sizes)
         lines += ["", "Catalog sizes: GET /books, median ms of the timed requests (slowest):", ""] + table
         print("\n".join(table), flush=True)
+    lines += ["", "The change feed (`BENCH_FEED=1`):", ""] * bool(feeds) + [f"- {json.dumps(r)}" for r in feeds]
     if transfers:
         table = transfer_table(transfers)
         lines += ["", "Import and export (median of the lists' rounds):", ""] + table
@@ -450,7 +513,7 @@ def main():
         for comparator in comparators:
             log(f"{comparator} on {' and '.join(stores)}")
             try:
-                serve(comparator, stores, pg)
+                (feed if FEED else serve)(comparator, stores, pg)
             except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
                 log(f"{comparator} failed ({e}): its runs so far are kept")
     finally:

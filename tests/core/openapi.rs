@@ -71,7 +71,7 @@ fn each_path_is_routed_with_its_methods_allow_and_security() {
     let doc = document();
     assert!(doc["security"].as_sequence().is_some_and(|s| !s.is_empty()), "protected by default");
     let paths = doc["paths"].as_mapping().expect("paths");
-    assert_eq!(paths.len(), 5, "the API has five paths (with /health)");
+    assert_eq!(paths.len(), 8, "the API has eight paths (with /health)");
     for (template, item) in paths {
         let template = template.as_str().expect("path template");
         let path = template.replace("{id}", "1");
@@ -181,7 +181,7 @@ fn every_response_documents_cache_control_and_an_envelope_typed_for_generators()
     assert_eq!(common["required"].as_bool(), Some(true));
     no_ref_has_siblings(&doc, "");
     let responses = defined_responses(&doc);
-    assert_eq!(responses.len(), 25, "8 successes and 17 shared error responses");
+    assert_eq!(responses.len(), 30, "11 successes and 19 shared error responses");
     for (name, response) in responses {
         let reference = response["headers"]["Cache-Control"]["$ref"].as_str();
         assert_eq!(reference, Some("#/components/headers/CacheControl"), "{name}");

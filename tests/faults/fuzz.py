@@ -49,10 +49,11 @@ def run(ctx):
     # Statuses the stored state decides, whatever the request's shape: a
     # schema-valid If-Match naming another version is 412 (before the body is
     # judged, so a bad body too), a schema-valid Idempotency-Key already used
-    # for another book 422. Only added to schemathesis's defaults.
+    # for another book 422, a restore of a live book 409. Only added to
+    # schemathesis's defaults.
     config = out_dir / "schemathesis.toml"
     config.write_text(
-        '[[operations]]\ninclude-name = ["PUT /book/{id}", "DELETE /book/{id}"]\n'
+        '[[operations]]\ninclude-name = ["PUT /book/{id}", "DELETE /book/{id}", "POST /book/{id}/restore"]\n'
         '[operations.checks.positive_data_acceptance]\n'
         'expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "412", "429", "5xx"]\n'
         '[operations.checks.negative_data_rejection]\n'

@@ -156,6 +156,23 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30,
         conn.close()
 
 
+def woken(waiter, writer, token, after, delay):
+    """GET /changes?wait=10 from `after` on port `waiter`, and `delay` s later
+    a POST /book on port `writer`: both answers, and the seconds from the
+    write's request to the waiting one's answer."""
+    woke = {}
+
+    def wait_on():
+        woke.update(r=request(waiter, "GET", f"/changes?after={after}&wait=10", token=token), at=time.monotonic())
+    th = threading.Thread(target=wait_on)
+    th.start()
+    time.sleep(delay)
+    started = time.monotonic()
+    made = request(writer, "POST", "/book", {"title": f"Woken {random_text(8)}", "author": "W", "year": 1}, token=token)
+    th.join(30)
+    return made, woke.get("r"), woke.get("at", started) - started
+
+
 def head(method, path, headers, end=True):
     """A raw HTTP/1.1 request head (without its blank line unless `end`)."""
     lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())

@@ -17,7 +17,7 @@ import importlib
 import lib
 
 MODULES = ["concurrency", "crash", "attacks", "outages", "replicas", "limits", "catalog",
-           "throttle", "stalls", "providers", "tls", "upgrade", "variants", "safe_writes", "otel",
+           "throttle", "stalls", "providers", "tls", "upgrade", "variants", "safe_writes", "feed", "otel",
            "browser", "page", "typed_client", "registry", "backups", "transfer"]
 
 
