@@ -31,6 +31,26 @@ SCRIPT_TITLE = BOOKS[2][0]
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 READER, READER_PASSWORD = "rita", "Reader." + lib.random_text(12)
+# Records what the page sends (window.sent: method, path, Idempotency-Key; `done` once the
+# answer is read and the page has acted on it); window.hold (a RegExp) keeps matching
+# requests until window.release(); window.lose drops the next POST's answer (sent, stored).
+RECORDER = """
+const real = window.realFetch ??= window.fetch;
+[window.sent, window.held] = [[], []];
+window.release = () => window.held.splice(0).forEach((go) => go());
+window.fetch = async (path, init = {}) => {
+  const entry = {method: init.method, path: String(path), key: init.headers?.['Idempotency-Key'], done: false};
+  const finish = () => setTimeout(() => { entry.done = true; });
+  window.sent.push(entry);
+  if (window.hold?.test(entry.path)) await new Promise((go) => window.held.push(go));
+  try {
+    const response = await real(path, init);
+    if (window.lose && init.method === 'POST') throw new TypeError(window.lose = false);
+    const json = response.json.bind(response);
+    response.json = () => json().finally(finish);
+    return response;
+  } catch (e) { finish(); throw e; }
+};"""
 
 
 def headers(host):
@@ -89,13 +109,35 @@ class Page:
         except TimeoutException:
             return False
 
-    def submit(self, values, button, says=None):
-        """Types each value into its field, presses the button; whether the page then says `says`."""
+    def fill(self, values):
         for label, value in values.items():
             self.named("//input|//select", label).clear()
             self.named("//input|//select", label).send_keys(str(value))
+
+    def says(self, says):
+        return self.wait(f"the page says {says!r}", lambda: any(says in text for text in self.said()))
+
+    def submit(self, values, button, says=None):
+        """Types each value into its field, presses the button; whether the page then says `says`."""
+        self.fill(values)
         self.named(".//button", button).click()
-        return not says or self.wait(f"the page says {says!r}", lambda: any(says in text for text in self.said()))
+        return not says or self.says(says)
+
+    def double_click(self, values, button, says):
+        self.fill(values)
+        ActionChains(self.driver).double_click(self.named(".//button", button)).perform()
+        return self.says(says)
+
+    def sent(self):
+        """What the page sent since RECORDER, once every answer but the feed's is handled."""
+        sent = lambda: self.driver.execute_script("return window.sent")  # noqa: E731
+        self.wait("every answer handled", lambda: all(e["done"] for e in sent() if "/changes" not in e["path"]))
+        return sent()
+
+    def focused(self):
+        """The focused element: its tag and accessible name, or a row's first cell."""
+        e = self.driver.switch_to.active_element
+        return [e.tag_name, e.find_element("xpath", "td").text if e.tag_name == "tr" else e.accessible_name]
 
     def edit(self, title):
         rows = self.driver.find_elements("xpath", "//table//tbody/tr")
@@ -110,6 +152,56 @@ def browser(profile):
     for flag in lib.CHROMIUM_FLAGS + [f"--user-data-dir={profile}", "--window-size=1000,800"]:
         options.add_argument(flag)
     return webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
+
+
+def once(t, host, page, editor):
+    """Double clicks, quick Enters, a lost answer: one book each; one Save at a time; the
+    latest filter's answer shown; focus where the person goes next."""
+    page.submit(editor, "Sign in")
+    status = "var s = document.querySelector('[role=status]'); return [s.textContent, getComputedStyle(s).display]"
+    t.check(page.wait("focus in the add form", lambda: page.focused() == ["input", "Title"])
+            and page.driver.execute_script(status)[1] != "none", "after Sign in the focus is in the first field; "
+            "the empty status region stays in the accessibility tree", f"{page.focused()} "
+            f"{page.driver.execute_script(status)}")
+    page.driver.execute_script(RECORDER)
+    page.double_click({"Title": "Middlemarch", "Author": "George Eliot", "Year": 1871}, "Add book",
+                      "Added “Middlemarch”.")
+    page.fill({"Title": "Ivanhoe", "Author": "Walter Scott", "Year": 1819})
+    ActionChains(page.driver).send_keys(Keys.ENTER, Keys.ENTER).perform()
+    page.says("Added “Ivanhoe”.")
+    page.driver.execute_script("window.lose = true")
+    page.submit({"Title": "Walden", "Author": "Henry David Thoreau", "Year": 1854}, "Add book",
+                "The service could not be reached.")
+    page.submit({}, "Add book", "Added “Walden”.")
+    keys = [e["key"] for e in page.sent() if e["method"] == "POST"]
+    titles = [b["title"] for b in host.call("GET", "/books", token=host.token()).data]
+    made = [titles.count(title) for title in ("Middlemarch", "Ivanhoe", "Walden")]
+    t.check(made == [1, 1, 1] and len(keys) == 4 and keys[2] == keys[3] and len(set(keys)) == 3,
+            "a double click on Add book, two quick Enters, a lost answer and a second click: one book "
+            "each (an Idempotency-Key per filled form, the form busy meanwhile)", f"{made} {keys}")
+
+    page.edit("Dune")
+    page.driver.execute_script(RECORDER)
+    page.double_click({"Year": 1967}, "Save", "Saved “Dune”.")
+    puts = [e["method"] for e in page.sent()].count("PUT")
+    t.check(puts == 1 and page.said() == ["Saved “Dune”.", ""] and page.focused() == ["tr", "Dune"],
+            "a double click on Save sends one PUT (no false conflict); the focus on the saved row",
+            f"{puts} {page.said()} {page.focused()}")
+    page.edit("Walden")
+    page.submit({}, "Delete")
+    page.submit({}, "Delete", "Deleted “Walden”.")
+    t.check(page.wait("focus on the table", lambda: page.focused()[0] == "table"),
+            "after Delete the focus is on the table", f"{page.focused()}")
+
+    page.driver.execute_script(RECORDER + "window.hold = /title=Du/")
+    page.submit({"Title contains": "Du"}, "Filter")
+    page.submit({"Title contains": "Midd"}, "Filter")
+    page.wait("the later filter shown", lambda: page.titles() == ["Middlemarch"])
+    page.driver.execute_script("window.release()")
+    page.sent()
+    t.check(page.titles() == ["Middlemarch"], "an earlier filter answering after a later one is not shown",
+            f"{page.titles()}")
+    page.submit({"Title contains": ""}, "Filter")
 
 
 def run(ctx):
@@ -223,6 +315,8 @@ def run(ctx):
         offered = [name for name in ("Add book", "Edit", "Save", "Delete") if page.shown("//button", name)]
         t.check(len(page.rows()) == 3 and offered == [], "a reader (the accounts setting) sees the books "
                 "and no add, edit or delete", f"{page.rows()} {offered} {page.said()}")
+        page.submit({}, "Sign out")
+        once(t, host, page, editor)
     except Exception:
         driver.save_screenshot(str(lib.ROOT / "build/page-failed.png"))
         lib.log("page: the browser's view when it failed: build/page-failed.png")

@@ -24,10 +24,14 @@ export function claims() {
   }
 }
 
-export async function call(method, path, { body, etag } = {}) {
+// An Idempotency-Key: 128 random bits (getRandomValues needs no secure origin).
+export const newKey = () => Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+
+export async function call(method, path, { body, etag, key } = {}) {
   const headers = {};
   if (token) headers.Authorization = token;
   if (etag) headers["If-Match"] = etag;
+  if (key) headers["Idempotency-Key"] = key;
   if (body) headers["Content-Type"] = "application/json";
   let response;
   try {

@@ -1,6 +1,6 @@
 // The page's state and events. Book text only ever reaches the DOM as text
 // (textContent, form values), never as markup.
-import { ApiError, call, claims, signIn, signedIn, signOut } from "./api.js";
+import { ApiError, call, claims, newKey, signIn, signedIn, signOut } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const [form, filters] = [$("book"), $("filters")];
@@ -9,26 +9,39 @@ let pages = []; // the address of every page up to the one shown
 let next = null; // the following page's address (the Link header)
 let editing = null; // {id, etag, title} of the book in the form
 let retry = null; // what an expired token interrupted, done again after signing in
+let addKey = null; // the Idempotency-Key of the book typed in the add form: one per book
+let latest = 0; // the latest list asked for: an earlier one answering later is not shown
 
 function show(text, problem = false) {
   $("notice").textContent = problem ? "" : text;
   $("problem").textContent = problem ? text : "";
 }
 
-async function act(work) {
+// Runs `work`; with a form, one at a time: the form is busy (its buttons
+// disabled) until the answer, so a double click or a second Enter sends nothing.
+async function act(work, within) {
+  if (within?.ariaBusy === "true") return;
+  const busy = (on) => {
+    if (!within) return;
+    within.ariaBusy = String(on);
+    for (const button of within.querySelectorAll("button")) button.disabled = on;
+  };
   try {
+    busy(true);
     show("");
     await work();
   } catch (e) {
-    if (e.status === 401 && signedIn()) return expire(work);
+    if (e.status === 401 && signedIn()) return expire(() => act(work, within));
     show(e instanceof ApiError ? e.message : String(e), true);
+  } finally {
+    busy(false);
   }
 }
 
 // The token expired (or was revoked): sign in again; the forms keep what was
-// typed, and the interrupted action runs once more afterwards.
-function expire(work) {
-  retry = work;
+// typed (and the add its key), and the interrupted action runs once more afterwards.
+function expire(again) {
+  retry = again;
   signOut();
   enter();
   show("Your session has ended: sign in again to carry on (what you typed is kept).", true);
@@ -51,7 +64,9 @@ function firstPage() {
 }
 
 async function go(stack) {
+  const asked = ++latest;
   const { data, next: following } = await call("GET", stack.at(-1));
+  if (asked !== latest) return;
   if (!data.length && stack.length > 1) return go(stack.slice(0, -1));
   pages = stack;
   next = following;
@@ -65,6 +80,7 @@ function render(books) {
   const editor = !$("edit-column").hidden;
   $("rows").replaceChildren(...books.map((book) => {
     const row = document.createElement("tr");
+    row.tabIndex = -1;
     for (const name of fields) row.insertCell().textContent = book[name];
     if (editor) {
       row.cells[0].id = `book-${book.id}`;
@@ -107,16 +123,21 @@ async function write(method, body) {
     if (e.status !== 412) throw e;
     const { data, etag } = await call("GET", `/book/${editing.id}`);
     fill(data, etag);
+    $("title").focus();
     throw new ApiError(412, `${e.message}: someone else changed this book first. The form now shows its current values.`);
   }
 }
 
 async function save() {
   const book = { title: $("title").value, author: $("author").value, year: Number($("year").value) };
-  const { data } = editing ? await write("PUT", book) : await call("POST", "/book", { body: book });
-  show(`${editing ? "Saved" : "Added"} “${data.title}”.`);
+  const put = Boolean(editing);
+  addKey ??= newKey(); // kept until the add succeeds: a retry (a lost answer, a new sign-in) replays
+  const { data } = put ? await write("PUT", book) : await call("POST", "/book", { body: book, key: addKey });
+  if (!put) addKey = null;
+  show(`${put ? "Saved" : "Added"} “${data.title}”.`);
   mode("adding");
   await go(pages.length ? pages : [firstPage()]);
+  (put ? $(`book-${data.id}`)?.parentElement ?? $("books") : $("title")).focus();
 }
 
 async function remove() {
@@ -125,10 +146,11 @@ async function remove() {
   show(`Deleted “${title}”.`);
   mode("adding");
   await go(pages);
+  $("books").focus();
 }
 
 const on = (id, type, handler) => $(id).addEventListener(type, handler);
-const onSubmit = (id, work) => on(id, "submit", (event) => { event.preventDefault(); act(work); });
+const onSubmit = (id, work, within = $(id)) => on(id, "submit", (event) => { event.preventDefault(); act(work, within); });
 let typing;
 
 onSubmit("sign-in", async () => {
@@ -137,6 +159,7 @@ onSubmit("sign-in", async () => {
   enter();
   const again = retry;
   retry = null;
+  $(claims()?.role === "reader" ? "title-filter" : "title").focus();
   await (again ?? (() => go([firstPage()])))();
 });
 on("sign-out", "click", () => {
@@ -157,14 +180,15 @@ on("delete", "click", () => {
   $("confirm-delete").focus();
 });
 on("cancel-delete", "click", () => { mode("editing"); $("delete").focus(); });
-on("confirm-delete", "click", () => act(remove));
+on("confirm-delete", "click", () => act(remove, form));
+on("book", "input", () => { addKey = null; }); // another book typed: another key
 for (const type of ["input", "change"]) {
   on("filters", type, () => {
     clearTimeout(typing);
     typing = setTimeout(() => act(() => go([firstPage()])), 400);
   });
 }
-onSubmit("filters", () => { clearTimeout(typing); return go([firstPage()]); });
+onSubmit("filters", () => { clearTimeout(typing); return go([firstPage()]); }, null);
 on("next", "click", () => act(() => go([...pages, next])));
 on("previous", "click", () => act(() => go(pages.slice(0, -1))));
 
