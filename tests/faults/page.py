@@ -31,6 +31,7 @@ SCRIPT_TITLE = BOOKS[2][0]
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 READER, READER_PASSWORD = "rita", "Reader." + lib.random_text(12)
+EDITOR, EDITOR_PASSWORD = "ed", "Editor." + lib.random_text(12)
 # Records what the page sends (window.sent: method, path, Idempotency-Key; `done` once the
 # answer is read and the page has acted on it); window.hold (a RegExp) keeps matching
 # requests until window.release(); window.lose drops the next POST's answer (sent, stored).
@@ -139,11 +140,19 @@ class Page:
         e = self.driver.switch_to.active_element
         return [e.tag_name, e.find_element("xpath", "td").text if e.tag_name == "tr" else e.accessible_name]
 
-    def edit(self, title):
+    def press(self, title, button):
+        """`button` in the row of `title`."""
         rows = self.driver.find_elements("xpath", "//table//tbody/tr")
         row = next(r for r in rows if r.find_element("xpath", "td").text == title)
-        self.named(".//button", "Edit", row).click()
+        self.named(".//button", button, row).click()
+
+    def edit(self, title):
+        self.press(title, "Edit")
         self.wait(f"the form holds {title!r}", lambda: self.value("Title") == title)
+
+    def told(self, region):
+        """The items of the region named `region`, each without its time."""
+        return [li.text.split(": ", 1)[-1] for li in self.named("//section", region).find_elements("xpath", ".//li")]
 
 
 def browser(profile):
@@ -204,6 +213,54 @@ def once(t, host, page, editor):
     page.submit({"Title contains": ""}, "Filter")
 
 
+def live(t, page, other, admin):
+    """Two windows, two editors: what one does the other lists within 2 s, told in Recent
+    changes; History and Restore this version, Restore of a delete, Undo of one's own."""
+    page.fill({"Title": "Half typed"})
+    other.submit({"Title": "Beloved", "Author": "Toni Morrison", "Year": 1987}, "Add book", "Added “Beloved”.")
+    seen = page.wait("Beloved listed", lambda: "Beloved" in page.titles(), 2)
+    t.check(seen and page.value("Title") == "Half typed" and page.focused() == ["input", "Title"],
+            "a book another editor adds is listed within 2 s, without a reload; what is being typed, "
+            "and the focus, stay", f"{page.titles()} {page.value('Title')} {page.focused()}")
+    other.edit("Beloved")
+    other.submit({"Year": 1988}, "Save", "Saved “Beloved”.")
+    changed = page.wait("1988", lambda: ["Beloved", "Toni Morrison", "1988"] in [r[:3] for r in page.rows()], 2)
+    other.edit("Beloved")
+    other.submit({}, "Delete")
+    other.submit({}, "Delete", "Deleted “Beloved”.")
+    gone = page.wait("Beloved gone", lambda: "Beloved" not in page.titles(), 2)
+    told = page.told("Recent changes")[:3]
+    t.check(changed and gone and told == [f"{EDITOR} deleted “Beloved” Restore", f"{EDITOR} changed “Beloved”",
+                                          f"{EDITOR} added “Beloved”"],
+            "another editor's change and delete are shown within 2 s; Recent changes says who did what, "
+            "when, with Restore on a delete", f"{changed} {gone} {told}")
+    page.named(".//button", "Restore", page.named("//section", "Recent changes").find_element("xpath", ".//li"))\
+        .click()
+    back = page.says("Restored “Beloved”.") and other.wait("restored", lambda: "Beloved" in other.titles(), 2)
+    t.check(back and other.told("Recent changes")[0] == f"{admin} restored “Beloved”", "Restore brings a deleted "
+            "book back, listed in the other window", f"{back} {other.told('Recent changes')[:1]}")
+
+    page.press("Beloved", "History")
+    page.wait("the history", lambda: page.shown("//section", "History of “Beloved”"))
+    versions = page.told("History of “Beloved”")
+    first = page.named("//section", "History of “Beloved”").find_element("xpath", ".//li")
+    page.named(".//button", "Restore this version", first).click()
+    again = other.wait("the first version", lambda: ["Beloved", "Toni Morrison", "1987"] in
+                       [r[:3] for r in other.rows()], 2)
+    t.check(versions == [f"{EDITOR} added “Beloved”, Toni Morrison, 1987 Restore this version",
+                         f"{EDITOR} changed “Beloved”, Toni Morrison, 1988 Restore this version",
+                         f"{EDITOR} deleted “Beloved”",
+                         f"{admin} restored “Beloved”, Toni Morrison, 1988 Restore this version"] and again,
+            "a row's History says who changed what, when; Restore this version puts it back",
+            f"{versions} {again}")
+    page.edit("Beloved")
+    page.submit({}, "Delete")
+    page.submit({}, "Delete", "Deleted “Beloved”.")
+    page.submit({}, "Undo", "Restored “Beloved”.")
+    t.check(page.wait("back", lambda: page.focused() == ["tr", "Beloved"]), "Undo after one's own delete "
+            "brings the book back, the focus on its row", f"{page.focused()} {page.titles()}")
+
+
 def run(ctx):
     if not ctx.only_on("sqlite", "the page is the same whatever the store"):
         return
@@ -212,7 +269,8 @@ def run(ctx):
         t.check(False, "selenium is installed (scripts/ensure-tools.sh browser)", repr(MISSING))
         return
     host = ctx.host(username="admin")  # as in the README's picture
-    host.own_settings["ACCOUNTS"] = json.dumps([lib.account(READER, "reader", READER_PASSWORD)])
+    host.own_settings["ACCOUNTS"] = json.dumps([lib.account(READER, "reader", READER_PASSWORD),
+                                                lib.account(EDITOR, "editor", EDITOR_PASSWORD)])
     host.start()
     got = headers(host)
     t.check(got == [200, "text/html; charset=utf-8", True, "nosniff", "no-referrer", 304, 308, "/ui/", 404,
@@ -286,7 +344,7 @@ def run(ctx):
                 "(412), saying so, and the form shows the current values", f"{values}")
 
         page.submit({}, "Delete")
-        question = "Delete “Emma”? This cannot be undone."
+        question = "Delete “Emma”?"
         asked = page.wait("the question", lambda: question in driver.find_element("xpath", "//main").text)
         page.submit({}, "Delete", "Deleted “Emma”.")
         t.check(asked and page.wait("Emma gone", lambda: "Emma" not in page.titles()),
@@ -317,6 +375,15 @@ def run(ctx):
                 "and no add, edit or delete", f"{page.rows()} {offered} {page.said()}")
         page.submit({}, "Sign out")
         once(t, host, page, editor)
+        driver.set_window_size(1000, 800)
+        second = browser(f"{ctx.tmp}/chromium-2")
+        try:
+            other = Page(second, host.base_url + "/ui/")
+            other.submit({"Username": EDITOR, "Password": EDITOR_PASSWORD}, "Sign in")
+            other.wait("the books", lambda: "Dune" in other.titles())
+            live(t, page, other, host.username)
+        finally:
+            second.quit()
     except Exception:
         driver.save_screenshot(str(lib.ROOT / "build/page-failed.png"))
         lib.log("page: the browser's view when it failed: build/page-failed.png")

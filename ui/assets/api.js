@@ -42,7 +42,8 @@ export async function call(method, path, { body, etag, key } = {}) {
   const envelope = await response.json().catch(() => ({ message: `The service answered ${response.status}.` }));
   if (!response.ok) throw new ApiError(response.status, envelope.message);
   const next = /<([^>]*)>\s*;\s*rel="?next"?/.exec(response.headers.get("Link") ?? "");
-  return { data: envelope.data, etag: response.headers.get("ETag"), next: next && next[1] };
+  const header = (name) => response.headers.get(name);
+  return { data: envelope.data, etag: header("ETag"), next: next && next[1], cursor: header("Changes-Cursor") };
 }
 
 export async function signIn(username, password) {

@@ -11,10 +11,17 @@ let editing = null; // {id, etag, title} of the book in the form
 let retry = null; // what an expired token interrupted, done again after signing in
 let addKey = null; // the Idempotency-Key of the book typed in the add form: one per book
 let latest = 0; // the latest list asked for: an earlier one answering later is not shown
+let asked = []; // that list's pages (the feed reads it again)
+let editor = false; // offered writes (the token's role)
+let feed = null; // the running follower of the feed: replaced or set to null, it stops
+let undone = null; // the id of the person's own last delete, while "Undo" is offered
+const titles = new Map(); // each book's last title seen, to name it once deleted
+const verbs = { create: "added", update: "changed", delete: "deleted", restore: "restored" };
 
 function show(text, problem = false) {
   $("notice").textContent = problem ? "" : text;
   $("problem").textContent = problem ? text : "";
+  $("undo").hidden = true;
 }
 
 // Runs `work`; with a form, one at a time: the form is busy (its buttons
@@ -50,10 +57,10 @@ function expire(again) {
 
 function enter() {
   const c = signedIn() ? claims() : null;
-  const editor = c?.role !== "reader";
+  editor = c?.role !== "reader";
   for (const id of ["catalog", "sign-out", "who"]) $(id).hidden = !c;
   $("sign-in").hidden = Boolean(c);
-  $("book").hidden = $("edit-column").hidden = !editor;
+  $("book").hidden = !editor;
   $("who").textContent = `Signed in${c?.sub ? ` as ${c.sub}` : ""}${editor ? "" : " (read only)"}`;
 }
 
@@ -63,34 +70,106 @@ function firstPage() {
   return `/books?${query}`;
 }
 
+// Shows the last page of `stack`; answers the list's Changes-Cursor.
 async function go(stack) {
-  const asked = ++latest;
-  const { data, next: following } = await call("GET", stack.at(-1));
-  if (asked !== latest) return;
+  const mine = ++latest;
+  asked = stack;
+  const { data, next: following, cursor } = await call("GET", stack.at(-1));
+  if (mine !== latest) return;
   if (!data.length && stack.length > 1) return go(stack.slice(0, -1));
+  if (cursor && !feed) follow(cursor);
   pages = stack;
   next = following;
   render(data);
   $("next").disabled = !next;
   $("previous").disabled = pages.length < 2;
   $("page-caption").textContent = `Books, page ${pages.length}${data.length ? "" : ": none found"}`;
+  return cursor;
 }
 
+function button(text, work, describedBy) {
+  const made = Object.assign(document.createElement("button"), { type: "button", textContent: text });
+  if (describedBy) made.setAttribute("aria-describedby", describedBy);
+  made.addEventListener("click", () => act(work));
+  return made;
+}
+
+// The rows drawn again keep the focus where it was (the same row, the same button).
 function render(books) {
-  const editor = !$("edit-column").hidden;
+  const at = document.activeElement;
+  const kept = $("rows").contains(at) && [at.closest("tr").cells[0].id, at.tagName === "TR" ? "" : at.textContent];
   $("rows").replaceChildren(...books.map((book) => {
-    const row = document.createElement("tr");
-    row.tabIndex = -1;
+    titles.set(book.id, book.title);
+    const row = Object.assign(document.createElement("tr"), { tabIndex: -1 });
     for (const name of fields) row.insertCell().textContent = book[name];
-    if (editor) {
-      row.cells[0].id = `book-${book.id}`;
-      const edit = row.insertCell().appendChild(document.createElement("button"));
-      Object.assign(edit, { type: "button", textContent: "Edit" });
-      edit.setAttribute("aria-describedby", row.cells[0].id);
-      edit.addEventListener("click", () => act(() => openBook(book.id)));
-    }
+    const name = (row.cells[0].id = `book-${book.id}`);
+    const cell = row.insertCell();
+    if (editor) cell.append(button("Edit", () => openBook(book.id), name), " ");
+    cell.append(button("History", () => history(book.id), name));
     return row;
   }));
+  if (!kept) return;
+  const row = $(kept[0])?.parentElement;
+  (row ? [...row.querySelectorAll("button")].find((b) => b.textContent === kept[1]) ?? row : $("books")).focus();
+}
+
+// Who did what, when.
+const told = (c) => `${new Date(c.at).toLocaleTimeString()}: ${c.account ?? "someone"} ${verbs[c.op]} “${c.book?.title ?? titles.get(c.id) ?? c.id}”`;
+
+// Follows GET /changes from the list's Changes-Cursor: each change is told in
+// "Recent changes" and the list is read again; the forms are left as they are.
+async function follow(cursor) {
+  const me = (feed = {});
+  while (feed === me) {
+    try {
+      const { data } = await call("GET", `/changes?${new URLSearchParams({ after: cursor, wait: 20 })}`);
+      if (feed !== me || !data.length) continue;
+      cursor = data.at(-1).cursor;
+      for (const c of data) {
+        const item = document.createElement("li");
+        item.textContent = told(c);
+        if (c.book) titles.set(c.id, c.book.title);
+        if (editor && c.op === "delete") item.append(" ", button("Restore", () => restore(c.id)));
+        $("recent").prepend(item);
+      }
+      await go(asked);
+    } catch (e) {
+      if (e.status === 401) feed = null; // the next action asks to sign in again
+      // 410: the feed was pruned past this cursor: list again, follow from its cursor
+      else if (e.status === 410) cursor = (await go(asked).catch(() => null)) ?? cursor;
+      else await new Promise((wake) => setTimeout(wake, 2000));
+    }
+  }
+}
+
+async function history(id) {
+  const { data } = await call("GET", `/book/${id}/history`);
+  $("history-heading").textContent = `History of “${titles.get(id)}”`;
+  $("versions").replaceChildren(...data.map((c) => {
+    const item = document.createElement("li");
+    item.textContent = told(c) + (c.book ? `, ${c.book.author}, ${c.book.year}` : "");
+    if (editor && c.book) item.append(" ", button("Restore this version", () => putBack(c.book)));
+    return item;
+  }));
+  $("history").hidden = false;
+  $("history-heading").focus();
+}
+
+// "Restore this version": a PUT of its fields with the book's current ETag.
+async function putBack({ id, title, author, year }) {
+  const { etag } = await call("GET", `/book/${id}`);
+  await call("PUT", `/book/${id}`, { body: { title, author, year }, etag });
+  show(`Restored “${title}”, ${author}, ${year}.`);
+  await go(asked);
+  await history(id);
+}
+
+// A deleted book back under its id ("Undo", "Restore").
+async function restore(id) {
+  const { data } = await call("POST", `/book/${id}/restore`);
+  show(`Restored “${data.title}”.`);
+  await go(asked);
+  ($(`book-${id}`)?.parentElement ?? $("books")).focus();
 }
 
 function mode(name) {
@@ -141,9 +220,10 @@ async function save() {
 }
 
 async function remove() {
-  const { title } = editing;
+  const { id, title } = editing;
   await write("DELETE");
   show(`Deleted “${title}”.`);
+  [undone, $("undo").hidden] = [id, false];
   mode("adding");
   await go(pages);
   $("books").focus();
@@ -164,10 +244,11 @@ onSubmit("sign-in", async () => {
 });
 on("sign-out", "click", () => {
   signOut();
-  [retry, pages] = [null, []];
+  [retry, pages, feed] = [null, [], null];
   mode("adding");
   filters.reset();
-  $("rows").replaceChildren();
+  for (const id of ["rows", "recent", "versions"]) $(id).replaceChildren();
+  $("history").hidden = true;
   enter();
   show("Signed out.");
   $("username").focus();
@@ -175,12 +256,14 @@ on("sign-out", "click", () => {
 onSubmit("book", save);
 on("cancel-edit", "click", () => mode("adding"));
 on("delete", "click", () => {
-  $("confirm-question").textContent = `Delete “${editing.title}”? This cannot be undone.`;
+  $("confirm-question").textContent = `Delete “${editing.title}”?`;
   mode("confirming");
   $("confirm-delete").focus();
 });
 on("cancel-delete", "click", () => { mode("editing"); $("delete").focus(); });
 on("confirm-delete", "click", () => act(remove, form));
+on("undo", "click", () => act(() => restore(undone)));
+on("close-history", "click", () => { $("history").hidden = true; $("books").focus(); });
 on("book", "input", () => { addKey = null; }); // another book typed: another key
 for (const type of ["input", "change"]) {
   on("filters", type, () => {
