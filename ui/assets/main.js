@@ -14,6 +14,7 @@ let latest = 0; // the latest list asked for: an earlier one answering later is 
 let asked = []; // that list's pages (the feed reads it again)
 let editor = false; // offered writes (the token's role)
 let feed = null; // the running follower of the feed: replaced or set to null, it stops
+let aim = null; // the book whose row gets the focus when drawn (a later list may draw it)
 let undone = null; // the id of the person's own last delete, while "Undo" is offered
 const titles = new Map(); // each book's last title seen, to name it once deleted
 const verbs = { create: "added", update: "changed", delete: "deleted", restore: "restored" };
@@ -108,9 +109,13 @@ function render(books) {
     cell.append(button("History", () => history(book.id), name));
     return row;
   }));
-  if (!kept) return;
-  const row = $(kept[0])?.parentElement;
-  (row ? [...row.querySelectorAll("button")].find((b) => b.textContent === kept[1]) ?? row : $("books")).focus();
+  const row = $(kept?.[0] ?? (document.activeElement === $("books") ? `book-${aim}` : ""))?.parentElement;
+  if (kept || row) (row ? [...row.querySelectorAll("button")].find((b) => b.textContent === kept?.[1]) ?? row : $("books")).focus();
+}
+
+function focusRow(id) {
+  aim = id;
+  ($(`book-${id}`)?.parentElement ?? $("books")).focus();
 }
 
 // Who did what, when.
@@ -169,7 +174,7 @@ async function restore(id) {
   const { data } = await call("POST", `/book/${id}/restore`);
   show(`Restored “${data.title}”.`);
   await go(asked);
-  ($(`book-${id}`)?.parentElement ?? $("books")).focus();
+  focusRow(id);
 }
 
 function mode(name) {
@@ -216,7 +221,8 @@ async function save() {
   show(`${put ? "Saved" : "Added"} “${data.title}”.`);
   mode("adding");
   await go(pages.length ? pages : [firstPage()]);
-  (put ? $(`book-${data.id}`)?.parentElement ?? $("books") : $("title")).focus();
+  if (put) focusRow(data.id);
+  else $("title").focus();
 }
 
 async function remove() {
@@ -226,6 +232,7 @@ async function remove() {
   [undone, $("undo").hidden] = [id, false];
   mode("adding");
   await go(pages);
+  aim = null;
   $("books").focus();
 }
 
