@@ -6,10 +6,13 @@ and the headers as the host serves them (their rules: ui/src/lib.rs's tests).
 Writes a screenshot to build/page.png, or $PAGE_SCREENSHOT (docs/page.png).
 """
 
+import csv
+import io
 import json
 import os
 import shutil
 import time
+from pathlib import Path
 
 import lib
 
@@ -160,6 +163,8 @@ def browser(profile):
     options.binary_location = shutil.which("chromium")
     for flag in lib.CHROMIUM_FLAGS + [f"--user-data-dir={profile}", "--window-size=1000,800"]:
         options.add_argument(flag)
+    options.add_experimental_option("prefs", {"download.default_directory": f"{profile}/downloads",
+                                              "download.prompt_for_download": False})
     return webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
 
 
@@ -259,6 +264,36 @@ def live(t, page, other, admin):
     page.submit({}, "Undo", "Restored “Beloved”.")
     t.check(page.wait("back", lambda: page.focused() == ["tr", "Beloved"]), "Undo after one's own delete "
             "brings the book back, the focus on its row", f"{page.focused()} {page.titles()}")
+
+
+def transfer(t, host, page, tmp):
+    """Export CSV: the books the filters show, every page; Import books: a file with a bad row
+    in the middle stores nothing and says which row and why, a good one how many it imported."""
+    listed = lambda: host.call("GET", "/books?author=e", token=host.token()).data  # noqa: E731
+    Select(page.named("//select", "Books per page")).select_by_visible_text("2")
+    page.submit({"Author contains": "e"}, "Filter")
+    page.submit({}, "Export CSV", "Exported books.csv.")
+    path = tmp / "chromium/downloads/books.csv"
+    page.wait("books.csv downloaded", path.exists)
+    got = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8") if path.exists() else "", newline="")))
+    want = [["id", "title", "author", "year"]] + [[str(b["id"]), b["title"], b["author"], str(b["year"])]
+                                                  for b in listed()]
+    t.check(got == want and len(want) > 3, "Export CSV downloads books.csv: every book the filters show, "
+            "not only the page on screen", f"{got} {want}")
+    before = listed()
+    (tmp / "bad.csv").write_text("title,author,year\r\nUlysses,James Joyce,1922\r\nBad,Nobody,abc\r\n"
+                                 "Orlando,Virginia Woolf,1928\r\n")
+    (tmp / "good.json").write_text(json.dumps([{"title": "Ulysses", "author": "James Joyce", "year": 1922},
+                                               {"title": "Orlando", "author": "Virginia Woolf", "year": 1928}]))
+    page.named("//input", "Import books").send_keys(str(tmp / "bad.csv"))
+    refused = page.submit({}, "Import", "row 3 (year)") and page.says("Nothing was imported.")
+    t.check(refused and listed() == before, "Import books with a bad row in the middle stores nothing and "
+            "says which row was refused and why", f"{page.said()}")
+    page.named("//input", "Import books").send_keys(str(tmp / "good.json"))
+    said = page.submit({}, "Import", "Imported 2 books from “good.json”.")
+    titles = [b["title"] for b in host.call("GET", "/books", token=host.token()).data]
+    t.check(said and [titles.count("Ulysses"), titles.count("Orlando")] == [1, 1], "Import books of a .json file "
+            "stores them and says how many were imported", f"{titles}")
 
 
 def run(ctx):
@@ -384,6 +419,7 @@ def run(ctx):
             live(t, page, other, host.username)
         finally:
             second.quit()
+        transfer(t, host, page, Path(ctx.tmp))
     except Exception:
         driver.save_screenshot(str(lib.ROOT / "build/page-failed.png"))
         lib.log("page: the browser's view when it failed: build/page-failed.png")

@@ -14,6 +14,7 @@ let latest = 0; // the latest list asked for: an earlier one answering later is 
 let asked = []; // that list's pages (the feed reads it again)
 let editor = false; // offered writes (the token's role)
 let feed = null; // the running follower of the feed: replaced or set to null, it stops
+let importKey = null; // the Idempotency-Key of the file chosen to import
 let aim = null; // the book whose row gets the focus when drawn (a later list may draw it)
 let undone = null; // the id of the person's own last delete, while "Undo" is offered
 const titles = new Map(); // each book's last title seen, to name it once deleted
@@ -61,7 +62,7 @@ function enter() {
   editor = c?.role !== "reader";
   for (const id of ["catalog", "sign-out", "who"]) $(id).hidden = !c;
   $("sign-in").hidden = Boolean(c);
-  $("book").hidden = !editor;
+  $("book").hidden = $("import").hidden = !editor;
   $("who").textContent = `Signed in${c?.sub ? ` as ${c.sub}` : ""}${editor ? "" : " (read only)"}`;
 }
 
@@ -236,6 +237,33 @@ async function remove() {
   $("books").focus();
 }
 
+// Every book the filters show (every page: no limit), as books.csv.
+async function exportCsv() {
+  const query = new URLSearchParams(firstPage().split("?")[1]);
+  query.delete("limit");
+  const { blob } = await call("GET", `/books?${query}`, { accept: "text/csv" });
+  const link = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: "books.csv" });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+  show("Exported books.csv.");
+}
+
+// A .csv or .json file, all or nothing: the count, or the row refused and why.
+async function importBooks() {
+  const file = $("import-file").files[0];
+  const type = /\.json$/i.test(file.name) ? "application/json" : "text/csv";
+  try {
+    const { data } = await call("POST", "/books", { body: file, type, key: importKey });
+    show(`Imported ${data.imported} books from “${file.name}”.`);
+  } catch (e) {
+    const bad = e.data ?? {};
+    if (e.status !== 400 || !bad.row) throw e;
+    throw new ApiError(400, `${e.message}: row ${bad.row}${bad.field ? ` (${bad.field})` : ""}: ${bad.reason}. Nothing was imported.`);
+  }
+  $("import").reset();
+  await go(asked);
+}
+
 const on = (id, type, handler) => $(id).addEventListener(type, handler);
 const onSubmit = (id, work, within = $(id)) => on(id, "submit", (event) => { event.preventDefault(); act(work, within); });
 let typing;
@@ -269,6 +297,9 @@ on("delete", "click", () => {
 });
 on("cancel-delete", "click", () => { mode("editing"); $("delete").focus(); });
 on("confirm-delete", "click", () => act(remove, form));
+onSubmit("import", importBooks);
+on("import-file", "change", () => { importKey = newKey(); });
+on("export", "click", () => act(exportCsv));
 on("undo", "click", () => act(() => restore(undone)));
 on("close-history", "click", () => { $("history").hidden = true; $("books").focus(); });
 on("book", "input", () => { addKey = null; }); // another book typed: another key
