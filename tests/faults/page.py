@@ -359,7 +359,7 @@ def run(ctx):
         t.check(page.wait("the new year listed", lambda: ["Dune", "Frank Herbert", "1966"] in
                           [r[:3] for r in page.rows()]), "an edit is saved (Edit, Save) and listed")
         shot = os.environ.get("PAGE_SCREENSHOT") or str(lib.ROOT / "build/page.png")
-        driver.execute_script("window.scrollTo(0, 0)")
+        driver.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
         driver.save_screenshot(shot)
         t.note(f"screenshot: {shot}")
 

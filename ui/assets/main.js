@@ -137,6 +137,7 @@ async function follow(cursor) {
         if (c.book) titles.set(c.id, c.book.title);
         if (editor && c.op === "delete") item.append(" ", button("Restore", () => restore(c.id)));
         $("recent").prepend(item);
+        $("recent").children[100]?.remove(); // the last hundred
       }
       await go(asked);
     } catch (e) {
