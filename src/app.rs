@@ -3,6 +3,7 @@
 //! error into its envelope. Everything host-specific comes in through the
 //! host port (`port`).
 
+use crate::books::changes::{self, ChangesQuery};
 use crate::books::model::BookId;
 use crate::books::query::BookQuery;
 use crate::books::safe_writes::{IdempotencyKey, Precondition};
@@ -78,14 +79,19 @@ async fn respond<C: Context>(
     route: Route,
     fields: &mut RequestFields,
 ) -> Result<Response, ApiError> {
+    let mut key_owner = None;
     if route.protected {
         let holder = token::authorize(ctx, head.header("authorization").as_deref())?;
-        fields.account = Some(holder.username);
+        fields.account = Some(holder.username.clone());
         let served = !matches!(route.endpoint, Err(ApiError::MethodNotAllowed(_)));
         if served && head.method != "GET" && holder.role == Role::Reader {
             return Err(ApiError::PermissionDenied);
         }
+        key_owner = (!holder.pair).then_some(holder.username);
     }
+    // Who writes, as the change log names them: the token's holder.
+    let account = fields.account.clone().unwrap_or_default();
+    let account = account.as_str();
     match route.endpoint? {
         Endpoint::Health => health(ctx, fields).await,
         // The login limit answers before the body is judged, so the body is
@@ -98,8 +104,12 @@ async fn respond<C: Context>(
             let body = read(body, ApiError::InvalidBook).await?;
             let key = head.header(IDEMPOTENCY_KEY);
             let key = key.map(|key| IdempotencyKey::parse(&key)).transpose()?;
-            let now = ctx.now();
-            books::create(&mut open_store(ctx, fields)?, &body, key.as_ref(), now).await
+            let (now, history_days) = (ctx.now(), settings::history_days(ctx)?);
+            let mut db = open_store(ctx, fields)?;
+            let key_owner = key_owner.as_deref();
+            let created =
+                books::create(&mut db, &body, key.as_ref(), now, account, key_owner).await;
+            books::pruned(&mut db, history_days, created).await
         }
         Endpoint::ListBooks => {
             // Parameters are judged before the store is opened.
@@ -110,11 +120,28 @@ async fn respond<C: Context>(
         Endpoint::UpdateBook(id) => {
             let body = read(body, ApiError::InvalidBook).await?;
             let precondition = precondition(ctx, head, id)?;
-            books::update(&mut open_store(ctx, fields)?, id, &precondition, &body).await
+            let history_days = settings::history_days(ctx)?;
+            let mut db = open_store(ctx, fields)?;
+            let updated = books::update(&mut db, id, &precondition, &body, account).await;
+            books::pruned(&mut db, history_days, updated).await
         }
         Endpoint::DeleteBook(id) => {
             let precondition = precondition(ctx, head, id)?;
-            books::delete(&mut open_store(ctx, fields)?, id, &precondition).await
+            let history_days = settings::history_days(ctx)?;
+            let mut db = open_store(ctx, fields)?;
+            let deleted = books::delete(&mut db, id, &precondition, account).await;
+            books::pruned(&mut db, history_days, deleted).await
+        }
+        Endpoint::RestoreBook(id) => {
+            let history_days = settings::history_days(ctx)?;
+            let mut db = open_store(ctx, fields)?;
+            let restored = changes::restore(&mut db, id, account).await;
+            books::pruned(&mut db, history_days, restored).await
+        }
+        Endpoint::BookHistory(id) => changes::history(&mut open_store(ctx, fields)?, id).await,
+        Endpoint::Changes => {
+            let query = ChangesQuery::parse(head.query)?;
+            changes::feed(&mut open_store(ctx, fields)?, &query).await
         }
     }
 }
@@ -168,6 +195,9 @@ pub enum Endpoint {
     GetBook(BookId),
     UpdateBook(BookId),
     DeleteBook(BookId),
+    BookHistory(BookId),
+    RestoreBook(BookId),
+    Changes,
 }
 
 /// What a request's path and method route to.
@@ -201,19 +231,38 @@ pub fn route(method: &str, path: &str) -> Route {
         TOKEN_PATH => (false, TOKEN_PATH, only("POST", Endpoint::IssueToken)),
         "/book" => (true, "/book", only("POST", Endpoint::CreateBook)),
         "/books" => (true, "/books", only("GET", Endpoint::ListBooks)),
+        "/changes" => (true, "/changes", only("GET", Endpoint::Changes)),
         _ => match path.strip_prefix(BOOK_ITEM_PREFIX) {
             None => (false, "unmatched", Err(ApiError::RouteNotFound)),
-            Some(id) => {
-                let item = match method {
-                    "GET" => Ok(Endpoint::GetBook as fn(BookId) -> Endpoint),
-                    "PUT" => Ok(Endpoint::UpdateBook as fn(BookId) -> Endpoint),
-                    "DELETE" => Ok(Endpoint::DeleteBook as fn(BookId) -> Endpoint),
-                    _ => Err(ApiError::MethodNotAllowed("GET, PUT, DELETE")),
-                };
-                // An id that is not canonical names no book.
-                let endpoint =
-                    item.and_then(|item| BookId::parse(id).map(item).ok_or(ApiError::BookNotFound));
-                (true, "/book/{id}", endpoint)
+            Some(rest) => {
+                type Item = fn(BookId) -> Endpoint;
+                let (id, pattern, allowed, items): (_, _, _, &[(&str, Item)]) =
+                    match rest.split_once('/') {
+                        Some((id, "history")) => {
+                            (id, "/book/{id}/history", "GET", &[("GET", Endpoint::BookHistory)])
+                        }
+                        Some((id, "restore")) => {
+                            (id, "/book/{id}/restore", "POST", &[("POST", Endpoint::RestoreBook)])
+                        }
+                        // Any other path under /book/ is an id that is not
+                        // canonical: it names no book.
+                        _ => (
+                            rest,
+                            "/book/{id}",
+                            "GET, PUT, DELETE",
+                            &[
+                                ("GET", Endpoint::GetBook),
+                                ("PUT", Endpoint::UpdateBook),
+                                ("DELETE", Endpoint::DeleteBook),
+                            ],
+                        ),
+                    };
+                let item = items.iter().find(|(allows, _)| *allows == method);
+                let item = item.ok_or(ApiError::MethodNotAllowed(allowed));
+                let endpoint = item.and_then(|(_, item)| {
+                    BookId::parse(id).map(item).ok_or(ApiError::BookNotFound)
+                });
+                (true, pattern, endpoint)
             }
         },
     };

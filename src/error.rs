@@ -15,6 +15,10 @@ pub enum ApiError {
     /// A reader's write (`settings::Role`).
     PermissionDenied,
     BookNotFound,
+    /// A restore of a book that exists.
+    BookExists,
+    /// A `GET /changes` cursor behind what retention kept.
+    ChangesGone,
     /// A path the service does not serve.
     RouteNotFound,
     /// The path exists but not with this method; carries the `Allow` value.
@@ -83,6 +87,8 @@ impl ApiError {
             ApiError::BookNotFound => (404, "Book not found"),
             ApiError::RouteNotFound => (404, "Not found"),
             ApiError::MethodNotAllowed(_) => (405, "Method not allowed"),
+            ApiError::BookExists => (409, "Book already exists"),
+            ApiError::ChangesGone => (410, "Changes no longer available"),
             ApiError::PreconditionFailed => (412, "Precondition failed"),
             ApiError::BodyTooLarge => (413, "Request body too large"),
             ApiError::IdempotencyKeyReused => {

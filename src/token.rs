@@ -21,6 +21,8 @@ type HmacSha256 = Hmac<Sha256>;
 pub struct Holder {
     pub username: String,
     pub role: Role,
+    /// The configured pair, not an account.
+    pub pair: bool,
 }
 
 /// Checks the `Authorization` header of a protected request, the bare token:
@@ -62,11 +64,11 @@ fn holder(
         (Some(username), Some(fp)) => accounts
             .find(&username)
             .filter(|account| same_text(&fp, &account.fingerprint))
-            .map(|account| Holder { role: account.role, username }),
+            .map(|account| Holder { role: account.role, username, pair: false }),
         (sub, None) => {
             let pair = pair_username(ctx)?;
             let username = sub.unwrap_or_else(|| pair.clone());
-            (username == pair).then_some(Holder { username, role: Role::Editor })
+            (username == pair).then_some(Holder { username, role: Role::Editor, pair: true })
         }
         (None, Some(_)) => None,
     };

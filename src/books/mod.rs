@@ -3,6 +3,7 @@
 //! (`sql`), with the book's rules (`model`), catalog queries (`query`) and
 //! what makes a write safe to race or retry (`safe_writes`).
 
+pub mod changes;
 pub mod model;
 pub mod query;
 pub mod safe_writes;
@@ -43,13 +44,16 @@ pub async fn create(
     body: &[u8],
     key: Option<&IdempotencyKey>,
     now: u64,
+    account: &str,
+    key_owner: Option<&str>,
 ) -> Result<Response, ApiError> {
     let book = NewBook::from_json(body)?;
     let Some(key) = key else {
-        return Ok(answer(created(&sql::create(db, &book).await?)?));
+        return Ok(answer(created(&sql::create(db, &book, account).await?)?));
     };
     let fingerprint = book.fingerprint();
-    match sql::create_once(db, key.as_str(), &fingerprint, &book, created, now).await? {
+    let key = key.scoped_to(key_owner);
+    match sql::create_once(db, &key, &fingerprint, &book, created, now, account).await? {
         Keyed::Created(first) | Keyed::Replayed(first) => Ok(answer(first)),
         Keyed::Conflict => Err(ApiError::IdempotencyKeyReused),
     }
@@ -66,6 +70,19 @@ pub const BOOKS_PER_PAGE: u32 = 1000;
 /// is written page by page as it is read (`every_book`). Otherwise one page
 /// of the catalog query, one statement, with a `Link` to the next page.
 pub async fn list(
+    mut db: impl Connection + 'static,
+    query: &BookQuery,
+) -> Result<Response, ApiError> {
+    // Before the list is read: a mirror that lists, then follows the
+    // changes from here, misses none.
+    let position = sql::feed_position(&mut db).await?.to_string();
+    Ok(list_from(db, query).await?.with_header(CHANGES_CURSOR, position))
+}
+
+/// The header of `GET /books` naming the feed's position.
+pub const CHANGES_CURSOR: &str = "changes-cursor";
+
+async fn list_from(
     mut db: impl Connection + 'static,
     query: &BookQuery,
 ) -> Result<Response, ApiError> {
@@ -150,10 +167,11 @@ pub async fn update(
     id: BookId,
     precondition: &Precondition,
     body: &[u8],
+    account: &str,
 ) -> Result<Response, ApiError> {
     let changes = BookChanges::from_json(body);
     if let (Ok(changes), true) = (&changes, precondition.may_write()) {
-        if let Some(book) = sql::update(db, id, changes, precondition).await? {
+        if let Some(book) = sql::update(db, id, changes, precondition, account).await? {
             return with_book(200, "Book updated successfully", &book);
         }
         if *precondition == Precondition::Any {
@@ -169,9 +187,10 @@ pub async fn delete(
     db: &mut impl Connection,
     id: BookId,
     precondition: &Precondition,
+    account: &str,
 ) -> Result<Response, ApiError> {
     if precondition.may_write() {
-        if sql::delete(db, id, precondition).await? {
+        if sql::delete(db, id, precondition, account).await? {
             return Response::ok(200, "Book deleted successfully", &());
         }
         if *precondition == Precondition::Any {
@@ -180,6 +199,21 @@ pub async fn delete(
     }
     why_not_written(db, id, precondition).await?;
     Err(ApiError::BookNotFound)
+}
+
+/// A write's answer, after which, with `history_days` set, the changes
+/// older than that are pruned a few at a time: housekeeping after the
+/// commit, so its failure leaves the answer as it is (the next write
+/// prunes what this one left).
+pub async fn pruned(
+    db: &mut impl Connection,
+    history_days: Option<u32>,
+    written: Result<Response, ApiError>,
+) -> Result<Response, ApiError> {
+    if let (Some(days), Ok(_)) = (history_days, &written) {
+        let _ = sql::prune_changes(db, days).await;
+    }
+    written
 }
 
 /// Why a write did not happen, in the contract's order: no such book (404),

@@ -45,6 +45,32 @@ pub struct BookQuery {
     pub year: Option<i32>,
 }
 
+/// The `known` parameters of a query string (the part after `?`, if any),
+/// each percent-decoded, in the order given. A known parameter given twice,
+/// or whose value does not decode, is 400 "Invalid query parameters";
+/// unknown parameters (and their repetitions) are ignored.
+pub fn known_parameters<'k>(
+    query: Option<&str>,
+    known: &[&'k str],
+) -> Result<Vec<(&'k str, String)>, ApiError> {
+    let mut found: Vec<(&'k str, String)> = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|pair| !pair.is_empty()) {
+        let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
+        // A name that does not decode is no parameter we know.
+        let Some(name) = percent_decode(raw_name) else {
+            continue;
+        };
+        let Some(name) = known.iter().find(|known| **known == name) else {
+            continue;
+        };
+        if found.iter().any(|(seen, _)| seen == name) {
+            return Err(ApiError::InvalidQuery);
+        }
+        found.push((name, percent_decode(raw_value).ok_or(ApiError::InvalidQuery)?));
+    }
+    Ok(found)
+}
+
 /// The parameters `GET /books` knows; any other is ignored.
 const PARAMETERS: [&str; 5] = ["after", "limit", "title", "author", "year"];
 
@@ -54,24 +80,8 @@ impl BookQuery {
     /// parameters"; unknown parameters (and their repetitions) are ignored.
     pub fn parse(query: Option<&str>) -> Result<BookQuery, ApiError> {
         let mut parsed = BookQuery::default();
-        let mut seen = [false; PARAMETERS.len()];
-        for pair in query.unwrap_or("").split('&') {
-            if pair.is_empty() {
-                continue;
-            }
-            let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
-            // A name that does not decode is no parameter we know.
-            let Some(name) = percent_decode(raw_name) else {
-                continue;
-            };
-            let Some(index) = PARAMETERS.iter().position(|known| *known == name) else {
-                continue;
-            };
-            if std::mem::replace(&mut seen[index], true) {
-                return Err(ApiError::InvalidQuery);
-            }
-            let value = percent_decode(raw_value).ok_or(ApiError::InvalidQuery)?;
-            match PARAMETERS[index] {
+        for (name, value) in known_parameters(query, &PARAMETERS)? {
+            match name {
                 "after" => {
                     parsed.after = Some(BookId::parse(&value).ok_or(ApiError::InvalidQuery)?)
                 }

@@ -80,6 +80,20 @@ pub const KEYS_PRUNED_PER_CREATE: u32 = 10;
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
+    /// The key as stored: the owner's own, so one account's key never
+    /// answers another's request. `None` is the configured pair, whose keys
+    /// are stored as sent, as they were before accounts; an account's are
+    /// prefixed with its name and a separator (a control character, in no
+    /// key and no username).
+    pub fn scoped_to(&self, account: Option<&str>) -> String {
+        match account {
+            None => self.0.clone(),
+            Some(account) => format!("{account}\u{1f}{}", self.0),
+        }
+    }
+}
+
+impl IdempotencyKey {
     pub fn parse(value: &[u8]) -> Result<IdempotencyKey, ApiError> {
         let visible = (1..=MAX_IDEMPOTENCY_KEY_CHARS).contains(&value.len())
             && value.iter().all(|b| (0x21..=0x7e).contains(b));

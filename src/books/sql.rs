@@ -5,6 +5,7 @@
 
 use anyhow::{anyhow, bail};
 
+use super::changes::{Change, Cursor, Op};
 use super::model::{Book, BookChanges, BookId, NewBook};
 use super::query::BookQuery;
 use super::safe_writes::{Precondition, IDEMPOTENCY_KEY_SECONDS, KEYS_PRUNED_PER_CREATE};
@@ -152,32 +153,77 @@ pub async fn get(db: &mut impl Connection, id: BookId) -> anyhow::Result<Option<
     first_book(sql.run(db).await?)
 }
 
-/// Stores a book under a new id, never one used before.
-pub async fn create(db: &mut impl Connection, book: &NewBook) -> anyhow::Result<Book> {
-    let mut sql = Sql::write();
-    insert(&mut sql, db.kind(), book, None);
-    sql.push(" RETURNING id");
+/// Stores a book under a new id, never one used before, with its `create`
+/// change by `account`.
+pub async fn create(
+    db: &mut impl Connection,
+    book: &NewBook,
+    account: &str,
+) -> anyhow::Result<Book> {
+    let kind = db.kind();
+    let mut sql = Sql::write().always_a_row();
+    match kind {
+        // The change first; its trigger stores the book under the id
+        // AUTOINCREMENT would give it (the write lock is held: none other
+        // can take it meanwhile).
+        StoreKind::Sqlite => {
+            let id = "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'books'), 0) + 1";
+            let values = book_values(&mut sql, kind, book);
+            let account = sql.bind(SqlParam::Text(account));
+            sql.push(&format!(
+                "INSERT INTO changes (op, book_id, title, author, year, version, account) \
+                 VALUES ('create', {id}, {values}, 1, {account}) RETURNING book_id"
+            ));
+        }
+        StoreKind::Postgres => {
+            sql.push("WITH written AS (");
+            insert(&mut sql, kind, book, None);
+            sql.push(&format!(" RETURNING {BOOK_COLUMNS})"));
+            logged(&mut sql, kind, Op::Create, account, "written");
+        }
+    }
     match sql.run(db).await?.first().map(Vec::as_slice) {
-        Some([Column::Integer(id)]) => BookId::new(*id)
+        Some([Column::Integer(id), ..]) => BookId::new(*id)
             .map(|id| book.with_id(id))
             .ok_or_else(|| anyhow!("INSERT returned id {id}")),
         other => bail!("INSERT returned {other:?}"),
     }
 }
 
+/// The bound title, author and year of `book`, comma-separated.
+fn book_values<'a>(sql: &mut Sql<'a>, kind: StoreKind, book: &'a NewBook) -> String {
+    [SqlParam::Text(&book.title), SqlParam::Text(&book.author), SqlParam::Int32(book.year)]
+        .map(|value| sql.bind_typed(kind, value))
+        .join(", ")
+}
+
 /// The `INSERT` of a new book, under `id` when one was reserved.
 fn insert<'a>(sql: &mut Sql<'a>, kind: StoreKind, book: &'a NewBook, id: Option<BookId>) {
-    let mut columns = vec!["title", "author", "year"];
-    let mut values = vec![
-        sql.bind_typed(kind, SqlParam::Text(&book.title)),
-        sql.bind_typed(kind, SqlParam::Text(&book.author)),
-        sql.bind_typed(kind, SqlParam::Int32(book.year)),
-    ];
+    let mut values = book_values(sql, kind, book);
+    let mut columns = "title, author, year".to_string();
     if let Some(id) = id {
-        columns.push("id");
-        values.push(sql.bind_typed(kind, SqlParam::Int64(id.get())));
+        columns.push_str(", id");
+        values = format!("{values}, {}", sql.bind_typed(kind, SqlParam::Int64(id.get())));
     }
-    sql.push(&format!("INSERT INTO books ({}) VALUES ({})", columns.join(", "), values.join(", ")));
+    sql.push(&format!("INSERT INTO books ({columns}) VALUES ({values})"));
+}
+
+/// PostgreSQL: the rest of a statement whose `WITH` wrote books as `from`
+/// (`BOOK_COLUMNS`; after a delete `id, version`): their changes, `op` by
+/// `account`, in the same statement, and the written rows as its result
+/// (a row of NULLs for none: always a row).
+fn logged<'a>(sql: &mut Sql<'a>, kind: StoreKind, op: Op, account: &'a str, from: &str) {
+    let account = sql.bind_typed(kind, SqlParam::Text(account));
+    let (fields, returned) = match op {
+        Op::Delete => ("NULL, NULL, NULL", "w.id, w.version"),
+        _ => ("title, author, year", "w.*"),
+    };
+    sql.push(&format!(
+        ", logged AS (INSERT INTO changes (op, book_id, title, author, year, version, account) \
+         SELECT '{}', id, {fields}, version, {account} FROM {from}) \
+         SELECT {returned} FROM (VALUES (1)) AS one(k) LEFT JOIN {from} AS w ON true",
+        op.name()
+    ));
 }
 
 /// ` AND version IN (...)` when the precondition names versions (an empty
@@ -194,49 +240,133 @@ fn version_condition(sql: &mut Sql, precondition: &Precondition) {
     }
 }
 
-/// Stores `changes` (maybe none) as the book's next version, if its version
-/// meets `precondition`: the check and the write are one statement. `None`
-/// when there is no such book, or not at such a version. Only present
-/// fields are bound: no NULL whose type a driver would have to guess.
+/// Stores `changes` (maybe none) as the book's next version, with its
+/// `update` change by `account`, if its version meets `precondition`: the
+/// check and the write are one statement. `None` when there is no such
+/// book, or not at such a version. Only present fields are bound: no NULL
+/// whose type a driver would have to guess.
 pub async fn update(
     db: &mut impl Connection,
     id: BookId,
     changes: &BookChanges,
     precondition: &Precondition,
+    account: &str,
 ) -> anyhow::Result<Option<Book>> {
-    let mut sql = Sql::write();
-    let mut assignments = Vec::with_capacity(4);
+    let kind = db.kind();
+    let mut sql = Sql::write().always_a_row();
     let fields = [
         ("title", changes.title.as_deref().map(SqlParam::Text)),
         ("author", changes.author.as_deref().map(SqlParam::Text)),
         ("year", changes.year.map(SqlParam::Int32)),
     ];
-    for (column, value) in fields {
-        if let Some(value) = value {
-            assignments.push(format!("{column} = {}", sql.bind(value)));
+    let values: Vec<(&str, String)> = (fields.into_iter())
+        .map(|(column, value)| (column, value.map_or(column.to_string(), |v| sql.bind(v))))
+        .collect();
+    let id = sql.bind(SqlParam::Int64(id.get()));
+    match kind {
+        // The change, made from the row as it is; its trigger applies it.
+        StoreKind::Sqlite => {
+            let values: Vec<&str> = values.iter().map(|(_, value)| value.as_str()).collect();
+            let account = sql.bind(SqlParam::Text(account));
+            sql.push(&format!(
+                "INSERT INTO changes (op, book_id, title, author, year, version, account) \
+                 SELECT 'update', id, {}, version + 1, {account} FROM books WHERE id = {id}",
+                values.join(", ")
+            ));
+            version_condition(&mut sql, precondition);
+            sql.push(" RETURNING book_id, title, author, year, version");
+        }
+        StoreKind::Postgres => {
+            let assignments: Vec<String> =
+                values.iter().map(|(column, value)| format!("{column} = {value}")).collect();
+            sql.push(&format!(
+                "WITH written AS (UPDATE books SET {}, version = version + 1 WHERE id = {id}",
+                assignments.join(", ")
+            ));
+            version_condition(&mut sql, precondition);
+            sql.push(&format!(" RETURNING {BOOK_COLUMNS})"));
+            logged(&mut sql, kind, Op::Update, account, "written");
         }
     }
-    assignments.push("version = version + 1".to_string());
-    let id = sql.bind(SqlParam::Int64(id.get()));
-    sql.push(&format!("UPDATE books SET {} WHERE id = {id}", assignments.join(", ")));
-    version_condition(&mut sql, precondition);
-    sql.push(&format!(" RETURNING {BOOK_COLUMNS}"));
     first_book(sql.run(db).await?)
 }
 
-/// Deletes the book if its version meets `precondition`; `false` when there
-/// was no such book, or not at such a version.
+/// Deletes the book, with its `delete` change by `account`, if its version
+/// meets `precondition`; `false` when there was no such book, or not at
+/// such a version.
 pub async fn delete(
     db: &mut impl Connection,
     id: BookId,
     precondition: &Precondition,
+    account: &str,
 ) -> anyhow::Result<bool> {
-    let mut sql = Sql::write();
+    let kind = db.kind();
+    let mut sql = Sql::write().always_a_row();
     let id = sql.bind(SqlParam::Int64(id.get()));
-    sql.push(&format!("DELETE FROM books WHERE id = {id}"));
-    version_condition(&mut sql, precondition);
-    sql.push(" RETURNING id");
+    match kind {
+        StoreKind::Sqlite => {
+            let account = sql.bind(SqlParam::Text(account));
+            sql.push(&format!(
+                "INSERT INTO changes (op, book_id, version, account) \
+                 SELECT 'delete', id, version, {account} FROM books WHERE id = {id}"
+            ));
+            version_condition(&mut sql, precondition);
+            sql.push(" RETURNING book_id");
+        }
+        StoreKind::Postgres => {
+            sql.push(&format!("WITH written AS (DELETE FROM books WHERE id = {id}"));
+            version_condition(&mut sql, precondition);
+            sql.push(" RETURNING id, version)");
+            logged(&mut sql, kind, Op::Delete, account, "written");
+        }
+    }
     Ok(!sql.run(db).await?.is_empty())
+}
+
+/// Brings deleted book `id` back with the fields its last kept change
+/// before the delete had, at the version after, with its `restore` change
+/// by `account`. `None` when it exists or has no such change (PostgreSQL:
+/// a unique violation when a concurrent write stored it first).
+pub async fn restore(
+    db: &mut impl Connection,
+    id: BookId,
+    account: &str,
+) -> anyhow::Result<Option<Book>> {
+    let kind = db.kind();
+    let mut sql = Sql::write().always_a_row();
+    let id = sql.bind_typed(kind, SqlParam::Int64(id.get()));
+    let last = format!(
+        "SELECT book_id AS id, title, author, year, version + 1 AS version FROM changes \
+         WHERE book_id = {id} AND op <> 'delete' AND NOT EXISTS \
+         (SELECT 1 FROM books WHERE id = {id}) ORDER BY {} LIMIT 1",
+        feed_order(kind, " DESC")
+    );
+    match kind {
+        StoreKind::Sqlite => {
+            let account = sql.bind(SqlParam::Text(account));
+            sql.push(&format!(
+                "INSERT INTO changes (op, book_id, title, author, year, version, account) \
+                 SELECT 'restore', id, title, author, year, version, {account} \
+                 FROM ({last}) RETURNING book_id, title, author, year, version"
+            ));
+        }
+        StoreKind::Postgres => {
+            sql.push(&format!(
+                "WITH last AS ({last}), written AS (INSERT INTO books ({BOOK_COLUMNS}) \
+                 SELECT * FROM last RETURNING {BOOK_COLUMNS})"
+            ));
+            logged(&mut sql, kind, Op::Restore, account, "written");
+        }
+    }
+    first_book(sql.run(db).await?)
+}
+
+/// The feed's order (`changes::Cursor`), each key followed by `direction`.
+fn feed_order(kind: StoreKind, direction: &str) -> String {
+    match kind {
+        StoreKind::Sqlite => format!("seq{direction}"),
+        StoreKind::Postgres => format!("xid{direction}, seq{direction}"),
+    }
 }
 
 /// The first answer of a keyed create, as stored with its key and replayed.
@@ -271,6 +401,7 @@ pub async fn create_once<C: Connection>(
     book: &NewBook,
     answer: impl Fn(&Book) -> anyhow::Result<StoredAnswer>,
     now: u64,
+    account: &str,
 ) -> anyhow::Result<Keyed> {
     let used = |found: Option<(String, StoredAnswer)>| {
         found.map(
@@ -295,7 +426,7 @@ pub async fn create_once<C: Connection>(
                 if let Some(keyed) = used(find_key(db, key).await?) {
                     return Ok(keyed);
                 }
-                let first = answer(&create(db, book).await?)?;
+                let first = answer(&create(db, book, account).await?)?;
                 let mut sql = Sql::write();
                 remember_key(&mut sql, db.kind(), key, fingerprint, &first, now, "");
                 sql.run(db).await?;
@@ -325,13 +456,14 @@ pub async fn create_once<C: Connection>(
                 let first = answer(&book.with_id(reserved))?;
                 let kind = StoreKind::Postgres;
                 let mut sql = Sql::write().always_a_row();
-                sql.push("WITH created AS (");
+                sql.push("WITH written AS (");
                 insert(&mut sql, kind, book, Some(reserved));
-                sql.push(" RETURNING id), remembered AS (");
-                remember_key(&mut sql, kind, key, fingerprint, &first, now, " FROM created");
+                sql.push(&format!(" RETURNING {BOOK_COLUMNS}), remembered AS ("));
+                remember_key(&mut sql, kind, key, fingerprint, &first, now, " FROM written");
                 sql.push("), pruned AS (");
                 prune_keys(&mut sql, kind, horizon);
-                sql.push(") SELECT id FROM created");
+                sql.push(")");
+                logged(&mut sql, kind, Op::Create, account, "written");
                 match sql.run(db).await {
                     Err(error) if !retried && failed_with(&error, Failure::UniqueViolation) => {
                         retried = true;
@@ -434,6 +566,150 @@ fn used_key(row: Row) -> anyhow::Result<(String, StoredAnswer)> {
         ) => Ok((fingerprint, StoredAnswer { status: u16::try_from(status)?, etag, body })),
         other => bail!("unexpected idempotency key row: {other:?}"),
     }
+}
+
+/// The columns a change is read with (`change`), each store's cursor first.
+fn change_columns(kind: StoreKind) -> &'static str {
+    match kind {
+        StoreKind::Sqlite => "0, seq, op, book_id, title, author, year, account, at",
+        StoreKind::Postgres => "xid, seq, op, book_id, title, author, year, account, at",
+    }
+}
+
+/// At most `limit` changes after `after` (from the oldest kept without
+/// one), in commit order. PostgreSQL: only those of transactions below the
+/// oldest one still running, which have all ended
+/// (migrations/postgres/0008_changes.sql): none can later commit behind them.
+pub async fn changes_after(
+    db: &mut impl Connection,
+    after: Option<Cursor>,
+    limit: u32,
+) -> anyhow::Result<Vec<Change>> {
+    let kind = db.kind();
+    let mut after = after.unwrap_or_default();
+    if kind == StoreKind::Sqlite && after.xid > 0 {
+        // A cursor past every SQLite change (only PostgreSQL's have an xid).
+        after.seq = i64::MAX;
+    }
+    let mut sql = Sql::read().always_a_row();
+    let (xid, seq) = (sql.bind(SqlParam::Int64(after.xid)), sql.bind(SqlParam::Int64(after.seq)));
+    let limit = sql.bind(SqlParam::Int64(limit.into()));
+    let columns = change_columns(kind);
+    sql.push(&match kind {
+        StoreKind::Sqlite => {
+            format!("SELECT {columns} FROM changes WHERE seq > {seq} ORDER BY seq LIMIT {limit}")
+        }
+        StoreKind::Postgres => format!(
+            "SELECT c.* FROM (VALUES (1)) AS one(k) LEFT JOIN (SELECT {columns} FROM changes \
+             WHERE (xid, seq) > ({xid}, {seq}) AND xid < {VISIBLE_BELOW} \
+             ORDER BY xid, seq LIMIT {limit}) AS c ON true ORDER BY c.xid, c.seq"
+        ),
+    });
+    sql.run(db).await?.into_iter().map(change).collect()
+}
+
+/// PostgreSQL: the oldest transaction still running (or the next to start).
+const VISIBLE_BELOW: &str = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+
+/// Where the feed is now: a follower from here misses nothing committed
+/// after (`GET /books`' `Changes-Cursor`, read before the list). SQLite:
+/// AUTOINCREMENT's mark, the last change ever made; PostgreSQL: below the
+/// oldest transaction still running.
+pub async fn feed_position(db: &mut impl Connection) -> anyhow::Result<Cursor> {
+    let mut sql = Sql::read();
+    sql.push(&match db.kind() {
+        StoreKind::Sqlite => {
+            "SELECT 0, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)"
+                .to_string()
+        }
+        StoreKind::Postgres => format!("SELECT {VISIBLE_BELOW}, 0"),
+    });
+    cursor_row(sql.run(db).await?)
+}
+
+/// How far retention has pruned: a cursor below it has missed changes.
+pub async fn pruned_through(db: &mut impl Connection) -> anyhow::Result<Cursor> {
+    let mut sql = Sql::read();
+    sql.push(match db.kind() {
+        StoreKind::Sqlite => "SELECT 0, seq FROM changes_pruned",
+        StoreKind::Postgres => "SELECT xid, seq FROM changes_pruned",
+    });
+    cursor_row(sql.run(db).await?)
+}
+
+fn cursor_row(rows: Vec<Row>) -> anyhow::Result<Cursor> {
+    match rows.first().map(Vec::as_slice) {
+        Some([Column::Integer(xid), Column::Integer(seq)]) => Ok(Cursor { xid: *xid, seq: *seq }),
+        other => bail!("unexpected cursor row: {other:?}"),
+    }
+}
+
+/// Book `id`'s kept changes, oldest first.
+pub async fn history(db: &mut impl Connection, id: BookId) -> anyhow::Result<Vec<Change>> {
+    let kind = db.kind();
+    let mut sql = Sql::read();
+    let id = sql.bind(SqlParam::Int64(id.get()));
+    sql.push(&format!(
+        "SELECT {} FROM changes WHERE book_id = {id} ORDER BY {}",
+        change_columns(kind),
+        feed_order(kind, "")
+    ));
+    sql.run(db).await?.into_iter().map(change).collect()
+}
+
+/// Changes pruned by one write at most (`history_days`).
+pub const CHANGES_PRUNED_PER_WRITE: u32 = 10;
+
+/// Forgets the oldest changes made more than `days` ago, at most
+/// `CHANGES_PRUNED_PER_WRITE` (looking at no more than that many), and
+/// moves `changes_pruned` past them in the same statement.
+pub async fn prune_changes(db: &mut impl Connection, days: u32) -> anyhow::Result<()> {
+    let kind = db.kind();
+    let mut sql = Sql::write().always_a_row();
+    let days = sql.bind_typed(kind, SqlParam::Int64(days.into()));
+    let batch = sql.bind_typed(kind, SqlParam::Int64(CHANGES_PRUNED_PER_WRITE.into()));
+    sql.push(&match kind {
+        // `changes_pruned` follows through a trigger (migration 0008).
+        StoreKind::Sqlite => format!(
+            "DELETE FROM changes WHERE seq IN (SELECT seq FROM (SELECT seq, at FROM changes \
+             ORDER BY seq LIMIT {batch}) WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', \
+             '-' || {days} || ' days')) RETURNING seq"
+        ),
+        StoreKind::Postgres => format!(
+            "WITH pruned AS (DELETE FROM changes WHERE (xid, seq) IN (SELECT xid, seq \
+             FROM (SELECT xid, seq, at FROM changes ORDER BY xid, seq LIMIT {batch}) AS o WHERE at < to_char((clock_timestamp() - make_interval(days \
+             => {days}::integer)) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')) \
+             RETURNING xid, seq), last AS (SELECT xid, seq FROM pruned ORDER BY xid DESC, \
+             seq DESC LIMIT 1), moved AS (UPDATE changes_pruned AS p SET xid = last.xid, \
+             seq = last.seq FROM last WHERE (p.xid, p.seq) < (last.xid, last.seq) RETURNING \
+             p.xid) SELECT count(*) FROM pruned"
+        ),
+    });
+    sql.run(db).await?;
+    Ok(())
+}
+
+/// A change row (`change_columns`).
+fn change(row: Row) -> anyhow::Result<Change> {
+    let Ok(
+        [Column::Integer(xid), Column::Integer(seq), Column::Text(op), Column::Integer(id), title, author, year, account, Column::Text(at)],
+    ) = <[Column; 9]>::try_from(row)
+    else {
+        bail!("unexpected change row");
+    };
+    let op = Op::parse(&op).ok_or_else(|| anyhow!("unknown change {op}"))?;
+    let id = BookId::new(id).ok_or_else(|| anyhow!("change of book {id}"))?;
+    let book = match (title, author, year) {
+        (Column::Text(title), Column::Text(author), Column::Integer(year)) => {
+            Some(Book { id, title, author, year: i32::try_from(year)?, version: 0 })
+        }
+        _ => None,
+    };
+    let account = match account {
+        Column::Text(account) => Some(account),
+        _ => None,
+    };
+    Ok(Change { cursor: Cursor { xid, seq }, op, id, book, account, at })
 }
 
 /// A book row (`BOOK_COLUMNS`). Takes the row's strings rather than copying

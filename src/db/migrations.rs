@@ -261,7 +261,7 @@ mod tests {
             recorded: vec![1, 2, 3, 4],
             fail_on: None,
         };
-        assert_eq!(block_on(migrate(&mut script)).unwrap(), [5, 6, 7]);
+        assert_eq!(block_on(migrate(&mut script)).unwrap(), [5, 6, 7, 8]);
         assert_eq!(script.ran[0], "BEGIN");
         assert!(script.ran[1].starts_with("SELECT pg_advisory_xact_lock("));
         assert!(script.ran[2].starts_with("CREATE TABLE IF NOT EXISTS schema_migrations"));
@@ -274,15 +274,14 @@ mod tests {
         ));
         assert_eq!(
             script.ran[script.ran.len() - 2],
-            "INSERT INTO schema_migrations (version, name) VALUES (7, \
-             '0007_substring_index')"
+            "INSERT INTO schema_migrations (version, name) VALUES (8, '0008_changes')"
         );
         assert_eq!(script.ran.last().unwrap(), "COMMIT");
         // Up to date: nothing applied, nothing recorded.
         let mut current = Script {
             kind: StoreKind::Sqlite,
             ran: Vec::new(),
-            recorded: vec![1, 2, 3, 4, 5, 6, 7],
+            recorded: vec![1, 2, 3, 4, 5, 6, 7, 8],
             fail_on: None,
         };
         assert!(block_on(migrate(&mut current)).unwrap().is_empty());

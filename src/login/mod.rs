@@ -102,11 +102,11 @@ fn check(
         verified & known
     });
     if as_pair {
-        let holder = Holder { username: pair.username.clone(), role: Role::Editor };
+        let holder = Holder { username: pair.username.clone(), role: Role::Editor, pair: true };
         return Some(Signed { holder, fingerprint: None });
     }
     let (account, _) = as_account?;
-    let holder = Holder { username: account.username.clone(), role: account.role };
+    let holder = Holder { username: account.username.clone(), role: account.role, pair: false };
     Some(Signed { holder, fingerprint: Some(account.fingerprint.clone()) })
 }
 

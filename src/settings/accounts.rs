@@ -34,6 +34,9 @@ pub struct Account {
     /// string, whose salt and hash are secret, so it tells nothing of them.
     #[serde(skip)]
     pub fingerprint: String,
+    /// The hash's Argon2 parameters (`HashedPassword::parameters`).
+    #[serde(skip)]
+    pub parameters: String,
 }
 
 /// The longest username, in characters.
@@ -71,8 +74,9 @@ impl Accounts {
             if accounts.iter().any(|other| other.username == *name) {
                 return Err(at("the username is another entry's"));
             }
-            HashedPassword::parse(&account.password_hash)
-                .map_err(|error| at(&format!("password_hash is {error}")))?;
+            account.parameters = HashedPassword::parse(&account.password_hash)
+                .map_err(|error| at(&format!("password_hash is {error}")))?
+                .parameters();
             let digest = Sha256::digest(format!("{name}\0{}", account.password_hash));
             account.fingerprint = URL_SAFE_NO_PAD.encode(&digest[..12]);
             accounts.push(account);
@@ -86,7 +90,8 @@ impl Accounts {
 
     /// The account `username` names and whether it does; for a name no
     /// account has, the first account, so that checking a password against
-    /// it costs what a known name's check costs. Every name is compared, in
+    /// it costs what a known name's check costs (`mixed_parameters` warns
+    /// when the accounts' costs differ). Every name is compared, in
     /// time independent of where they differ. `None` only without accounts.
     pub fn to_check(&self, username: &str) -> Option<(&Account, bool)> {
         let mut found = None;
@@ -99,6 +104,30 @@ impl Accounts {
     }
 }
 
+impl Accounts {
+    /// When the hashes do not all share Argon2 parameters, a warning naming
+    /// each entry's: an unknown name is checked at the first entry's cost,
+    /// so a name whose cost differs can be told from an unknown one by time.
+    pub fn mixed_parameters(&self) -> Option<String> {
+        let first = &self.0.first()?.parameters;
+        if self.0.iter().all(|account| account.parameters == *first) {
+            return None;
+        }
+        let total = self.0.len();
+        let each: Vec<String> = (self.0.iter().enumerate())
+            .map(|(index, account)| {
+                format!("entry {} of {total} {}", index + 1, account.parameters)
+            })
+            .collect();
+        Some(format!(
+            "accounts / ACCOUNTS: the password hashes have different Argon2 parameters ({}): \
+             a login's time tells a name whose cost differs from the first entry's from an \
+             unknown name; hash every password with the same parameters",
+            each.join(", ")
+        ))
+    }
+}
+
 /// `accounts`, parsed; unset is none. A value that cannot be used refuses
 /// every login and every token (500): no entry is guessed at.
 pub fn read_accounts(ctx: &mut (impl SettingSource + ?Sized)) -> Result<Accounts, ApiError> {
@@ -106,8 +135,13 @@ pub fn read_accounts(ctx: &mut (impl SettingSource + ?Sized)) -> Result<Accounts
         return Ok(Accounts::default());
     };
     let pair = pair_username(ctx)?;
-    Accounts::parse(&value, &pair)
-        .map_err(|reason| ApiError::internal(format!("accounts / ACCOUNTS is unusable: {reason}")))
+    let accounts = Accounts::parse(&value, &pair).map_err(|reason| {
+        ApiError::internal(format!("accounts / ACCOUNTS is unusable: {reason}"))
+    })?;
+    if let Some(warning) = accounts.mixed_parameters() {
+        ctx.warn(&warning);
+    }
+    Ok(accounts)
 }
 
 #[cfg(test)]
@@ -173,5 +207,17 @@ mod tests {
         assert_eq!(checked("nobody"), Some(("rita", false)));
         assert_eq!(checked(""), Some(("rita", false)));
         assert_eq!(Accounts::default().to_check("rita"), None);
+    }
+
+    #[test]
+    fn hashes_of_different_costs_are_named_in_a_warning() {
+        let same = format!("[{}, {}]", entry("rita", "reader"), entry("ed", "editor"));
+        assert_eq!(Accounts::parse(&same, "admin").unwrap().mixed_parameters(), None);
+        assert_eq!(Accounts::default().mixed_parameters(), None);
+        let cheap = entry("ed", "editor").replace("m=65536,t=2", "m=19456,t=2");
+        let mixed = format!("[{}, {cheap}]", entry("rita", "reader"));
+        let warning = Accounts::parse(&mixed, "admin").unwrap().mixed_parameters().unwrap();
+        assert!(warning.contains("entry 1 of 2 m=65536,t=2,p=1, entry 2 of 2 m=19456,t=2,p=1"));
+        assert!(!warning.contains("CTFh"), "{warning}");
     }
 }

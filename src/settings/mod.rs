@@ -85,6 +85,7 @@ settings! {
     CorsAllowedOrigins => "cors_allowed_origins", "CORS_ALLOWED_ORIGINS";
     SqliteSynchronous => "sqlite_synchronous", "SQLITE_SYNCHRONOUS";
     Accounts => "accounts", "ACCOUNTS";
+    HistoryDays => "history_days", "HISTORY_DAYS";
 }
 
 /// A setting whose source failed (a Spin variables provider's error, not a
@@ -211,6 +212,27 @@ pub fn cors_origins(ctx: &mut impl SettingSource) -> Result<AllowedOrigins, ApiE
     let origins =
         read(ctx, Setting::CorsAllowedOrigins, AllowedOrigins::parse, rule, off, "CORS stays off")?;
     Ok(origins.unwrap_or(AllowedOrigins::Off))
+}
+
+/// The longest `history_days`: a hundred years.
+pub const MAX_HISTORY_DAYS: u32 = 36_500;
+
+/// `history_days`: how many days of changes are kept, 1..=`MAX_HISTORY_DAYS`;
+/// unset keeps every change. Anything else is warned about and keeps every
+/// change: a mistyped value never deletes history.
+pub fn history_days(ctx: &mut impl SettingSource) -> Result<Option<u32>, ApiError> {
+    let rule = "not a whole number of days from 1 to 36500";
+    let parse =
+        |value: &str| whole_number(value).filter(|days| (1..=MAX_HISTORY_DAYS).contains(days));
+    let days = read(
+        ctx,
+        Setting::HistoryDays,
+        |value| parse(value).map(Some),
+        rule,
+        None,
+        "every change is kept",
+    )?;
+    Ok(days.flatten())
 }
 
 /// `sqlite_synchronous`: `normal` (the default, as PocketBase, Rails and

@@ -36,6 +36,7 @@ impl std::fmt::Display for InvalidHash {
 #[derive(Debug)]
 pub struct HashedPassword<'a> {
     hash: PasswordHash<'a>,
+    params: Params,
 }
 
 impl<'a> HashedPassword<'a> {
@@ -77,7 +78,13 @@ impl<'a> HashedPassword<'a> {
             argon2::Version::try_from(version)
                 .map_err(|_| InvalidHash("unknown Argon2 version".into()))?;
         }
-        Ok(HashedPassword { hash })
+        Ok(HashedPassword { hash, params })
+    }
+
+    /// Its Argon2 parameters, `m=..,t=..,p=..`: what one verification costs.
+    pub fn parameters(&self) -> String {
+        let params = &self.params;
+        format!("m={},t={},p={}", params.m_cost(), params.t_cost(), params.p_cost())
     }
 
     /// Whether `password` is the one hashed, computed with the string's own

@@ -176,3 +176,35 @@ fn unusable_accounts_fail_closed() {
         assert!(ctx.logged("level=error", logged), "{:?}", ctx.logs);
     }
 }
+
+/// An `Idempotency-Key` is its sender's: another account sending the same
+/// key and body makes its own book, and its own replay.
+#[test]
+fn idempotency_keys_are_scoped_to_the_account_that_sent_them() {
+    let mut ctx = with_accounts();
+    let other = json!([entry("rita", "editor", RITA), entry("ed", "editor", ED)]);
+    ctx.set(Setting::Accounts, &other.to_string());
+    let (rita, ed) =
+        (login_as(&mut ctx, "rita", RITA).unwrap(), login_as(&mut ctx, "ed", ED).unwrap());
+    let pair = ctx.login();
+    ctx.request_headers = vec![("Idempotency-Key".into(), "order-7".into())];
+    let body = book_body("Emma", "Jane Austen", 1815);
+    let mut ids = Vec::new();
+    for token in [&ed, &rita, &ed, &pair, &rita, &pair] {
+        let outcome = ctx.call("POST", "/book", Some(token), &body);
+        assert_eq!(outcome.0, 201);
+        ids.push(outcome.1["data"]["id"].as_i64().unwrap());
+    }
+    assert_eq!(ids, [2, 3, 2, 4, 3, 4]);
+}
+
+/// Hashes of different Argon2 costs: a warning names each entry's, never a hash.
+#[test]
+fn accounts_whose_hashes_cost_differently_are_warned_about() {
+    let mut ctx = with_accounts();
+    let costlier = entry("ed", "editor", ED).to_string().replace("m=64,", "m=128,");
+    ctx.set(Setting::Accounts, &format!("[{}, {costlier}]", entry("rita", "reader", RITA)));
+    assert!(login_as(&mut ctx, "rita", RITA).is_ok());
+    let warned = |l: &String| l.contains("level=warn") && l.contains("entry 2 of 2 m=128,");
+    assert!(ctx.logs.iter().any(warned), "{:?}", ctx.logs);
+}

@@ -222,12 +222,12 @@ fn text_round_trips_exactly_and_a_client_id_or_unknown_field_is_ignored() {
 }
 
 #[test]
-fn each_single_book_request_is_one_store_call() {
+fn each_single_book_request_is_one_store_call_and_a_list_two() {
     let mut ctx = TestContext::new();
     let cases: [(&str, &str, &str, &[&str], u16); 12] = [
         ("POST", "/book", r#"{"title":"T","author":"A","year":1}"#, &["create"], 201),
         ("GET", "/book/1", "", &["get"], 200),
-        ("GET", "/books", "", &["page"], 200),
+        ("GET", "/books", "", &["feed position", "page"], 200),
         ("PUT", "/book/1", r#"{"title":"U","year":2}"#, &["update"], 200),
         ("PUT", "/book/1", "{}", &["update"], 200),
         ("PUT", "/book/1", r#"{"title":""}"#, &["get"], 400),

@@ -21,11 +21,12 @@ fn list_envelope(books: &[String]) -> String {
     format!(r#"{{"status":200,"message":"{message}","data":[{}]}}"#, books.join(","))
 }
 
-/// The ids `GET /books?query` returns, asking one statement.
+/// The ids `GET /books?query` returns, asking the feed's position and one
+/// page.
 fn found(ctx: &mut TestContext, query: &str) -> Vec<i64> {
     ctx.reset_calls();
     let found = ids(&ctx.get_books(Some(query)).0);
-    assert_eq!((ctx.opens, &ctx.statements()[..]), (1, &["page"][..]), "{query}");
+    assert_eq!((ctx.opens, &ctx.statements()[..]), (1, &["feed position", "page"][..]), "{query}");
     found
 }
 
@@ -104,7 +105,7 @@ fn the_whole_list_is_written_page_by_page_and_a_failed_page_cuts_it_short() {
         assert_eq!(String::from_utf8_lossy(whole.bytes()), expected);
         assert_eq!((whole.status, whole.header("link")), (200, None));
         let statements = ctx.statements();
-        assert_eq!(statements.len(), count / per_page + 1, "{count} books");
+        assert_eq!(statements.len(), count / per_page + 2, "{count} books");
         assert!(ctx.cut_short.is_none());
         let queries = "& && x=1 x=1&x=2 LIMIT=5 Title=x limit2=0 %zz=1 tit%le=x _=123".split(' ');
         for query in queries.chain([""]) {
@@ -115,7 +116,8 @@ fn the_whole_list_is_written_page_by_page_and_a_failed_page_cuts_it_short() {
             assert_eq!(ctx.statements(), statements, "{query:?}");
         }
         ctx.reset_calls();
-        ctx.fail_after_statements = Some(1);
+        // The feed's position, the first page, then the failure.
+        ctx.fail_after_statements = Some(2);
         let cut = ctx.get_unchecked("/books", None);
         assert!(
             matches!(&ctx.cut_short, Some(ApiError::Internal(why)) if why.contains("went away"))
@@ -197,7 +199,8 @@ fn values_are_percent_decoded_with_plus_as_space() {
     ctx.reset_calls();
     assert_eq!(ctx.get_books(Some("title=%00&limit=1")), (listed(json!([])), None));
     assert_eq!(ctx.get_books(Some("author=x%00")).0, listed(json!([])));
-    assert_eq!(ctx.statements().len(), 0);
+    // No page read: only the feed's position.
+    assert_eq!(ctx.statements(), ["feed position"; 2]);
 }
 
 #[test]

@@ -379,8 +379,12 @@ fn the_client_counted_is_the_one_the_settings_name() {
 #[test]
 fn a_setting_that_fails_is_never_replaced_by_a_default() {
     // Every setting a login reads: the default credentials never sign.
-    let unread =
-        [Setting::SecretTokenPrevious, Setting::RequireIfMatch, Setting::CorsAllowedOrigins];
+    let unread = [
+        Setting::SecretTokenPrevious,
+        Setting::RequireIfMatch,
+        Setting::CorsAllowedOrigins,
+        Setting::HistoryDays,
+    ];
     for setting in Setting::ALL.into_iter().filter(|setting| !unread.contains(setting)) {
         let mut ctx = TestContext::new();
         ctx.failing_setting = Some(setting);

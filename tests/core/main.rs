@@ -5,6 +5,7 @@ mod support;
 mod accounts;
 mod books;
 mod catalog;
+mod changes;
 mod cors;
 mod deploy;
 mod health;

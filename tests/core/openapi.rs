@@ -109,7 +109,8 @@ fn every_error_message_is_documented_at_its_status() {
     }
     let errors = every_error! {
         InvalidLoginPayload, InvalidBook, InvalidQuery, InvalidCredentials, TokenRequired,
-        InvalidToken, PermissionDenied, BookNotFound, BodyTooLarge, PreconditionFailed,
+        InvalidToken, PermissionDenied, BookNotFound, BookExists, ChangesGone, BodyTooLarge,
+        PreconditionFailed,
         PreconditionRequired,
         InvalidIdempotencyKey, IdempotencyKeyReused, TooManyLoginAttempts { retry_after: 1 },
         TokenNotIssued, Internal(String::new()), ServiceUnavailable(String::new()),

@@ -218,7 +218,8 @@ fn a_keyed_create_on_postgresql_is_one_statement_and_retries_a_lost_race_once() 
         let answer = |book: &Book| {
             Ok(StoredAnswer { status: 201, etag: "\"e\"".into(), body: book.id.get().to_string() })
         };
-        let keyed = block_on(sql::create_once(&mut db, "k", "fp", &book, answer, 1_000_000));
+        let keyed =
+            block_on(sql::create_once(&mut db, "k", "fp", &book, answer, 1_000_000, "admin"));
         (keyed.map_err(|e| format!("{e:#}")), db.sent)
     };
 

@@ -74,7 +74,20 @@ fn statement_name(sql: &str) -> &'static str {
         ("SELECT 1", "ping"),
         ("SELECT version FROM schema_migrations", "read versions"),
     ];
-    match names.iter().find(|(start, _)| sql.starts_with(start)) {
+    // A write is its change, applied by a trigger: named by its operation.
+    if sql.starts_with("INSERT INTO changes") {
+        let ops = ["create", "update", "delete", "restore"];
+        return ops.into_iter().find(|op| sql.contains(&format!("'{op}'"))).unwrap_or("change");
+    }
+    let names_of_changes = [
+        ("SELECT 0, COALESCE((SELECT seq FROM sqlite_sequence", "feed position"),
+        ("SELECT 0, seq FROM changes_pruned", "pruned through"),
+        ("DELETE FROM changes", "prune changes"),
+    ];
+    if sql.starts_with("SELECT 0, seq, op") {
+        return if sql.contains("WHERE book_id") { "history" } else { "changes" };
+    }
+    match names.iter().chain(&names_of_changes).find(|(start, _)| sql.starts_with(start)) {
         Some((_, name)) => name,
         None if sql == format!("{books} WHERE id = ?1") => "get",
         None if sql.starts_with(books) => "page",
@@ -610,7 +623,7 @@ pub fn cheap_hash(password: &str) -> String {
 
 /// The configured pair (`admin`) as a token's holder.
 pub fn admin() -> Holder {
-    Holder { username: "admin".into(), role: Role::Editor }
+    Holder { username: "admin".into(), role: Role::Editor, pair: true }
 }
 
 /// The token a login as `sub` issues at `NOW`, its claims written by hand.

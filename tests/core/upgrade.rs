@@ -5,7 +5,7 @@ use crate::support::*;
 use book_catalog::db::migrations::{self, migrate, statements};
 use book_catalog::db::native::rusqlite;
 use book_catalog::db::StoreKind;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// The SQLite schema before versioning.
 const BEFORE_VERSIONING: &str = "\
@@ -35,7 +35,7 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     assert_eq!(ctx.post_token(wrong).0, invalid_credentials());
     let versions = "SELECT group_concat(version ORDER BY version) FROM schema_migrations";
     let versions: String = ctx.with_db(|db| db.query_row(versions, [], |row| row.get(0))).unwrap();
-    assert_eq!(versions, "1,2,3,4,5,6,7");
+    assert_eq!(versions, "1,2,3,4,5,6,7,8");
     let attempts = ctx.login_attempts("192.0.2.10").unwrap();
     assert_eq!((attempts.count, attempts.window_end), (5, NOW + 600));
 
@@ -45,6 +45,18 @@ fn a_database_from_before_versioning_is_migrated_in_place_with_its_rows() {
     // 0007 indexed the books already there: a filter finds them through it.
     let (solaris, _) = ctx.get_books(Some("title=OLARI&author=lem"));
     assert_eq!(solaris.1["data"], json!([book(2, "Solaris", "Stanisław Lem", 1961)]));
+    // 0008: one baseline `create` per book, by no account, before any other.
+    let feed = ctx.authed("GET", "/changes", "").1["data"].clone();
+    let baseline: Vec<Value> = feed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| json!([c["op"], c["book"], c["account"]]))
+        .collect();
+    assert_eq!(
+        baseline,
+        all.as_array().unwrap().iter().map(|b| json!(["create", b, null])).collect::<Vec<_>>()
+    );
     let outcome = ctx.authed("POST", "/book", &book_body("Kindred", "Octavia E. Butler", 1979));
     assert_eq!(outcome, created(3, "Kindred", "Octavia E. Butler", 1979));
     // Books from before versions start at version 1.

@@ -1,0 +1,248 @@
+//! The change log (docs/api.md, "Changes and history"): a change with each
+//! write and none with a refused one, the feed and its cursors, history,
+//! restore, retention and 410. Many writers on replicas: faults/feed.py.
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const ED: &str = "Ed's editing pass";
+const RITA: &str = "Rita's reading pass";
+
+/// The pair, the editor `ed` and the reader `rita`: their tokens.
+fn with_accounts(ctx: &mut TestContext) -> (String, String, String) {
+    let entry = |name: &str, role: &str, password: &str| json!({"username": name, "role": role, "password_hash": cheap_hash(password)});
+    let accounts = json!([entry("ed", "editor", ED), entry("rita", "reader", RITA)]);
+    ctx.set(Setting::Accounts, &accounts.to_string());
+    let mut login = |name: &str, password: &str| {
+        let body = json!({"username": name, "password": password}).to_string();
+        ctx.post_token(&body).0 .1["data"]["token"].as_str().expect("a token").to_string()
+    };
+    let (ed, rita) = (login("ed", ED), login("rita", RITA));
+    (ctx.token(), ed, rita)
+}
+
+/// `GET /changes?query`: status and `data`.
+fn changes(ctx: &mut TestContext, query: &str) -> (u16, Value) {
+    let response = ctx.get_unchecked("/changes", Some(query));
+    let (status, envelope, _) = ctx.check_response(&response);
+    (status, envelope["data"].clone())
+}
+
+/// A change without its cursor and time: (op, id, book, account).
+fn gist(change: &Value) -> Value {
+    json!([change["op"], change["id"], change["book"], change["account"]])
+}
+
+fn gists(changes: &Value) -> Vec<Value> {
+    changes.as_array().expect("an array").iter().map(gist).collect()
+}
+
+#[test]
+fn each_write_appends_one_change_by_its_account_and_a_refused_one_none() {
+    let mut ctx = TestContext::new();
+    let (pair, ed, rita) = with_accounts(&mut ctx);
+    let dune = book_body("Dune", "Frank Herbert", 1965);
+    assert_eq!(ctx.call("POST", "/book", Some(&pair), &dune).0, 201);
+    assert_eq!(ctx.call("PUT", "/book/1", Some(&ed), r#"{"year":1966}"#).0, 200);
+    assert_eq!(ctx.call("PUT", "/book/1", Some(&ed), "{}").0, 200);
+    // Refused or failed: no change.
+    ctx.request_headers = vec![("Idempotency-Key".into(), "k1".into())];
+    assert_eq!(ctx.call("POST", "/book", Some(&ed), &book_body("Emma", "Austen", 1815)).0, 201);
+    assert_eq!(ctx.call("POST", "/book", Some(&ed), &book_body("Emma", "Austen", 1815)).0, 201);
+    ctx.request_headers = vec![("If-Match".into(), "\"1.1\"".into())];
+    assert_eq!(ctx.call("PUT", "/book/1", Some(&ed), r#"{"year":1}"#).0, 412);
+    assert_eq!(ctx.call("DELETE", "/book/1", Some(&ed), "").0, 412);
+    ctx.request_headers.clear();
+    let refused = [
+        ctx.call("POST", "/book", Some(&ed), r#"{"title":""}"#).0,
+        ctx.call("PUT", "/book/9", Some(&ed), r#"{"year":1}"#).0,
+        ctx.call("PUT", "/book/1", Some(&ed), r#"{"year":"x"}"#).0,
+        ctx.call("DELETE", "/book/1", Some(&rita), "").0,
+        ctx.call("POST", "/book/1/restore", Some(&ed), "").0,
+        ctx.call("DELETE", "/book/9", Some(&ed), "").0,
+    ];
+    assert_eq!(refused, [400, 404, 400, 403, 409, 404]);
+    assert_eq!(ctx.call("DELETE", "/book/1", Some(&ed), "").0, 200);
+    let (status, feed) = changes(&mut ctx, "");
+    assert_eq!(status, 200);
+    let dune = |year| json!({"id": 1, "title": "Dune", "author": "Frank Herbert", "year": year});
+    let emma = json!({"id": 2, "title": "Emma", "author": "Austen", "year": 1815});
+    assert_eq!(
+        gists(&feed),
+        [
+            json!(["create", 1, dune(1965), "admin"]),
+            json!(["update", 1, dune(1966), "ed"]),
+            json!(["update", 1, dune(1966), "ed"]),
+            json!(["create", 2, emma, "ed"]),
+            json!(["delete", 1, null, "ed"]),
+        ]
+    );
+    let cursors: Vec<&str> =
+        feed.as_array().unwrap().iter().map(|c| c["cursor"].as_str().unwrap()).collect();
+    assert_eq!(cursors, ["1", "2", "3", "4", "5"]);
+    let at = feed[0]["at"].as_str().unwrap();
+    let shape = at.len() == 24 && at.ends_with('Z') && &at[10..11] == "T" && &at[19..20] == ".";
+    assert!(shape, "{at}");
+    // A reader follows too; the envelope is exact.
+    let response = ctx.respond("GET", "/changes", Some("after=4"), Some(rita.as_bytes()), &b""[..]);
+    let expected = format!(
+        r#"{{"status":200,"message":"Changes retrieved successfully","data":[{{"cursor":"5","op":"delete","id":1,"book":null,"account":"ed","at":"{}"}}]}}"#,
+        feed[4]["at"].as_str().unwrap()
+    );
+    assert_eq!(String::from_utf8_lossy(response.bytes()), expected);
+}
+
+#[test]
+fn a_follower_pages_by_cursor_and_waits_for_a_change_that_does_not_come() {
+    let mut ctx = TestContext::new();
+    for year in 1..=5 {
+        ctx.create_book("T", "A", year);
+    }
+    let (status, first) = changes(&mut ctx, "limit=2");
+    assert_eq!((status, first.as_array().unwrap().len()), (200, 2));
+    let (_, next) = changes(&mut ctx, "after=2&limit=1000");
+    let ids: Vec<i64> =
+        next.as_array().unwrap().iter().map(|c| c["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [3, 4, 5]);
+    // At the head: wait polls the store until its time is up, then [].
+    ctx.reset_calls();
+    assert_eq!(changes(&mut ctx, "after=5&wait=2"), (200, json!([])));
+    // One read, then one after each pause that still fits in the time.
+    let polls = 1 + (2000 - 200) / 400;
+    let mut expected = vec!["pruned through"];
+    expected.extend(vec!["changes"; polls]);
+    assert_eq!(ctx.statements(), expected);
+    ctx.reset_calls();
+    assert_eq!(changes(&mut ctx, "after=9&wait=0"), (200, json!([])));
+    // A PostgreSQL cursor (an xid) is past every change on SQLite.
+    assert_eq!(changes(&mut ctx, "after=7.0"), (200, json!([])));
+    assert_eq!(ctx.statements(), ["pruned through", "changes", "pruned through", "changes"]);
+    // A change found at once ends the wait.
+    ctx.reset_calls();
+    assert_eq!(changes(&mut ctx, "after=4&wait=30").1.as_array().unwrap().len(), 1);
+    assert_eq!(ctx.statements(), ["pruned through", "changes"]);
+    let invalid = [
+        "after=x",
+        "after=-1",
+        "after=01",
+        "after=1.",
+        "limit=0",
+        "limit=1001",
+        "limit=x",
+        "wait=31",
+        "wait=-1",
+        "wait=1.5",
+        "after=1&after=2",
+        "wait=1&wait=1",
+    ];
+    for query in invalid {
+        ctx.reset_calls();
+        assert_eq!(changes(&mut ctx, query), (400, Value::Null), "{query}");
+        assert_eq!(ctx.opens, 0, "{query}");
+    }
+    let (status, _) = changes(&mut ctx, "unknown=1&limit=1000&wait=0&after=0");
+    assert_eq!(status, 200);
+    assert_eq!(ctx.authed("POST", "/changes", "").2.as_deref(), Some("GET"));
+}
+
+/// List, then follow from the list's `Changes-Cursor`: nothing missed,
+/// nothing the list already holds.
+#[test]
+fn the_list_names_the_feed_position_before_it_is_read() {
+    let mut ctx = TestContext::with_books(&[DUNE]);
+    let listed = ctx.get_unchecked("/books", None);
+    let cursor = listed.header("changes-cursor").expect("Changes-Cursor").to_string();
+    assert_eq!(cursor, "1");
+    ctx.create_book("Emma", "Austen", 1815);
+    let (_, after) = changes(&mut ctx, &format!("after={cursor}"));
+    assert_eq!(gists(&after), [json!(["create", 2, book(2, "Emma", "Austen", 1815), "admin"])]);
+    let page = ctx.get_unchecked("/books", Some("limit=1"));
+    assert_eq!(page.header("changes-cursor"), Some("2"));
+}
+
+#[test]
+fn history_lists_a_books_changes_and_restore_brings_a_deleted_book_back() {
+    let mut ctx = TestContext::new();
+    let (pair, ed, rita) = with_accounts(&mut ctx);
+    ctx.create_book("Dune", "Frank Herbert", 1965);
+    ctx.create_book("Emma", "Austen", 1815);
+    ctx.call("PUT", "/book/1", Some(&ed), r#"{"title":"Dune Messiah"}"#);
+    assert_eq!(ctx.call("DELETE", "/book/1", Some(&pair), "").0, 200);
+    let messiah = book(1, "Dune Messiah", "Frank Herbert", 1965);
+    let history = ctx.call("GET", "/book/1/history", Some(&rita), "");
+    assert_eq!((history.0, &history.1["message"]), (200, &json!("History retrieved successfully")));
+    assert_eq!(
+        gists(&history.1["data"]),
+        [
+            json!(["create", 1, book(1, "Dune", "Frank Herbert", 1965), "admin"]),
+            json!(["update", 1, messiah, "ed"]),
+            json!(["delete", 1, null, "admin"]),
+        ]
+    );
+    // A reader may not restore; a book with no history, or one that exists, is refused.
+    assert_eq!(ctx.call("POST", "/book/1/restore", Some(&rita), "").0, 403);
+    assert_eq!(ctx.call("POST", "/book/9/restore", Some(&ed), ""), book_not_found());
+    assert_eq!(
+        ctx.call("POST", "/book/2/restore", Some(&ed), ""),
+        ok(409, "Book already exists", Value::Null)
+    );
+    assert_eq!(ctx.call("GET", "/book/9/history", Some(&ed), ""), book_not_found());
+    // Back under its id with the fields it had, at the version after.
+    let response = ctx.respond("POST", "/book/1/restore", None, Some(ed.as_bytes()), &b""[..]);
+    assert_eq!(response.header("etag"), Some("\"1.3\""));
+    assert_eq!(
+        ctx.check_response(&response),
+        ok(200, "Book restored successfully", messiah.clone())
+    );
+    assert_eq!(ctx.authed("GET", "/book/1", "").1["data"], messiah);
+    let history = ctx.call("GET", "/book/1/history", Some(&ed), "").1["data"].clone();
+    assert_eq!(gist(&history[3]), json!(["restore", 1, messiah, "ed"]));
+    // An earlier ETag names an earlier version: it never matches again.
+    ctx.request_headers = vec![("If-Match".into(), "\"1.2\"".into())];
+    assert_eq!(ctx.call("DELETE", "/book/1", Some(&ed), "").0, 412);
+    ctx.request_headers.clear();
+    assert_eq!(ctx.call("POST", "/book/1/history", Some(&ed), "").2.as_deref(), Some("GET"));
+    assert_eq!(ctx.call("GET", "/book/1/restore", Some(&ed), "").2.as_deref(), Some("POST"));
+    assert_eq!(ctx.call("GET", "/book/01/history", Some(&ed), ""), book_not_found());
+    assert_eq!(ctx.call("GET", "/book/1/other", Some(&ed), ""), book_not_found());
+    // Nothing restores a book the store never logged (written before the log).
+    ctx.with_db(|db| db.execute("DELETE FROM changes WHERE book_id = 2", [])).unwrap();
+    assert_eq!(ctx.call("DELETE", "/book/2", Some(&ed), "").0, 200);
+    ctx.with_db(|db| db.execute("DELETE FROM changes WHERE book_id = 2", [])).unwrap();
+    assert_eq!(ctx.call("POST", "/book/2/restore", Some(&ed), ""), book_not_found());
+}
+
+/// `history_days`: each write prunes a few changes older than that; a
+/// follower behind them gets 410 and lists again.
+#[test]
+fn retention_prunes_old_changes_a_few_a_write_and_a_follower_behind_gets_410() {
+    let mut ctx = TestContext::new();
+    for year in 1..=15 {
+        ctx.create_book("T", "A", year);
+    }
+    ctx.with_db(|db| {
+        db.execute("UPDATE changes SET at = '2001-01-01T00:00:00.000Z' WHERE seq <= 12", [])
+    })
+    .unwrap();
+    // Unset or unusable: every change is kept.
+    ctx.set(Setting::HistoryDays, "0");
+    ctx.create_book("T", "A", 16);
+    assert!(ctx.logged("level=warn ", "HISTORY_DAYS"), "{:?}", ctx.logs);
+    assert_eq!(ctx.rows("changes"), 16);
+    ctx.set(Setting::HistoryDays, "30");
+    ctx.create_book("T", "A", 17);
+    assert_eq!(ctx.rows("changes"), 17 - 10);
+    assert_eq!(changes(&mut ctx, "after=9"), (410, Value::Null));
+    assert_eq!(ctx.authed("PUT", "/book/17", "{}").0, 200);
+    assert_eq!(ctx.authed("DELETE", "/book/17", "").0, 200);
+    assert_eq!(ctx.authed("POST", "/book/17/restore", "").0, 200);
+    assert_eq!(ctx.rows("changes"), 17 + 3 - 12);
+    assert_eq!(changes(&mut ctx, "after=11"), (410, Value::Null));
+    assert_eq!(changes(&mut ctx, "after=12").1.as_array().unwrap().len(), 8);
+    assert_eq!(changes(&mut ctx, "").1[0]["cursor"], "13");
+    // A failing source refuses the write before it is made.
+    ctx.failing_setting = Some(Setting::HistoryDays);
+    assert_eq!(ctx.authed("POST", "/book", &book_body("T", "A", 1)).0, 500);
+    assert_eq!(ctx.rows("books"), 17);
+}
