@@ -144,10 +144,12 @@ class Page:
         return [e.tag_name, e.find_element("xpath", "td").text if e.tag_name == "tr" else e.accessible_name]
 
     def press(self, title, button):
-        """`button` in the row of `title`."""
-        rows = self.driver.find_elements("xpath", "//table//tbody/tr")
-        row = next(r for r in rows if r.find_element("xpath", "td").text == title)
-        self.named(".//button", button, row).click()
+        """`button` in the row of `title` (again if the rows were drawn again meanwhile)."""
+        def pressed():
+            rows = self.driver.find_elements("xpath", "//table//tbody/tr")
+            row = next((r for r in rows if r.find_element("xpath", "td").text == title), None)
+            return row and self.named(".//button", button, row).click() is None
+        self.wait(f"{button} of {title!r} pressed", pressed)
 
     def edit(self, title):
         self.press(title, "Edit")
@@ -155,7 +157,8 @@ class Page:
 
     def told(self, region):
         """The items of the region named `region`, each without its time."""
-        return [li.text.split(": ", 1)[-1] for li in self.named("//section", region).find_elements("xpath", ".//li")]
+        return [text.split(": ", 1)[-1] for text in self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('li')].map(li => li.textContent)", self.named("//section", region))]
 
 
 def browser(profile):
