@@ -157,8 +157,8 @@ class Page:
 
     def told(self, region):
         """The items of the region named `region`, each without its time."""
-        return [text.split(": ", 1)[-1] for text in self.driver.execute_script(
-            "return [...arguments[0].querySelectorAll('li')].map(li => li.textContent)", self.named("//section", region))]
+        items = "return [...arguments[0].querySelectorAll('li')].map(li => li.textContent)"
+        return [text.split(": ", 1)[-1] for text in self.driver.execute_script(items, self.named("//section", region))]
 
 
 def browser(profile):

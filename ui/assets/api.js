@@ -25,7 +25,8 @@ export function claims() {
 }
 
 // An Idempotency-Key: 128 random bits (getRandomValues needs no secure origin).
-export const newKey = () => Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+export const newKey = () =>
+  Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
 
 // `type`: the body as is, of that Content-Type; `accept`: the answer as a Blob.
 export async function call(method, path, { body, etag, key, type, accept } = {}) {

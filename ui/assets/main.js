@@ -111,7 +111,8 @@ function render(books) {
     return row;
   }));
   const row = $(kept?.[0] ?? (document.activeElement === $("books") ? `book-${aim}` : ""))?.parentElement;
-  if (kept || row) (row ? [...row.querySelectorAll("button")].find((b) => b.textContent === kept?.[1]) ?? row : $("books")).focus();
+  const same = row && [...row.querySelectorAll("button")].find((b) => b.textContent === kept?.[1]);
+  if (kept || row) (same ?? row ?? $("books")).focus();
 }
 
 function focusRow(id) {
@@ -120,7 +121,8 @@ function focusRow(id) {
 }
 
 // Who did what, when.
-const told = (c) => `${new Date(c.at).toLocaleTimeString()}: ${c.account ?? "someone"} ${verbs[c.op]} “${c.book?.title ?? titles.get(c.id) ?? c.id}”`;
+const told = (c) => `${new Date(c.at).toLocaleTimeString()}: ${c.account ?? "someone"} ${verbs[c.op]} ` +
+  `“${c.book?.title ?? titles.get(c.id) ?? c.id}”`;
 
 // Follows GET /changes from the list's Changes-Cursor: each change is told in
 // "Recent changes" and the list is read again; the forms are left as they are.
@@ -259,14 +261,16 @@ async function importBooks() {
   } catch (e) {
     const bad = e.data ?? {};
     if (e.status !== 400 || !bad.row) throw e;
-    throw new ApiError(400, `${e.message}: row ${bad.row}${bad.field ? ` (${bad.field})` : ""}: ${bad.reason}. Nothing was imported.`);
+    const where = `row ${bad.row}${bad.field ? ` (${bad.field})` : ""}`;
+    throw new ApiError(400, `${e.message}: ${where}: ${bad.reason}. Nothing was imported.`);
   }
   $("import").reset();
   await go(asked);
 }
 
 const on = (id, type, handler) => $(id).addEventListener(type, handler);
-const onSubmit = (id, work, within = $(id)) => on(id, "submit", (event) => { event.preventDefault(); act(work, within); });
+const onSubmit = (id, work, within = $(id)) =>
+  on(id, "submit", (event) => { event.preventDefault(); act(work, within); });
 let typing;
 
 onSubmit("sign-in", async () => {
