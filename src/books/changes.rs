@@ -15,6 +15,8 @@ use super::sql;
 use crate::db::{Connection, Failure};
 use crate::envelope::Response;
 use crate::error::ApiError;
+use crate::log::RequestFields;
+use crate::port::{open_store, Context};
 
 /// A position in the feed: after the change `(xid, seq)`. On SQLite `xid`
 /// is 0 and `seq` is commit order; on PostgreSQL the pair orders the feed
@@ -138,33 +140,59 @@ impl ChangesQuery {
 
 /// `GET /changes`: the changes after the cursor, in commit order; with
 /// `wait`, read again every `POLL_INTERVAL` until one commits or the time
-/// is up. A cursor behind what retention pruned is 410.
-pub async fn feed(db: &mut impl Connection, query: &ChangesQuery) -> Result<Response, ApiError> {
+/// is up, the store given back between reads (PostgreSQL connections are a
+/// pool's: followers waiting never hold them). A cursor behind what
+/// retention pruned is 410.
+pub async fn feed<C: Context>(
+    ctx: &mut C,
+    fields: &mut RequestFields,
+    query: &ChangesQuery,
+) -> Result<Response, ApiError> {
+    let mut db = open_store(ctx, fields)?;
     if let Some(after) = query.after {
-        if after < sql::pruned_through(db).await? {
+        if after < sql::pruned_through(&mut db).await? {
             return Err(ApiError::ChangesGone);
         }
     }
     // Ends a little before `wait`, so that a host's 30 s deadline is never met.
     let polls = (query.wait_seconds * 1000).saturating_sub(200) / POLL_INTERVAL.as_millis() as u32;
-    let mut changes = sql::changes_after(db, query.after, query.limit).await?;
+    let mut changes = sql::changes_after(&mut db, query.after, query.limit).await?;
     for _ in 0..polls {
         if !changes.is_empty() {
             break;
         }
-        db.pause(POLL_INTERVAL).await;
-        changes = sql::changes_after(db, query.after, query.limit).await?;
+        drop(db);
+        ctx.pause(POLL_INTERVAL).await;
+        db = open_store(ctx, fields)?;
+        changes = sql::changes_after(&mut db, query.after, query.limit).await?;
     }
     Response::ok(200, "Changes retrieved successfully", &changes)
 }
 
-/// `GET /book/{id}/history`: the book's kept changes, oldest first.
-pub async fn history(db: &mut impl Connection, id: BookId) -> Result<Response, ApiError> {
-    let changes = sql::history(db, id).await?;
-    if changes.is_empty() {
+/// `GET /book/{id}/history`: the book's kept changes, oldest first, a page
+/// of `limit` after `after` (`wait` is not read), with a `Link` to the next.
+pub async fn history(
+    db: &mut impl Connection,
+    id: BookId,
+    query: &ChangesQuery,
+) -> Result<Response, ApiError> {
+    // One more than the page: whether a next page exists.
+    let mut changes = sql::history(db, id, query.after, query.limit + 1).await?;
+    if changes.is_empty() && query.after.is_none() {
         return Err(ApiError::BookNotFound);
     }
-    Response::ok(200, "History retrieved successfully", &changes)
+    let next = (changes.len() > query.limit as usize).then(|| {
+        changes.truncate(query.limit as usize);
+        changes.last().map(|last| {
+            let (id, limit, cursor) = (id.get(), query.limit, last.cursor);
+            format!("</book/{id}/history?limit={limit}&after={cursor}>; rel=\"next\"")
+        })
+    });
+    let response = Response::ok(200, "History retrieved successfully", &changes)?;
+    Ok(match next.flatten() {
+        Some(link) => response.with_header("link", link),
+        None => response,
+    })
 }
 
 /// `POST /book/{id}/restore`: a deleted book back under its id with the

@@ -586,26 +586,46 @@ pub async fn changes_after(
     limit: u32,
 ) -> anyhow::Result<Vec<Change>> {
     let kind = db.kind();
+    let mut sql = Sql::read().always_a_row();
+    let after = after_cursor(&mut sql, kind, after);
+    let condition = match kind {
+        StoreKind::Sqlite => after,
+        StoreKind::Postgres => format!("{after} AND xid < {VISIBLE_BELOW}"),
+    };
+    select_changes(&mut sql, kind, &condition, limit);
+    sql.run(db).await?.into_iter().map(change).collect()
+}
+
+/// The condition "after cursor `after`" (none: every change), bound.
+fn after_cursor(sql: &mut Sql, kind: StoreKind, after: Option<Cursor>) -> String {
     let mut after = after.unwrap_or_default();
     if kind == StoreKind::Sqlite && after.xid > 0 {
         // A cursor past every SQLite change (only PostgreSQL's have an xid).
         after.seq = i64::MAX;
     }
-    let mut sql = Sql::read().always_a_row();
-    let (xid, seq) = (sql.bind(SqlParam::Int64(after.xid)), sql.bind(SqlParam::Int64(after.seq)));
-    let limit = sql.bind(SqlParam::Int64(limit.into()));
-    let columns = change_columns(kind);
-    sql.push(&match kind {
-        StoreKind::Sqlite => {
-            format!("SELECT {columns} FROM changes WHERE seq > {seq} ORDER BY seq LIMIT {limit}")
+    let seq = sql.bind(SqlParam::Int64(after.seq));
+    match kind {
+        StoreKind::Sqlite => format!("seq > {seq}"),
+        StoreKind::Postgres => {
+            format!("(xid, seq) > ({}, {seq})", sql.bind(SqlParam::Int64(after.xid)))
         }
+    }
+}
+
+/// The changes meeting `condition`, in the feed's order, at most `limit`
+/// (PostgreSQL: always a row, and ordered by the whole cursor).
+fn select_changes(sql: &mut Sql, kind: StoreKind, condition: &str, limit: u32) {
+    let limit = sql.bind(SqlParam::Int64(limit.into()));
+    let (columns, order) = (change_columns(kind), feed_order(kind, ""));
+    let select =
+        format!("SELECT {columns} FROM changes WHERE {condition} ORDER BY {order} LIMIT {limit}");
+    sql.push(&match kind {
+        StoreKind::Sqlite => select,
         StoreKind::Postgres => format!(
-            "SELECT c.* FROM (VALUES (1)) AS one(k) LEFT JOIN (SELECT {columns} FROM changes \
-             WHERE (xid, seq) > ({xid}, {seq}) AND xid < {VISIBLE_BELOW} \
-             ORDER BY xid, seq LIMIT {limit}) AS c ON true ORDER BY c.xid, c.seq"
+            "SELECT c.* FROM (VALUES (1)) AS one(k) LEFT JOIN ({select}) AS c ON true \
+             ORDER BY c.xid, c.seq"
         ),
     });
-    sql.run(db).await?.into_iter().map(change).collect()
 }
 
 /// PostgreSQL: the oldest transaction still running (or the next to start).
@@ -644,16 +664,20 @@ fn cursor_row(rows: Vec<Row>) -> anyhow::Result<Cursor> {
     }
 }
 
-/// Book `id`'s kept changes, oldest first.
-pub async fn history(db: &mut impl Connection, id: BookId) -> anyhow::Result<Vec<Change>> {
+/// Book `id`'s kept changes after `after`, oldest first, at most `limit`.
+/// Not held back behind running transactions as the feed is: a writer reads
+/// its own change at once.
+pub async fn history(
+    db: &mut impl Connection,
+    id: BookId,
+    after: Option<Cursor>,
+    limit: u32,
+) -> anyhow::Result<Vec<Change>> {
     let kind = db.kind();
-    let mut sql = Sql::read();
+    let mut sql = Sql::read().always_a_row();
     let id = sql.bind(SqlParam::Int64(id.get()));
-    sql.push(&format!(
-        "SELECT {} FROM changes WHERE book_id = {id} ORDER BY {}",
-        change_columns(kind),
-        feed_order(kind, "")
-    ));
+    let after = after_cursor(&mut sql, kind, after);
+    select_changes(&mut sql, kind, &format!("book_id = {id} AND {after}"), limit);
     sql.run(db).await?.into_iter().map(change).collect()
 }
 

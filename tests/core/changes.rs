@@ -180,6 +180,24 @@ fn history_lists_a_books_changes_and_restore_brings_a_deleted_book_back() {
             json!(["delete", 1, null, "admin"]),
         ]
     );
+    // Paged as the catalog is: a `Link` to the next page while one remains.
+    let page =
+        ctx.respond("GET", "/book/1/history", Some("limit=2"), Some(ed.as_bytes()), &b""[..]);
+    let link = page.header("link").expect("a Link").to_string();
+    assert_eq!(link, "</book/1/history?limit=2&after=3>; rel=\"next\"");
+    assert_eq!(ctx.check_response(&page).1["data"].as_array().unwrap().len(), 2);
+    let rest = ctx.respond(
+        "GET",
+        "/book/1/history",
+        Some("limit=2&after=3"),
+        Some(ed.as_bytes()),
+        &b""[..],
+    );
+    assert_eq!(rest.header("link"), None);
+    assert_eq!(gists(&ctx.check_response(&rest).1["data"]), [json!(["delete", 1, null, "admin"])]);
+    let past =
+        ctx.respond("GET", "/book/1/history", Some("after=99"), Some(ed.as_bytes()), &b""[..]);
+    assert_eq!(ctx.check_response(&past), ok(200, "History retrieved successfully", json!([])));
     // A reader may not restore; a book with no history, or one that exists, is refused.
     assert_eq!(ctx.call("POST", "/book/1/restore", Some(&rita), "").0, 403);
     assert_eq!(ctx.call("POST", "/book/9/restore", Some(&ed), ""), book_not_found());

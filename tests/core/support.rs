@@ -477,6 +477,9 @@ impl Context for TestContext {
             fail_after: self.fail_after_statements,
         })
     }
+
+    /// No time passes: a waiting request's reads are what its tests see.
+    async fn pause(&mut self, _: Duration) {}
 }
 
 #[derive(Default)]

@@ -202,4 +202,8 @@ impl Context for SpinContext {
     fn connect(&mut self, database: &Database) -> anyhow::Result<Self::Store> {
         super::connect(database)
     }
+
+    async fn pause(&mut self, duration: std::time::Duration) {
+        std::thread::sleep(duration);
+    }
 }

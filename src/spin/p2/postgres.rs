@@ -59,9 +59,15 @@ impl db::Connection for PostgresConnection {
 
 /// A failed statement, told apart by the SQLSTATE the 2.0 interface leaves
 /// only in its text: tokio-postgres' description names it (`SqlState(E42P01)`).
+/// Spin 3.6.3 (SpinKube's containerd-shim-spin) words a unique violation as
+/// PostgreSQL's message alone (`db error ... duplicate key value ...`): English
+/// unless the server's `lc_messages` is another language.
 fn failed(error: &Error, sql: &str) -> StoreError {
     let text = describe(error);
-    let sqlstate = db::SQLSTATES_TOLD_APART.into_iter().find(|code| text.contains(code));
+    let sqlstate =
+        db::SQLSTATES_TOLD_APART.into_iter().find(|code| text.contains(code)).or_else(|| {
+            text.contains("duplicate key value violates unique constraint").then_some("23505")
+        });
     let statement = if sql.is_empty() { String::new() } else { format!("{sql}: ") };
     StoreError::postgres(sqlstate, format!("PostgreSQL: {statement}{text}"))
 }

@@ -172,4 +172,8 @@ impl Context for SpinContext {
     fn connect(&mut self, database: &Database) -> anyhow::Result<Self::Store> {
         super::connect(database)
     }
+
+    async fn pause(&mut self, duration: std::time::Duration) {
+        spin_sdk::wasip3::clocks::monotonic_clock::wait_for(duration.as_nanos() as u64).await;
+    }
 }
