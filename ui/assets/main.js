@@ -152,7 +152,12 @@ async function follow(cursor) {
 }
 
 async function history(id) {
-  const { data } = await call("GET", `/book/${id}/history`);
+  const data = [];
+  for (let path = `/book/${id}/history?limit=1000`; path; ) {
+    const { data: some, next: more } = await call("GET", path); // every page, by Link
+    data.push(...some);
+    path = more;
+  }
   $("history-heading").textContent = `History of “${titles.get(id)}”`;
   $("versions").replaceChildren(...data.map((c) => {
     const item = document.createElement("li");
