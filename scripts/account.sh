@@ -12,7 +12,7 @@ name=${1:?$usage} role=${2:?$usage}
 [[ $role =~ ^(reader|editor)$ ]] || { echo "$usage" >&2 && exit 2; }
 command -v argon2 >/dev/null || { echo "needs the argon2 command (apt-get install argon2)" >&2 && exit 2; }
 if [ -t 0 ]; then
-    read -rsp "Password for $name: " password && echo >&2
+    IFS= read -rsp "Password for $name: " password && echo >&2  # every byte typed, spaces too
 else
     password=$(cat)
 fi

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster on a free loopback port, for tests.
 #   pg-cluster.sh start DIR [--tls]
-#                             initialises and starts it; prints its URL. With
+#                             initialises and starts it; prints its superuser's
+#                             URL (the tests' own steps). Database `books` is
+#                             owned by role `books` (its password in
+#                             DIR/books.pwfile), as production runs the
+#                             service: it logs in, owns its database and
+#                             nothing else (no superuser, CREATEDB or
+#                             CREATEROLE). With
 #                             --tls it also serves TLS, with a certificate for
 #                             IP 127.0.0.1 signed by a CA of its own
 #                             (DIR/ca.crt), which no system trusts.
@@ -51,7 +57,9 @@ start)
             "$dir/server.crt" "$dir/server.key" >> "$dir/data/postgresql.conf"
     fi
     server_start
-    as_postgres "$bin/createdb" -h "$dir" -p "$port" -U postgres books
+    python3 -c 'import secrets; print(secrets.token_hex(16))' > "$dir/books.pwfile"
+    echo "CREATE ROLE books LOGIN PASSWORD '$(cat "$dir/books.pwfile")'; CREATE DATABASE books OWNER books" |
+        as_postgres "$bin/psql" -h "$dir" -p "$port" -U postgres -X -q -v ON_ERROR_STOP=1 postgres
     echo "postgres://postgres:$password@127.0.0.1:$port/books?sslmode=disable"
     ;;
 pause)

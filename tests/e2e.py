@@ -10,8 +10,9 @@ README shows it (one test per file), then tests/hurl/run.py --strict (the
 host is ours alone: the catalog must end as it began); the host exits 0 on
 SIGTERM. Its `accounts` hold a reader and an editor made by scripts/account.sh
 (Debian's `argon2`, docs/configuration.md's recipe), whose logins
-wrapped/accounts.hurl uses. PostgreSQL: the cluster in FAULTS_PG_DIR,
-else a throwaway one. Prints `e2e STORE: N passed, M failed` (and appends
+wrapped/accounts.hurl uses; the editor's password, spaces around it, typed
+at a (pseudo-)terminal: it logs in as typed, trimmed it is refused.
+PostgreSQL: the cluster in FAULTS_PG_DIR, else a throwaway one. Prints `e2e STORE: N passed, M failed` (and appends
 `N M` to $E2E_TALLY when set).
 """
 
@@ -33,10 +34,12 @@ LOGIN_WINDOW_SECONDS = "30"
 
 class E2eHost(lib.Host):
     # A reader and an editor for wrapped/accounts.hurl, made as a user makes them.
-    accounts = {role: ("e2e-" + role, "E2e." + lib.random_text(16)) for role in ("reader", "editor")}
+    accounts = {"reader": ("e2e-reader", "E2e." + lib.random_text(16)),
+                "editor": ("e2e-editor", "  E2e." + lib.random_text(16) + " ")}
 
     def settings(self):
-        entries = [lib.account(name, role, pw) for role, (name, pw) in self.accounts.items()]
+        entries = [lib.account(name, role, pw, terminal=role == "editor")
+                   for role, (name, pw) in self.accounts.items()]
         return dict(super().settings(), LOGIN_WINDOW_SECONDS=LOGIN_WINDOW_SECONDS,
                     ACCOUNTS=json.dumps(entries))
 
@@ -52,6 +55,12 @@ def add(t, what, passed, failed):
 def run(ctx, host_class=E2eHost):
     t = ctx.tally
     host = host_class(ctx).start()
+    name, typed = host.accounts["editor"]
+    logins = [lib.request(host.port, "POST", "/token", {"username": name, "password": password},
+                          headers={"X-Forwarded-For": lib.client(43)}).status
+              for password in (typed, typed.strip())]
+    t.check(logins == [200, 401], "scripts/account.sh hashes every byte typed at a terminal: the password "
+            "with its spaces logs in, trimmed it is refused", f"{logins}")
     # The plain files as a user runs them: hurl alone, one test per file.
     plain = subprocess.run(
         ["hurl", "--test", "--variables-file", "tests/hurl/example.env",

@@ -188,18 +188,25 @@ class BookStore:
 
 
 class Pg:
-    """A pg-cluster.sh cluster: `directory`'s (left running) or our own (close removes it)."""
+    """A pg-cluster.sh cluster: `directory`'s (left running) or our own (close
+    removes it). `url`: its database `books` as the service's role `books`
+    (no superuser, owner of its databases), what a component is given;
+    `admin_url`: as the superuser, for the tests' own steps."""
 
     def __init__(self, directory=None, tls=False):
         self.own = directory is None
         if self.own:
             directory = tempfile.mkdtemp(prefix="book-pg.")
-            self.url = self.script("start", directory, *(["--tls"] if tls else [])).splitlines()[-1]
-        else:
-            d = Path(directory)
-            password, port = (d / "pwfile").read_text().strip(), (d / "port").read_text().strip()
-            self.url = f"postgres://postgres:{password}@127.0.0.1:{port}/books?sslmode=disable"
+            self.script("start", directory, *(["--tls"] if tls else []))
         self.dir = directory
+        self.admin_url, self.url = self.url_of("books", "postgres"), self.url_of("books")
+
+    def url_of(self, database, role="books", password=None):
+        """The one place a URL into the cluster is made: `database` as `role`
+        (the superuser `postgres` or `books`: pg-cluster.sh's password)."""
+        d = Path(self.dir)
+        password = password or (d / ("pwfile" if role == "postgres" else f"{role}.pwfile")).read_text().strip()
+        return f"postgres://{role}:{password}@127.0.0.1:{(d / 'port').read_text().strip()}/{database}?sslmode=disable"
 
     @staticmethod
     def script(*args):
@@ -207,10 +214,10 @@ class Pg:
                               timeout=120).stdout.strip()
 
     def fresh_database(self):
-        """An empty database in the cluster: its URL."""
+        """An empty database in the cluster that role `books` owns: its URL as `books`."""
         name = "faults_" + random_text(10).lower()
-        psql(self.url, f"CREATE DATABASE {name}")
-        return urlsplit(self.url)._replace(path="/" + name).geturl()
+        psql(self.admin_url, f"CREATE DATABASE {name} OWNER books")
+        return self.url_of(name)
 
     def pause(self):
         self.script("pause", self.dir)

@@ -636,7 +636,7 @@ const VISIBLE_BELOW: &str = "pg_snapshot_xmin(pg_current_snapshot())::text::bigi
 /// AUTOINCREMENT's mark, the last change ever made; PostgreSQL: below the
 /// oldest transaction still running.
 pub async fn feed_position(db: &mut impl Connection) -> anyhow::Result<Cursor> {
-    let mut sql = Sql::read();
+    let mut sql = Sql::read().always_a_row();
     sql.push(&match db.kind() {
         StoreKind::Sqlite => {
             "SELECT 0, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)"
@@ -649,7 +649,8 @@ pub async fn feed_position(db: &mut impl Connection) -> anyhow::Result<Cursor> {
 
 /// How far retention has pruned: a cursor below it has missed changes.
 pub async fn pruned_through(db: &mut impl Connection) -> anyhow::Result<Cursor> {
-    let mut sql = Sql::read();
+    // One row, written by the migration.
+    let mut sql = Sql::read().always_a_row();
     sql.push(match db.kind() {
         StoreKind::Sqlite => "SELECT 0, seq FROM changes_pruned",
         StoreKind::Postgres => "SELECT xid, seq FROM changes_pruned",

@@ -264,3 +264,110 @@ fn retention_prunes_old_changes_a_few_a_write_and_a_follower_behind_gets_410() {
     assert_eq!(ctx.authed("POST", "/book", &book_body("T", "A", 1)).0, 500);
     assert_eq!(ctx.rows("books"), 17);
 }
+
+/// PostgreSQL's statements, whose races faults/feed.py runs on a real
+/// database: each write and its change are one statement (one transaction);
+/// the feed reads only below the oldest transaction still running, in
+/// cursor order; a restore that lost a race to a concurrent one is 409.
+#[test]
+fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for_running_ones() {
+    use book_catalog::books::changes::{self, Cursor};
+    use book_catalog::books::model::{BookChanges, BookId, NewBook};
+    use book_catalog::books::safe_writes::Precondition;
+    use book_catalog::books::sql;
+    use book_catalog::db::{Column::*, Row, StoreError};
+    let dune =
+        || vec![Integer(7), Text("Dune".into()), Text("F".into()), Integer(1965), Integer(2)];
+    let change = |op: &str, book: bool| {
+        let fields = if book {
+            [Text("Dune".into()), Text("F".into()), Integer(1965)]
+        } else {
+            [Null, Null, Null]
+        };
+        let [title, author, year] = fields;
+        vec![
+            Integer(731),
+            Integer(4),
+            Text(op.into()),
+            Integer(7),
+            title,
+            author,
+            year,
+            Null,
+            Text("t".into()),
+        ]
+    };
+    let scripted = |answers: Vec<Result<Vec<Row>, StoreError>>| ScriptedPostgres {
+        answers,
+        sent: Vec::new(),
+        wrapped: Vec::new(),
+    };
+    let id = BookId::new(7).unwrap();
+    let book = NewBook::from_json(br#"{"title":"Dune","author":"F","year":1965}"#).unwrap();
+    let changes = BookChanges::from_json(br#"{"year":1965}"#).unwrap();
+
+    let mut db = scripted(vec![
+        Ok(vec![dune()]),
+        Ok(vec![dune()]),
+        Ok(vec![vec![Integer(7), Integer(1)]]),
+        Ok(vec![dune()]),
+    ]);
+    assert_eq!(block_on(sql::create(&mut db, &book, "ed")).unwrap().id, id);
+    assert_eq!(
+        block_on(sql::update(&mut db, id, &changes, &Precondition::Any, "ed"))
+            .unwrap()
+            .unwrap()
+            .version,
+        2
+    );
+    assert!(block_on(sql::delete(&mut db, id, &Precondition::Versions(vec![1]), "ed")).unwrap());
+    assert!(block_on(sql::restore(&mut db, id, "ed")).unwrap().is_some());
+    for (statement, write) in db.sent.iter().zip([
+        "INSERT INTO books",
+        "UPDATE books",
+        "DELETE FROM books",
+        "INSERT INTO books",
+    ]) {
+        assert!(statement.starts_with("WITH ") && statement.contains(write), "{statement}");
+        assert!(statement.contains("INSERT INTO changes"), "{statement}");
+    }
+
+    let mut db = scripted(vec![
+        Ok(vec![change("update", true), change("delete", false)]),
+        Ok(vec![change("create", true)]),
+        Ok(vec![vec![Integer(880), Integer(0)]]),
+        Ok(vec![vec![Integer(12)]]),
+    ]);
+    let after = Some(Cursor { xid: 700, seq: 3 });
+    let feed = block_on(sql::changes_after(&mut db, after, 10)).unwrap();
+    assert_eq!((feed[0].cursor.to_string(), feed[1].book.clone()), ("731.4".to_string(), None));
+    assert_eq!(block_on(sql::history(&mut db, id, None, 10)).unwrap()[0].op, changes::Op::Create);
+    assert_eq!(block_on(sql::feed_position(&mut db)).unwrap().to_string(), "880.0");
+    block_on(sql::prune_changes(&mut db, 30)).unwrap();
+    assert!(
+        db.sent[0].contains("(xid, seq) > ($2, $1)")
+            && db.sent[0].contains("xid < pg_snapshot_xmin(pg_current_snapshot())"),
+        "{}",
+        db.sent[0]
+    );
+    assert!(
+        db.sent[0].ends_with("ORDER BY c.xid, c.seq") && db.sent[1].contains("book_id = $1"),
+        "{:?}",
+        db.sent
+    );
+    assert!(db.sent[3].contains("UPDATE changes_pruned"), "{}", db.sent[3]);
+
+    // A restore that lost a race (unique violation): the book exists, 409.
+    let lost = Err(StoreError::postgres(Some("23505"), "duplicate key"));
+    let mut db = scripted(vec![lost, Ok(vec![dune()])]);
+    let answer = block_on(changes::restore(&mut db, id, "ed"));
+    assert_eq!(answer.err(), Some(book_catalog::ApiError::BookExists));
+    assert_eq!(db.wrapped.len(), 1, "only the look-up of the book: {:?}", db.sent);
+    // Rows outside the schema are errors, never values.
+    let odd = || Ok(vec![vec![Integer(1), Text("x".into())]]);
+    let mut db = scripted(vec![odd(), odd(), Ok(vec![]), Ok(vec![vec![Integer(9), Integer(2)]])]);
+    assert!(block_on(sql::changes_after(&mut db, None, 1)).is_err());
+    assert!(block_on(sql::pruned_through(&mut db)).is_err());
+    assert!(block_on(sql::create(&mut db, &book, "ed")).is_err());
+    assert_eq!(block_on(sql::pruned_through(&mut db)).unwrap(), Cursor { xid: 9, seq: 2 });
+}

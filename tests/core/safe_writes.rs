@@ -1,12 +1,9 @@
 //! Safe writes (docs/api.md): versions and ETags, `If-Match`, and
 //! `Idempotency-Key`. Races, cuts, crashes and replicas: faults/safe_writes.py.
 
-use std::time::Duration;
-
 use book_catalog::books::model::{Book, NewBook};
 use book_catalog::books::sql::{self, Keyed, StoredAnswer};
-use book_catalog::db::StoreKind;
-use book_catalog::db::{Column, Connection, Row, Statement, StoreError};
+use book_catalog::db::{Column, Row, StoreError};
 use serde_json::json;
 
 use crate::support::*;
@@ -172,27 +169,6 @@ fn a_failed_keyed_create_leaves_neither_a_book_nor_its_key() {
     assert_eq!(ctx.rows("books"), 1);
 }
 
-/// PostgreSQL's answers, scripted in order; the statements it was sent.
-struct ScriptedPostgres {
-    answers: Vec<Result<Vec<Row>, StoreError>>,
-    sent: Vec<String>,
-}
-
-impl Connection for ScriptedPostgres {
-    fn kind(&self) -> StoreKind {
-        StoreKind::Postgres
-    }
-    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
-        self.sent.push(statement.sql.clone());
-        assert!(statement.always_a_row, "a statement that may return no row: {}", statement.sql);
-        self.answers.remove(0)
-    }
-    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
-        panic!("no transaction on PostgreSQL's keyed create: {sql}")
-    }
-    async fn pause(&mut self, _: Duration) {}
-}
-
 /// The keyed create on PostgreSQL, whose races faults/safe_writes.py runs on
 /// a real database: the look-up reserves the book's id; book, key and
 /// pruning are one statement; a unique violation (another request stored the
@@ -214,12 +190,13 @@ fn a_keyed_create_on_postgresql_is_one_statement_and_retries_a_lost_race_once() 
     };
     let lost = || Err(StoreError::postgres(Some("23505"), "db error: ERROR: duplicate key"));
     let run = |answers: Vec<Result<Vec<Row>, StoreError>>| {
-        let mut db = ScriptedPostgres { answers, sent: Vec::new() };
+        let mut db = ScriptedPostgres { answers, sent: Vec::new(), wrapped: Vec::new() };
         let answer = |book: &Book| {
             Ok(StoredAnswer { status: 201, etag: "\"e\"".into(), body: book.id.get().to_string() })
         };
         let keyed =
             block_on(sql::create_once(&mut db, "k", "fp", &book, answer, 1_000_000, "admin"));
+        assert_eq!(db.wrapped, Vec::<String>::new(), "a statement that may return no row");
         (keyed.map_err(|e| format!("{e:#}")), db.sent)
     };
 

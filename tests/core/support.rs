@@ -640,3 +640,29 @@ pub fn login_token(sub: &str, role: &str, fp: Option<&str>) -> String {
 pub fn pair_token() -> String {
     login_token("admin", "editor", None)
 }
+
+/// PostgreSQL's answers, scripted in order; the statements it was sent.
+pub struct ScriptedPostgres {
+    pub answers: Vec<Result<Vec<Row>, StoreError>>,
+    pub sent: Vec<String>,
+    /// Those not written to return a row whatever the data (the adapters
+    /// wrap them: Spin 4.0's zero-row hang).
+    pub wrapped: Vec<String>,
+}
+
+impl Connection for ScriptedPostgres {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Postgres
+    }
+    async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
+        self.sent.push(statement.sql.clone());
+        if !statement.always_a_row {
+            self.wrapped.push(statement.sql.clone());
+        }
+        self.answers.remove(0)
+    }
+    async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        panic!("no transaction on PostgreSQL's keyed create: {sql}")
+    }
+    async fn pause(&mut self, _: Duration) {}
+}

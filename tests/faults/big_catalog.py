@@ -163,7 +163,7 @@ def run(ctx):
             "with the table back the service answers again", f"{r!r}")
     if db_url:  # its few hundred MB out of a cluster the next tests share
         host.kill()
-        lib.psql(ctx.pg.url, f"DROP DATABASE {db_url.rsplit('/', 1)[1].split('?')[0]} WITH (FORCE)")
+        lib.psql(ctx.pg.admin_url, f"DROP DATABASE {db_url.rsplit('/', 1)[1].split('?')[0]} WITH (FORCE)")
 
 
 if __name__ == "__main__":

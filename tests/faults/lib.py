@@ -240,11 +240,25 @@ def reply(handler, status, body=b"", content_type="application/json"):
     handler.wfile.write(body)
 
 
-def account(username, role, password):
-    """An `accounts` entry as a user makes one: scripts/account.sh (Debian's argon2)."""
-    made = subprocess.run([str(ROOT / "scripts/account.sh"), username, role], input=password,
-                          capture_output=True, text=True, timeout=60, check=True)
-    return json.loads(made.stdout)
+def account(username, role, password, terminal=False):
+    """An `accounts` entry as a user makes one: scripts/account.sh (Debian's
+    argon2), the password piped, or typed at a terminal (a pseudo-terminal)."""
+    command = [str(ROOT / "scripts/account.sh"), username, role]
+    if not terminal:
+        return json.loads(subprocess.run(command, input=password, capture_output=True, text=True,
+                                         timeout=60, check=True).stdout)
+    screen, typing = os.openpty()
+    with os.fdopen(screen, "r+b", buffering=0) as tty, subprocess.Popen(
+            command, stdin=typing, stdout=subprocess.PIPE, stderr=typing, start_new_session=True) as made:
+        os.close(typing)  # the script's alone: its end ends the reads (EIO)
+        shown = b""
+        while b":" not in shown:  # its prompt; then the password, not echoed
+            shown += tty.read(100)
+        tty.write(password.encode() + b"\n")
+        out = made.communicate(timeout=60)[0]
+    if made.returncode:
+        raise subprocess.CalledProcessError(made.returncode, command, out)
+    return json.loads(out)
 
 
 def old_schema(store, upto):

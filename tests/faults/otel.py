@@ -253,8 +253,7 @@ def run(ctx):
     # or (on SQLite) a PostgreSQL address where nothing listens.
     db_password = "Db." + lib.random_text(16)
     if ctx.pg:
-        u = urlsplit(ctx.pg.url)
-        url = u._replace(netloc=f"{u.username}:{db_password}@{u.hostname}:{u.port}").geturl()
+        url = ctx.pg.url_of("books", password=db_password)
     else:
         url = f"postgres://books:{db_password}@127.0.0.1:{lib.free_port()}/books?sslmode=disable"
     receiver = Receiver(messages)

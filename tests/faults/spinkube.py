@@ -30,14 +30,13 @@ import tarfile
 import tempfile
 import tomllib
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import lib
 import e2e  # noqa: I001 (lib puts tests/ on the path)
 import outages
 import registry
 import safe_writes
-from lib import ROOT, launch, psql, random_text, wait_until
+from lib import ROOT, launch, random_text, wait_until
 
 SHIM = ROOT / "build/containerd-shim/containerd-shim-spin-v2"
 MANIFEST = ROOT / "deploy/spinkube/spin.toml"
@@ -161,21 +160,12 @@ class Node(launch.Host):
         super().kill()
 
 
-def owned_database(pg):
-    """A new database owned by a new role of its own, no superuser: its URL."""
-    name, password = "spinkube_" + random_text(10).lower(), random_text(24)
-    psql(pg.url, f"CREATE ROLE {name} LOGIN PASSWORD '{password}'")
-    psql(pg.url, f"CREATE DATABASE {name} OWNER {name}")
-    url = urlsplit(pg.url)
-    return url._replace(netloc=f"{name}:{password}@{url.hostname}:{url.port}", path="/" + name).geturl()
-
-
 class Pod(lib.Host):
     """The app in a container on ctx.node, its `ctr tasks start` the host
     process (it forwards SIGTERM to the task); each start a new container."""
 
     def __init__(self, ctx, db_url=None, **kwargs):
-        super().__init__(ctx, db_url=db_url or owned_database(ctx.pg), **kwargs)
+        super().__init__(ctx, db_url=db_url or ctx.fresh_database(), **kwargs)
         self.node, self.container, self.removed = ctx.node, None, None
         self.password_hash = lib.account(self.username, "editor", self.password)["password_hash"]
 
