@@ -32,6 +32,7 @@ LISTS = os.environ.get("BENCH_LISTS", "1") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 # Catalog sizes: when set, each server is measured at each size instead (catalog()).
 CATALOG = [int(n) for n in os.environ.get("BENCH_CATALOG", "").split()]
+TRANSFER = int(os.environ.get("BENCH_TRANSFER", "0"))
 # SQLite's durability policies (sqlite_synchronous): each component comparator
 # serves SQLite once per policy, named COMPARATOR/POLICY but for normal's.
 SYNCHRONOUS = os.environ.get("BENCH_SYNCHRONOUS", "normal full").split()
@@ -150,6 +151,8 @@ def measure(servers):
     books = {target: prepare(target, state_dir, pg_url) for target, state_dir, pg_url in servers}
     if CATALOG:
         return catalog(targets, books)
+    if TRANSFER:
+        return transfer(targets)
     cell("warm-up", 16, script="get")
     for scenario in SCENARIOS:
         for c in CONCURRENCY:
@@ -223,6 +226,59 @@ def catalog(targets, books):
             seconds, answered = timed_get(target, "", token, watch)
             record(target, n, "whole list", seconds * 1000, books=answered, rss_before_mib=before / 1024,
                    peak_rss_mib=peak / 1024)
+
+
+def transfer(targets):
+    """Each target: TRANSFER books imported as one CSV body (seconds, CPU
+    seconds of the serving processes and of PostgreSQL); then the whole
+    list, as JSON and as CSV, ROUNDS times each (the targets and forms
+    alternating): the median books per second."""
+    body = "title,author,year\r\n" + "".join(
+        f"Imported {k},Author {k % 97},{1000 + k % 1000}\r\n" for k in range(TRANSFER))
+    hz = os.sysconf("SC_CLK_TCK")
+    runs = {}
+    for target in targets:
+        token = TOKENS[target]["BENCH_TOKEN"]
+        cpu = [proc_tree(target.pid)[0], proc_tree(POSTGRES_PID)[0] if target.store == "postgres" else 0]
+        start = time.perf_counter()
+        req = urllib.request.Request(f"{target.base}/books", body.encode(), method="POST",
+                                     headers={"Content-Type": "text/csv", "Authorization": token})
+        with urllib.request.urlopen(req, timeout=600) as answer:
+            imported = json.load(answer)["data"]["imported"]
+        seconds = time.perf_counter() - start
+        used = [proc_tree(target.pid)[0] - cpu[0],
+                (proc_tree(POSTGRES_PID)[0] - cpu[1]) if target.store == "postgres" else 0]
+        runs[target] = dict(transfer=TRANSFER, comparator=target.comparator, store=target.store, imported=imported,
+                            import_s=seconds, cpu_s=used[0] / hz, postgres_cpu_s=used[1] / hz)
+        log(f"  {target.comparator}/{target.store}: {imported:,} books imported in {seconds:.2f} s, "
+            f"CPU {used[0] / hz:.2f} s (PostgreSQL {used[1] / hz:.2f} s)")
+    forms = [("json", "application/json", b'{"id":'), ("csv", "text/csv", b"\r\n")]
+    rates = {(target, form): [] for target in targets for form, _, _ in forms}
+    for round_ in range(ROUNDS):
+        for target in targets[::-1] if round_ % 2 else targets:
+            for form, accept, marker in forms[::-1] if round_ % 2 else forms:
+                start = time.perf_counter()
+                req = urllib.request.Request(f"{target.base}/books", headers={
+                    "Authorization": TOKENS[target]["BENCH_TOKEN"], "Accept": accept})
+                with urllib.request.urlopen(req, timeout=600) as answer:
+                    listed = answer.read().count(marker) - (form == "csv")
+                rates[target, form].append(listed / (time.perf_counter() - start))
+                runs[target]["listed"] = listed
+    for (target, form), rate in rates.items():
+        runs[target][f"{form}_books_s"] = median(rate)
+    with open(OUT / "runs.jsonl", "a") as f:
+        for run in runs.values():
+            f.write(json.dumps(run) + "\n")
+
+
+def transfer_table(runs):
+    lines = ["| store | comparator | books imported | seconds | CPU s (PostgreSQL's) | listed | JSON books/s "
+             "| CSV books/s | CSV / JSON |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        lines.append(f"| {r['store']} | {r['comparator']} | {r['imported']:,} | {r['import_s']:.2f} "
+                     f"| {r['cpu_s']:.2f} ({r['postgres_cpu_s']:.2f}) | {r['listed']:,} | {r['json_books_s']:,.0f} "
+                     f"| {r['csv_books_s']:,.0f} | {r['csv_books_s'] / r['json_books_s']:.2f} |")
+    return lines
 
 
 def record(target, n, label, ms, **figures):
@@ -346,7 +402,8 @@ def writes_table(runs):
 def report():
     runs = [json.loads(l) for l in (OUT / "runs.jsonl").read_text().splitlines()]
     sizes = [r for r in runs if "catalog" in r]
-    runs = [r for r in runs if "catalog" not in r]
+    transfers = [r for r in runs if "transfer" in r]
+    runs = [r for r in runs if "catalog" not in r and "transfer" not in r]
     lines = [f"# Benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              f"wrk {DURATION} s a run on {os.cpu_count()} cores; load average now "
              f"{open('/proc/loadavg').read().split()[0]}. CPU: the serving process's user + system time a "
@@ -366,6 +423,10 @@ def report():
     if sizes:
         table = catalog_table(sizes)
         lines += ["", "Catalog sizes: GET /books, median ms of the timed requests (slowest):", ""] + table
+        print("\n".join(table), flush=True)
+    if transfers:
+        table = transfer_table(transfers)
+        lines += ["", "Import and export (median of the lists' rounds):", ""] + table
         print("\n".join(table), flush=True)
     (OUT / "results.md").write_text("\n".join(lines) + "\n")
     log(f"wrote {OUT / 'results.md'} and runs.jsonl")

@@ -138,7 +138,7 @@ for store in "${stores[@]}"; do
 done
 
 # What Spin itself decides (each module skips a store it does not need).
-spin_faults=throttle,stalls,providers,upgrade,concurrency,crash,variants,safe_writes,limits,tls,otel
+spin_faults=throttle,stalls,providers,upgrade,concurrency,crash,variants,safe_writes,limits,tls,otel,transfer
 for store in "${stores[@]}"; do
     [ -n "$SPIN" ] && step "Spin main ($("$SPIN" --version)), the WASI 0.3 build on $store"
     spin_leg "$SPIN" "e2e under Spin main on $store" tests/e2e.py --store "$store"

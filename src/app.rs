@@ -7,6 +7,7 @@ use crate::books::changes::{self, ChangesQuery};
 use crate::books::model::BookId;
 use crate::books::query::BookQuery;
 use crate::books::safe_writes::{IdempotencyKey, Precondition};
+use crate::books::transfer::{self, Form, Listing};
 use crate::db;
 use crate::envelope::Response;
 use crate::error::ApiError;
@@ -114,7 +115,20 @@ async fn respond<C: Context>(
         Endpoint::ListBooks => {
             // Parameters are judged before the store is opened.
             let query = BookQuery::parse(head.query)?;
-            books::list(open_store(ctx, fields)?, &query).await
+            let listing = Listing::of(head.header("accept").as_deref());
+            books::list(open_store(ctx, fields)?, &query, listing).await
+        }
+        Endpoint::ImportBooks => {
+            let key = head.header(IDEMPOTENCY_KEY);
+            let key = key.map(|key| IdempotencyKey::parse(&key)).transpose()?;
+            let key = key.map(|key| key.scoped_to(key_owner.as_deref()));
+            let form = Form::of(head.header("content-type").as_deref());
+            let (limit, now) = (settings::import_max_bytes(ctx)?, ctx.now());
+            let history_days = settings::history_days(ctx)?;
+            let mut db = open_store(ctx, fields)?;
+            let to = transfer::Importing { form, limit, key: key.as_deref(), now, account };
+            let imported = transfer::import(&mut db, body, to).await;
+            books::pruned(&mut db, history_days, imported).await
         }
         Endpoint::GetBook(id) => books::get(&mut open_store(ctx, fields)?, id).await,
         Endpoint::UpdateBook(id) => {
@@ -195,6 +209,7 @@ pub enum Endpoint {
     IssueToken,
     CreateBook,
     ListBooks,
+    ImportBooks,
     GetBook(BookId),
     UpdateBook(BookId),
     DeleteBook(BookId),
@@ -233,7 +248,14 @@ pub fn route(method: &str, path: &str) -> Route {
         HEALTH_PATH => (false, HEALTH_PATH, only("GET", Endpoint::Health)),
         TOKEN_PATH => (false, TOKEN_PATH, only("POST", Endpoint::IssueToken)),
         "/book" => (true, "/book", only("POST", Endpoint::CreateBook)),
-        "/books" => (true, "/books", only("GET", Endpoint::ListBooks)),
+        "/books" => {
+            let endpoint = match method {
+                "GET" => Ok(Endpoint::ListBooks),
+                "POST" => Ok(Endpoint::ImportBooks),
+                _ => Err(ApiError::MethodNotAllowed("GET, POST")),
+            };
+            (true, "/books", endpoint)
+        }
         "/changes" => (true, "/changes", only("GET", Endpoint::Changes)),
         _ => match path.strip_prefix(BOOK_ITEM_PREFIX) {
             None => (false, "unmatched", Err(ApiError::RouteNotFound)),

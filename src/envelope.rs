@@ -16,6 +16,7 @@ pub const COMMON_HEADERS: [(&str, &str); 2] =
 pub struct Response {
     pub status: u16,
     /// Besides `COMMON_HEADERS`, lower-case names: `etag` with a book,
+    /// `content-type` and `content-disposition` with a CSV list,
     /// `allow` on a 405, `link` on a page with a next one, `retry-after` on
     /// a 429 or a busy store's 503, CORS headers for a listed origin.
     pub extra_headers: Vec<(&'static str, String)>,
@@ -53,7 +54,13 @@ impl Response {
 
     pub fn error(error: &ApiError) -> Response {
         let mut body = envelope_start(error.status(), error.message());
-        body.extend_from_slice(b"null");
+        match error {
+            ApiError::InvalidImport { row, field, reason } => {
+                let data = serde_json::json!({"row": row, "field": field, "reason": reason});
+                let _ = serde_json::to_writer(&mut body, &data);
+            }
+            _ => body.extend_from_slice(b"null"),
+        }
         body.extend_from_slice(ENVELOPE_END);
         let response = Response::new(error.status(), body);
         match error {
@@ -78,13 +85,15 @@ impl Response {
         self
     }
 
-    /// Every header of the response, `COMMON_HEADERS` first (but no
-    /// `content-type` on a 204, which has no body).
+    /// Every header of the response, `COMMON_HEADERS` first unless an extra
+    /// one replaces it (a CSV list's `content-type`), and no `content-type`
+    /// on a 204, which has no body.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
         let no_content = self.status == 204;
+        let replaced = |name| self.extra_headers.iter().any(|(extra, _)| *extra == name);
         let common = COMMON_HEADERS
             .into_iter()
-            .filter(move |(name, _)| !(no_content && *name == "content-type"));
+            .filter(move |(name, _)| !(replaced(*name) || no_content && *name == "content-type"));
         common.chain(self.extra_headers.iter().map(|(name, value)| (*name, value.as_str())))
     }
 

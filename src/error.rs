@@ -7,6 +7,13 @@ use std::fmt;
 pub enum ApiError {
     InvalidLoginPayload,
     InvalidBook,
+    /// An import's first bad book: its row in the file, the field (none when
+    /// the row or the body is malformed) and why; the answer's `data`.
+    InvalidImport {
+        row: u64,
+        field: Option<&'static str>,
+        reason: &'static str,
+    },
     /// A known `GET /books` parameter repeated or out of its rules.
     InvalidQuery,
     InvalidCredentials,
@@ -77,7 +84,7 @@ impl ApiError {
     fn answer(&self) -> (u16, &'static str) {
         match self {
             ApiError::InvalidLoginPayload => (400, "Invalid request payload"),
-            ApiError::InvalidBook => (400, "Invalid input"),
+            ApiError::InvalidBook | ApiError::InvalidImport { .. } => (400, "Invalid input"),
             ApiError::InvalidQuery => (400, "Invalid query parameters"),
             ApiError::InvalidIdempotencyKey => (400, "Invalid Idempotency-Key"),
             ApiError::InvalidCredentials => (401, "Invalid credentials"),

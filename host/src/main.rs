@@ -55,7 +55,10 @@ fn main() -> ExitCode {
         .context("cannot start the async runtime")
         .and_then(|runtime| runtime.block_on(run(cli)));
     match ran {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            eprintln!("spin-lite: stopped");
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -135,7 +138,6 @@ async fn run(cli: Cli) -> Result<()> {
             _ = sigterm.recv() => {}
             _ = sigint.recv() => {}
         }
-        println!("Shutting down");
     };
     app.serve(listener, shutdown).await.context("cannot serve")
 }

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -289,6 +291,42 @@ fn a_wasi_0_3_guest_past_the_deadline_answers_500_and_frees_its_slot() {
     }
     host.wait_for_log("still running after 1 s (--request-timeout)");
     assert_eq!(host.terminate().code(), Some(0));
+}
+
+/// SIGTERM or SIGINT while WASI 0.3 instances live (one kept for reuse;
+/// with SIGINT, one looping in a request past the shutdown grace): one
+/// plain line, exit 0.
+#[test]
+fn a_stop_with_wasi_0_3_instances_alive_is_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let [answer, forever] = ["answer", "loop"].map(|name| dir.path().join(format!("{name}.wasm")));
+    std::fs::write(&answer, components::p3_handler("(call $answer (local.get 0))")).unwrap();
+    std::fs::write(&forever, &looping()[1]).unwrap();
+    let extra = format!(
+        "[[trigger.http]]\nroute = \"/loop\"\ncomponent = \"loop\"\n\
+         [component.loop]\nsource = {:?}\n",
+        forever.display().to_string()
+    );
+    let manifest = write_manifest(dir.path(), &answer, "", &extra);
+    let args = ["--idle-instance-timeout", "60s", "--request-timeout", "60"];
+    for (signal, in_flight) in [("-TERM", false), ("-INT", true)] {
+        let mut host = Host::start(dir.path(), &manifest, &args, &[]);
+        // Each answering instance (one a serving thread) is kept for reuse.
+        for _ in 0..3 {
+            assert!((200..203).contains(&get(host.port, "/").0), "{}", host.stderr());
+        }
+        let _looping = in_flight.then(|| {
+            let stream = TcpStream::connect(("127.0.0.1", host.port)).unwrap();
+            write!(&stream, "GET /loop HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            stream
+        });
+        assert_eq!(host.signal(signal).code(), Some(0), "{}", host.stderr());
+        host.wait_for_log("spin-lite: stopped");
+        let stderr = host.stderr();
+        assert!(!stderr.to_lowercase().contains("panic"), "{stderr}");
+        assert_eq!(stderr.lines().last(), Some("spin-lite: stopped"), "{stderr}");
+    }
 }
 
 /// The probe on the PostgreSQL database at `address`, the test server's

@@ -1,22 +1,26 @@
 //! The book endpoints: `POST /book`, `GET /books`, `GET /book/{id}`,
 //! `PUT /book/{id}`, `DELETE /book/{id}`, each over the configured store
 //! (`sql`), with the book's rules (`model`), catalog queries (`query`) and
-//! what makes a write safe to race or retry (`safe_writes`).
+//! what makes a write safe to race or retry (`safe_writes`); `POST /books`
+//! and the CSV list in `transfer` (`csv`).
 
 pub mod changes;
+pub mod csv;
 pub mod model;
 pub mod query;
 pub mod safe_writes;
 pub mod sql;
+pub mod transfer;
 
 use futures::StreamExt;
 use model::{Book, BookChanges, BookId, NewBook};
 use query::BookQuery;
 use safe_writes::{etag, IdempotencyKey, Precondition};
 use sql::{Keyed, StoredAnswer};
+use transfer::Listing;
 
 use crate::db::Connection;
-use crate::envelope::{envelope_start, Body, Response, ENVELOPE_END};
+use crate::envelope::{Body, Response};
 use crate::error::ApiError;
 
 /// A response carrying one book, with its ETag.
@@ -59,7 +63,7 @@ pub async fn create(
     }
 }
 
-const LISTED: &str = "Books retrieved successfully";
+pub(crate) const LISTED: &str = "Books retrieved successfully";
 
 /// Books read by one statement of the whole list: its memory, and the
 /// host's buffer of one result, stay small whatever the catalog's size.
@@ -69,14 +73,16 @@ pub const BOOKS_PER_PAGE: u32 = 1000;
 /// lists them: a catalog of up to a page is answered at once; a larger one
 /// is written page by page as it is read (`every_book`). Otherwise one page
 /// of the catalog query, one statement, with a `Link` to the next page.
+/// Either in the `listing`'s form, JSON or CSV.
 pub async fn list(
     mut db: impl Connection + 'static,
     query: &BookQuery,
+    listing: Listing,
 ) -> Result<Response, ApiError> {
     // Before the list is read: a mirror that lists, then follows the
     // changes from here, misses none.
     let position = sql::feed_position(&mut db).await?.to_string();
-    Ok(list_from(db, query).await?.with_header(CHANGES_CURSOR, position))
+    Ok(list_from(db, query, listing).await?.with_header(CHANGES_CURSOR, position))
 }
 
 /// The header of `GET /books` naming the feed's position.
@@ -85,9 +91,10 @@ pub const CHANGES_CURSOR: &str = "changes-cursor";
 async fn list_from(
     mut db: impl Connection + 'static,
     query: &BookQuery,
+    listing: Listing,
 ) -> Result<Response, ApiError> {
     if query.is_everything() {
-        return every_book(db).await;
+        return every_book(db, listing).await;
     }
     let found = if query.matches_nothing() {
         Vec::new()
@@ -97,7 +104,7 @@ async fn list_from(
         sql::page(&mut db, &query).await?
     };
     let (books, link) = query.page(found);
-    let response = Response::ok(200, LISTED, &books)?;
+    let response = listing.whole(&books)?;
     Ok(match link {
         Some(link) => response.with_header("link", link),
         None => response,
@@ -107,15 +114,17 @@ async fn list_from(
 /// The whole catalog: the first page read now; past it, the envelope
 /// written piece by piece, one autocommit statement a page (docs/api.md
 /// says what a concurrent write does to it), the store moved into the body.
-async fn every_book(mut db: impl Connection + 'static) -> Result<Response, ApiError> {
+async fn every_book(
+    mut db: impl Connection + 'static,
+    listing: Listing,
+) -> Result<Response, ApiError> {
     let first = sql::page(&mut db, &BookQuery::everything_after(None, BOOKS_PER_PAGE)).await?;
     let Some(after) = full_page_end(&first) else {
-        return Response::ok(200, LISTED, &first);
+        return listing.whole(&first);
     };
-    let mut piece = envelope_start(200, LISTED);
-    piece.push(b'[');
-    books_json(&mut piece, &first, false)?;
-    let rest = futures::stream::unfold(Some((db, after)), |state| async move {
+    let mut piece = listing.start();
+    listing.write(&mut piece, &first, false)?;
+    let rest = futures::stream::unfold(Some((db, after)), move |state| async move {
         let (mut db, after) = state?;
         let query = BookQuery::everything_after(Some(after), BOOKS_PER_PAGE);
         let page = match sql::page(&mut db, &query).await {
@@ -123,36 +132,25 @@ async fn every_book(mut db: impl Connection + 'static) -> Result<Response, ApiEr
             Err(error) => return Some((Err(ApiError::from(error)), None)),
         };
         let mut piece = Vec::with_capacity(page.len() * 100);
-        if let Err(error) = books_json(&mut piece, &page, true) {
+        if let Err(error) = listing.write(&mut piece, &page, true) {
             return Some((Err(error), None));
         }
         match full_page_end(&page) {
             Some(last) => Some((Ok(piece), Some((db, last)))),
             None => {
-                piece.push(b']');
-                piece.extend_from_slice(ENVELOPE_END);
+                listing.end(&mut piece);
                 Some((Ok(piece), None))
             }
         }
     });
     let pieces = futures::stream::once(async { Ok(piece) }).chain(rest);
-    Ok(Response { status: 200, extra_headers: Vec::new(), body: Body::Pieces(Box::pin(pieces)) })
+    let body = Body::Pieces(Box::pin(pieces));
+    Ok(listing.headed(Response { status: 200, extra_headers: Vec::new(), body }))
 }
 
 /// The last book of a full page: where the next page begins.
 fn full_page_end(page: &[Book]) -> Option<BookId> {
     (page.len() == BOOKS_PER_PAGE as usize).then(|| page.last().map(|book| book.id)).flatten()
-}
-
-/// `books` as JSON objects separated by commas (`leading`: after one too).
-fn books_json(out: &mut Vec<u8>, books: &[Book], leading: bool) -> Result<(), ApiError> {
-    for (index, book) in books.iter().enumerate() {
-        if leading || index > 0 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut *out, book).map_err(ApiError::internal)?;
-    }
-    Ok(())
 }
 
 pub async fn get(db: &mut impl Connection, id: BookId) -> Result<Response, ApiError> {

@@ -89,19 +89,19 @@ pub fn integer_literal(text: &str) -> Option<i64> {
     }
 }
 
-/// The rule of `title` and `author`.
-pub fn is_valid_text(text: &str) -> bool {
-    !text.trim().is_empty() && !text.contains('\0') && text.chars().count() <= MAX_TEXT_CHARS
-}
-
 impl BookChanges {
     /// Reads a JSON object's book fields. Every field present must be valid
     /// (`null` is not); `id` and unknown fields are ignored.
     pub fn from_json(body: &[u8]) -> Result<BookChanges, ApiError> {
+        BookChanges::judge(body).map_err(|_| ApiError::InvalidBook)
+    }
+
+    /// `from_json`, saying which field broke which rule (an import's answer).
+    pub fn judge(body: &[u8]) -> Result<BookChanges, Refusal> {
         // Raw values keep each field's JSON text, so `year` is judged by its
         // literal; a repeated key keeps its last value.
         let Ok(mut fields) = serde_json::from_slice::<RawFields>(body) else {
-            return Err(ApiError::InvalidBook);
+            return Err(Refusal { field: None, reason: "not a JSON object" });
         };
         Ok(BookChanges {
             title: take_text(&mut fields, "title")?,
@@ -109,6 +109,36 @@ impl BookChanges {
             year: take_year(&mut fields)?,
         })
     }
+}
+
+/// Why a book was refused: the field (none when the book is not an object)
+/// and the rule it broke, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    pub field: Option<&'static str>,
+    pub reason: &'static str,
+}
+
+/// The rule of `title` and `author` (`field`): not blank, no NUL, at most
+/// `MAX_TEXT_CHARS`.
+pub fn judge_text(field: &'static str, text: String) -> Result<String, Refusal> {
+    let reason = if text.trim().is_empty() {
+        "blank"
+    } else if text.contains('\0') {
+        "holds a NUL character"
+    } else if text.chars().count() > MAX_TEXT_CHARS {
+        "longer than 1000 characters"
+    } else {
+        return Ok(text);
+    };
+    Err(Refusal { field: Some(field), reason })
+}
+
+/// A year's literal (`integer_literal`) within 32 bits.
+pub fn judge_year(literal: &str) -> Result<i32, Refusal> {
+    let reason = "not an integer within 32 bits";
+    let year = integer_literal(literal).and_then(|year| i32::try_from(year).ok());
+    year.ok_or(Refusal { field: Some("year"), reason })
 }
 
 impl NewBook {
@@ -132,12 +162,18 @@ impl NewBook {
     }
 
     pub fn from_json(body: &[u8]) -> Result<NewBook, ApiError> {
-        match BookChanges::from_json(body)? {
-            BookChanges { title: Some(title), author: Some(author), year: Some(year) } => {
-                Ok(NewBook { title, author, year })
-            }
-            _ => Err(ApiError::InvalidBook),
-        }
+        NewBook::judge(body).map_err(|_| ApiError::InvalidBook)
+    }
+
+    /// `from_json`, saying which field broke which rule.
+    pub fn judge(body: &[u8]) -> Result<NewBook, Refusal> {
+        let missing = |field| Refusal { field: Some(field), reason: "missing" };
+        let changes = BookChanges::judge(body)?;
+        Ok(NewBook {
+            title: changes.title.ok_or(missing("title"))?,
+            author: changes.author.ok_or(missing("author"))?,
+            year: changes.year.ok_or(missing("year"))?,
+        })
     }
 }
 
@@ -145,24 +181,18 @@ impl NewBook {
 /// `HashMap`: no random hash seed to ask the host for.)
 type RawFields = BTreeMap<String, Box<RawValue>>;
 
-fn take_text(fields: &mut RawFields, name: &str) -> Result<Option<String>, ApiError> {
+fn take_text(fields: &mut RawFields, name: &'static str) -> Result<Option<String>, Refusal> {
     let Some(raw) = fields.remove(name) else {
         return Ok(None);
     };
     match serde_json::from_str::<String>(raw.get()) {
-        Ok(text) if is_valid_text(&text) => Ok(Some(text)),
-        _ => Err(ApiError::InvalidBook),
+        Ok(text) => judge_text(name, text).map(Some),
+        Err(_) => Err(Refusal { field: Some(name), reason: "not a string" }),
     }
 }
 
-fn take_year(fields: &mut RawFields) -> Result<Option<i32>, ApiError> {
-    let Some(raw) = fields.remove("year") else {
-        return Ok(None);
-    };
-    integer_literal(raw.get())
-        .and_then(|year| i32::try_from(year).ok())
-        .map(Some)
-        .ok_or(ApiError::InvalidBook)
+fn take_year(fields: &mut RawFields) -> Result<Option<i32>, Refusal> {
+    fields.remove("year").map(|raw| judge_year(raw.get())).transpose()
 }
 
 #[cfg(test)]
@@ -209,10 +239,10 @@ mod tests {
     #[test]
     fn texts_are_non_blank_without_nul_and_at_most_1000_characters() {
         for good in ["a", " Dune ", &"é".repeat(MAX_TEXT_CHARS)] {
-            assert!(is_valid_text(good), "{good:?}");
+            assert!(judge_text("title", good.to_string()).is_ok(), "{good:?}");
         }
         for bad in ["", " \t\n", "a\0b", &"a".repeat(MAX_TEXT_CHARS + 1)] {
-            assert!(!is_valid_text(bad), "{bad:?}");
+            assert!(judge_text("author", bad.to_string()).is_err(), "{bad:?}");
         }
     }
 

@@ -558,6 +558,191 @@ async fn find_key_reserving_id(
     Ok((found, reserved))
 }
 
+// Imports (`transfer.rs`). The books of a body are staged while it is read
+// in a TEMP table, the request's connection's own (it takes no lock on the
+// database and nobody else sees it), then moved into `books` at the end in
+// one short write: on SQLite one `BEGIN IMMEDIATE` transaction, on
+// PostgreSQL (no transaction across statements here, see `create_once`)
+// one statement. Both adapters hold one connection for all of a request's
+// statements.
+
+/// The staging table: on SQLite in `temp`, on PostgreSQL in `pg_temp`.
+fn staged(kind: StoreKind) -> &'static str {
+    match kind {
+        StoreKind::Sqlite => "temp.import_books",
+        StoreKind::Postgres => "pg_temp.import_books",
+    }
+}
+
+/// An empty staging table (one a failed import left is dropped first). On
+/// PostgreSQL each staged book carries the id it will have.
+pub async fn stage_start(db: &mut impl Connection) -> anyhow::Result<()> {
+    let kind = db.kind();
+    db.execute(&format!("DROP TABLE IF EXISTS {}", staged(kind))).await?;
+    let columns = match kind {
+        StoreKind::Sqlite => "title TEXT NOT NULL, author TEXT NOT NULL, year INTEGER NOT NULL",
+        StoreKind::Postgres => {
+            "id bigint NOT NULL, title text NOT NULL, author text NOT NULL, year integer NOT NULL"
+        }
+    };
+    Ok(db.execute(&format!("CREATE TEMP TABLE import_books ({columns})")).await?)
+}
+
+pub async fn stage_end(db: &mut impl Connection) -> anyhow::Result<()> {
+    Ok(db.execute(&format!("DROP TABLE IF EXISTS {}", staged(db.kind()))).await?)
+}
+
+/// Stages `books` after those staged before, one statement. On PostgreSQL
+/// each gets its id now, from the books' sequence (ids are never reused, so
+/// those of a failed import are only skipped): returned in the books' order.
+pub async fn stage(db: &mut impl Connection, books: &[NewBook]) -> anyhow::Result<Vec<i64>> {
+    let kind = db.kind();
+    // Never an empty batch: a row for each book.
+    let mut sql = Sql::write().always_a_row();
+    let mut rows = Vec::with_capacity(books.len());
+    for book in books {
+        let values =
+            [SqlParam::Text(&book.title), SqlParam::Text(&book.author), SqlParam::Int32(book.year)]
+                .map(|value| sql.bind_typed(kind, value));
+        rows.push(format!("({})", values.join(", ")));
+    }
+    let (rows, table) = (rows.join(", "), staged(kind));
+    if kind == StoreKind::Sqlite {
+        sql.push(&format!("INSERT INTO {table} (title, author, year) VALUES {rows}"));
+        sql.run(db).await?;
+        return Ok(Vec::new());
+    }
+    sql.push(&format!(
+        "INSERT INTO {table} (id, title, author, year) SELECT nextval((SELECT \
+         pg_get_serial_sequence('books', 'id'))::regclass), title, author, year FROM (VALUES \
+         {rows}) AS book (title, author, year) RETURNING id"
+    ));
+    reserved_ids(sql.run(db).await?)
+}
+
+/// The ids of rows of one column, ascending: a statement's order of
+/// assigning them, the staged books' order.
+fn reserved_ids(rows: Vec<Row>) -> anyhow::Result<Vec<i64>> {
+    let mut ids = rows
+        .into_iter()
+        .map(|row| match row.as_slice() {
+            [Column::Integer(id)] => Ok(*id),
+            other => bail!("unexpected id row: {other:?}"),
+        })
+        .collect::<anyhow::Result<Vec<i64>>>()?;
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Moves the staged books into `books`, in their order, each with its
+/// `create` change by `account`, and, with a `key` (and the request's
+/// fingerprint) that is new, remembers `answer` of their ids with it,
+/// atomically; otherwise what the key holds decides, as for `create_once`.
+/// `reserved`: the ids staged on PostgreSQL.
+pub async fn import_staged<C: Connection>(
+    db: &mut C,
+    key: Option<(&str, &str)>,
+    reserved: &[i64],
+    answer: impl Fn(&[i64]) -> anyhow::Result<StoredAnswer>,
+    now: u64,
+    account: &str,
+) -> anyhow::Result<Keyed> {
+    let used = |found: Option<(String, StoredAnswer)>, fingerprint: &str| {
+        found.map(|(used, first)| match used == fingerprint {
+            true => Keyed::Replayed(first),
+            false => Keyed::Conflict,
+        })
+    };
+    let kind = db.kind();
+    let horizon = seconds(now.saturating_sub(IDEMPOTENCY_KEY_SECONDS));
+    let table = staged(kind);
+    let changes = "INSERT INTO changes (op, book_id, title, author, year, version, account)";
+    if kind == StoreKind::Sqlite {
+        if let Some((key, fingerprint)) = key {
+            if let Some(keyed) = used(find_key(db, key).await?, fingerprint) {
+                return Ok(keyed);
+            }
+        }
+        // The write lock is held for the move alone.
+        let keyed = in_transaction(db, async |db: &mut C| {
+            if let Some((key, fingerprint)) = key {
+                if let Some(keyed) = used(find_key(db, key).await?, fingerprint) {
+                    return Ok(keyed);
+                }
+            }
+            // Under the lock the books take the ids AUTOINCREMENT would
+            // give them, one after another (as `create`); the changes'
+            // trigger stores them.
+            let mut sql = Sql::read();
+            sql.push(&format!(
+                "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'books'), 0), \
+                 (SELECT count(*) FROM {table})"
+            ));
+            let (last, moved) = match sql.run(db).await?.as_slice() {
+                [row] => match row.as_slice() {
+                    [Column::Integer(last), Column::Integer(moved)] => (*last, *moved),
+                    other => bail!("unexpected sequence row: {other:?}"),
+                },
+                other => bail!("unexpected sequence rows: {other:?}"),
+            };
+            let mut sql = Sql::write();
+            let (last_id, account) =
+                (sql.bind(SqlParam::Int64(last)), sql.bind(SqlParam::Text(account)));
+            sql.push(&format!(
+                "{changes} SELECT 'create', {last_id} + rowid, title, author, year, 1, {account} \
+                 FROM {table} ORDER BY rowid"
+            ));
+            sql.run(db).await?;
+            let first = answer(&(last + 1..=last + moved).collect::<Vec<i64>>())?;
+            if let Some((key, fingerprint)) = key {
+                let mut sql = Sql::write();
+                remember_key(&mut sql, kind, key, fingerprint, &first, now, "");
+                sql.run(db).await?;
+            }
+            Ok(Keyed::Created(first))
+        })
+        .await?;
+        if key.is_some() {
+            // After the commit, as `create_once` does.
+            let mut sql = Sql::write();
+            prune_keys(&mut sql, kind, horizon);
+            let _ = sql.run(db).await;
+        }
+        return Ok(keyed);
+    }
+    let mut retried = false;
+    loop {
+        if let Some((key, fingerprint)) = key {
+            // The id it reserves goes unused.
+            if let Some(keyed) = used(find_key_reserving_id(db, key).await?.0, fingerprint) {
+                return Ok(keyed);
+            }
+        }
+        let first = answer(reserved)?;
+        let mut sql = Sql::write().always_a_row();
+        let account = sql.bind_typed(kind, SqlParam::Text(account));
+        sql.push(&format!(
+            "WITH moved AS (INSERT INTO books (id, title, author, year) SELECT id, title, author, \
+             year FROM {table} ORDER BY id RETURNING {BOOK_COLUMNS}), logged AS ({changes} \
+             SELECT 'create', id, title, author, year, version, {account} FROM moved)"
+        ));
+        if let Some((key, fingerprint)) = key {
+            sql.push(", remembered AS (");
+            remember_key(&mut sql, kind, key, fingerprint, &first, now, "");
+            sql.push("), pruned AS (");
+            prune_keys(&mut sql, kind, horizon);
+            sql.push(")");
+        }
+        sql.push(" SELECT count(*) FROM moved");
+        match sql.run(db).await {
+            Err(error) if !retried && failed_with(&error, Failure::UniqueViolation) => {
+                retried = true;
+            }
+            moved => return moved.map(|_| Keyed::Created(first)),
+        }
+    }
+}
+
 /// A `fingerprint, status, etag, body` row.
 fn used_key(row: Row) -> anyhow::Result<(String, StoredAnswer)> {
     match <[Column; 4]>::try_from(row) {

@@ -86,6 +86,7 @@ settings! {
     SqliteSynchronous => "sqlite_synchronous", "SQLITE_SYNCHRONOUS";
     Accounts => "accounts", "ACCOUNTS";
     HistoryDays => "history_days", "HISTORY_DAYS";
+    ImportMaxBytes => "import_max_bytes", "IMPORT_MAX_BYTES";
 }
 
 /// A setting whose source failed (a Spin variables provider's error, not a
@@ -246,6 +247,19 @@ pub fn sqlite_synchronous(ctx: &mut impl SettingSource) -> Result<Synchronous, A
         read(ctx, Setting::SqliteSynchronous, parse_synchronous, rule, full, otherwise)?;
     Ok(synchronous.unwrap_or_default())
 }
+
+/// `import_max_bytes`: the largest body `POST /books` reads (16 MiB by
+/// default); a value that is not a whole number of at least 1 is warned about
+/// and the default is used.
+pub fn import_max_bytes(ctx: &mut impl SettingSource) -> Result<u64, ApiError> {
+    let parse = |value: &str| whole_number(value).filter(|bytes| *bytes >= 1);
+    let rule = "not a whole number of bytes of at least 1";
+    let default = DEFAULT_IMPORT_MAX_BYTES;
+    let bytes = read(ctx, Setting::ImportMaxBytes, parse, rule, default, "using 16 MiB")?;
+    Ok(bytes.unwrap_or(default))
+}
+
+pub const DEFAULT_IMPORT_MAX_BYTES: u64 = 16 * 1024 * 1024;
 
 /// `normal` or `full`, any case, surrounding whitespace ignored.
 pub fn parse_synchronous(value: &str) -> Option<Synchronous> {

@@ -384,6 +384,7 @@ fn a_setting_that_fails_is_never_replaced_by_a_default() {
         Setting::RequireIfMatch,
         Setting::CorsAllowedOrigins,
         Setting::HistoryDays,
+        Setting::ImportMaxBytes,
     ];
     for setting in Setting::ALL.into_iter().filter(|setting| !unread.contains(setting)) {
         let mut ctx = TestContext::new();

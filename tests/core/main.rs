@@ -14,5 +14,6 @@ mod openapi;
 mod requests;
 mod safe_writes;
 mod tokens;
+mod transfer;
 mod upgrade;
 mod world;

@@ -99,16 +99,17 @@ fn every_error_message_is_documented_at_its_status() {
     // No wildcard: a new ApiError does not compile until it is listed here
     // (or, as the two the tests above check, ruled out).
     macro_rules! every_error {
-        ($($variant:ident $(($arg:expr))? $({ $field:ident: $value:expr })?),*) => {{
+        ($($variant:ident $(($arg:expr))? $({ $($field:ident: $value:expr),* })?),*) => {{
             match ApiError::RouteNotFound {
                 ApiError::RouteNotFound | ApiError::MethodNotAllowed(_) => {}
                 $(ApiError::$variant { .. } => {})*
             }
-            [$(ApiError::$variant $(($arg))? $({ $field: $value })?),*]
+            [$(ApiError::$variant $(($arg))? $({ $($field: $value),* })?),*]
         }};
     }
     let errors = every_error! {
-        InvalidLoginPayload, InvalidBook, InvalidQuery, InvalidCredentials, TokenRequired,
+        InvalidLoginPayload, InvalidBook, InvalidImport { row: 1, field: None, reason: "" },
+        InvalidQuery, InvalidCredentials, TokenRequired,
         InvalidToken, PermissionDenied, BookNotFound, BookExists, ChangesGone, BodyTooLarge,
         PreconditionFailed,
         PreconditionRequired,
@@ -180,7 +181,7 @@ fn every_response_documents_cache_control_and_an_envelope_typed_for_generators()
     assert_eq!(common["required"].as_bool(), Some(true));
     no_ref_has_siblings(&doc, "");
     let responses = defined_responses(&doc);
-    assert_eq!(responses.len(), 23, "7 successes and 16 shared error responses");
+    assert_eq!(responses.len(), 25, "8 successes and 17 shared error responses");
     for (name, response) in responses {
         let reference = response["headers"]["Cache-Control"]["$ref"].as_str();
         assert_eq!(reference, Some("#/components/headers/CacheControl"), "{name}");

@@ -18,7 +18,7 @@ import lib
 
 MODULES = ["concurrency", "crash", "attacks", "outages", "replicas", "limits", "catalog",
            "throttle", "stalls", "providers", "tls", "upgrade", "variants", "safe_writes", "otel",
-           "browser", "page", "typed_client", "registry", "backups"]
+           "browser", "page", "typed_client", "registry", "backups", "transfer"]
 
 
 if __name__ == "__main__":

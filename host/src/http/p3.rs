@@ -23,7 +23,7 @@ use wasmtime_wasi_http::handler::{
 };
 use wasmtime_wasi_http::WasiHttpView;
 
-use super::server::{Limits, Server, SLOT_WAIT};
+use super::{Component, Limits};
 use crate::state::State;
 
 /// Whether the component exports `wasi:http/handler@0.3.*` (WASI 0.3), from
@@ -51,21 +51,19 @@ pub fn exports_wasi_0_3(component: &[u8]) -> bool {
 /// A request's instance, once it has one: whether it ran out of time.
 pub type Doomed = Arc<OnceLock<Arc<AtomicBool>>>;
 
-/// Every slot (request or instance room) stayed taken for `SLOT_WAIT`.
-#[derive(Debug)]
-pub struct NoSlot;
-
-impl std::fmt::Display for NoSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "every slot was busy for {} s", SLOT_WAIT.as_secs())
-    }
-}
-
-impl std::error::Error for NoSlot {}
-
 /// The `ProxyHandler`'s state: one per serving thread, so a connection and
 /// the instances serving it stay on one thread.
-pub struct Instances(pub Arc<Server>);
+pub struct Instances {
+    pub(super) component: Arc<Component>,
+    /// Serving ended: the runtime drops the workers left, unfinished.
+    pub(super) stopped: Arc<AtomicBool>,
+}
+
+impl Instances {
+    pub fn stop(&self) {
+        self.stopped.store(true, Relaxed);
+    }
+}
 
 impl HandlerState for Instances {
     type StoreData = State;
@@ -73,16 +71,17 @@ impl HandlerState for Instances {
     type WorkerState = Worker;
 
     async fn instantiate(&self) -> wasmtime::Result<Instance<State, Expiration, Worker>> {
-        let room = self.0.instance_room().await?;
-        let (store, proxy) = self.0.instantiate().await?;
-        let (limits, doomed) = (self.0.limits, Arc::new(AtomicBool::new(false)));
+        let room = self.component.instance_room().await?;
+        let (store, proxy) = self.component.instantiate().await?;
+        let (limits, doomed) = (self.component.limits, Arc::new(AtomicBool::new(false)));
+        let stopped = self.stopped.clone();
         let sleep = Box::pin(tokio::time::sleep(Duration::MAX));
         Ok(Instance {
             store,
             proxy,
             view: State::http,
             expiration: Expiration { limits, doomed: doomed.clone(), sleep },
-            state: Worker { limits, doomed, _room: room },
+            state: Worker { limits, doomed, stopped, _room: room },
         })
     }
 }
@@ -91,6 +90,7 @@ pub struct Worker {
     limits: Limits,
     /// A request of this instance ran past its deadline.
     doomed: Arc<AtomicBool>,
+    stopped: Arc<AtomicBool>,
     _room: OwnedSemaphorePermit,
 }
 
@@ -123,8 +123,11 @@ impl WorkerState for Worker {
     }
 
     fn drop(&self, _: Store<State>, result: wasmtime::Result<()>) {
-        // A doomed instance's requests report why.
-        if let (Err(e), false) = (result, self.doomed.load(Relaxed)) {
+        // A doomed instance's requests report why; at a stop, the runtime
+        // drops a worker left (idle, or past the grace) as if it panicked.
+        if let (Err(e), false, false) =
+            (result, self.doomed.load(Relaxed), self.stopped.load(Relaxed))
+        {
             eprintln!("component instance dropped: {e:?}");
         }
     }

@@ -19,7 +19,6 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use wasmtime::error::Context as _;
-use wasmtime::Store;
 use wasmtime_wasi_http::handler::{
     ExpirationError, InstantiationError, Proxy, ProxyHandler, ProxyPre,
 };
@@ -27,18 +26,15 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::WasiHttpView;
 
-use super::p3::{Doomed, Instances, NoSlot};
+use super::p3::{Doomed, Instances};
 use super::request_body::RequestBody;
+use super::{slot, Component, Limits, NoSlot, MAX_IDLE_INSTANCES};
 use crate::manifest::Route;
 use crate::state::{Shared, State};
 
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// In-flight requests get this long to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-pub const SLOT_WAIT: Duration = Duration::from_secs(5);
-pub const DEFAULT_MAX_INSTANCES: u32 = 32;
-/// The pool's room for idle WASI 0.3 instances beyond `--max-instances`.
-pub const MAX_IDLE_INSTANCES: u32 = 32;
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// A serving thread's runtime (the main thread's too). Its blocking pool
 /// (tokio's default bound, 512, as Spin's) runs the SQLite statements; a
@@ -125,34 +121,16 @@ fn add_spin_headers(
     full_url
 }
 
-/// `--max-instances`, `--request-timeout` and WASI 0.3's
-/// `--max-instance-reuse-count`,
-/// `--max-instance-concurrent-reuse-count`, `--idle-instance-timeout`.
-#[derive(Clone, Copy)]
-pub struct Limits {
-    pub max_instances: u32,
-    pub request_timeout: Duration,
-    pub reuse_count: u32,
-    pub concurrent_reuse: u32,
-    pub idle_timeout: Duration,
-}
-
 /// One component on its route, with slots and a pool of its own. A WASI 0.2
 /// (`wasi:http/incoming-handler`) component is served here, an instance per
 /// request, as Spin does; a WASI 0.3 one by a `ProxyHandler` per serving
 /// thread (`p3.rs`).
 pub struct Server {
-    pre: ProxyPre<State>,
-    shared: Arc<Shared>,
+    component: Arc<Component>,
     route: Route,
-    pub(super) limits: Limits,
     /// Requests served at once (`--max-instances`): a WASI 0.2 request has
     /// an instance of its own.
     requests: Arc<Semaphore>,
-    /// The pooling allocator's room: WASI 0.3 instances, busy or idle. A
-    /// request waits for a request slot, never for an instance bound to it
-    /// (an idle instance of another thread keeps its room until it expires).
-    instances: Arc<Semaphore>,
 }
 
 /// Every HTTP component of the app, the most specific route first (the
@@ -244,6 +222,7 @@ impl App {
             let grace = SHUTDOWN_GRACE.as_secs();
             eprintln!("shutdown: gave up on in-flight requests after {grace} s");
         }
+        handlers.iter().flatten().for_each(|handler| handler.state().stop());
     }
 
     async fn handle(
@@ -266,12 +245,14 @@ impl Server {
         let requests = Arc::new(Semaphore::new(limits.max_instances as usize));
         let room = limits.max_instances + MAX_IDLE_INSTANCES;
         let instances = Arc::new(Semaphore::new(room as usize));
-        Server { pre, shared, route, limits, requests, instances }
+        let component = Arc::new(Component { pre, shared, limits, instances });
+        Server { component, route, requests }
     }
 
     /// A serving thread's handler of WASI 0.3 instances (none for WASI 0.2).
     fn proxy_handler(self: &Arc<Self>) -> Option<ProxyHandler<Instances>> {
-        matches!(self.pre, ProxyPre::P3(_)).then(|| ProxyHandler::new(Instances(self.clone())))
+        let instances = Instances { component: self.component.clone(), stopped: Arc::default() };
+        matches!(self.component.pre, ProxyPre::P3(_)).then(|| ProxyHandler::new(instances))
     }
 
     async fn handle(
@@ -291,7 +272,7 @@ impl Server {
         let body = RequestBody::read_ahead(body, arrived).await;
         let full_url = add_spin_headers(&mut parts, &self.route, path_info, peer, local);
         let doomed = Doomed::default();
-        let answered = match (p3, Self::slot(&self.requests).await) {
+        let answered = match (p3, slot(&self.requests).await) {
             (_, Err(e)) => Err(e),
             (Some(handler), Ok(_slot)) => {
                 // As Spin: wasi:http 0.3 reads the scheme and authority from it.
@@ -316,7 +297,7 @@ impl Server {
         if let Some(error) = instantiating {
             eprintln!("cannot instantiate the component: {error:?}");
         } else if e.is::<ExpirationError>() || doomed.get().is_some_and(|d| d.load(Relaxed)) {
-            stopped(&method, &path, self.limits.request_timeout);
+            stopped(&method, &path, self.component.limits.request_timeout);
         } else {
             eprintln!("component failed on {method} {path}: {e:?}");
         }
@@ -334,7 +315,7 @@ impl Server {
         path: &str,
     ) -> wasmtime::Result<Response<HyperOutgoingBody>> {
         let (mut store, proxy) =
-            match self.instantiate().await.context("cannot instantiate the component")? {
+            match self.component.instantiate().await.context("cannot instantiate the component")? {
                 (store, Proxy::P2(proxy)) => (store, proxy),
                 _ => wasmtime::bail!("not a WASI 0.2 component"),
             };
@@ -344,7 +325,7 @@ impl Server {
         let outparam = http.new_response_outparam(sender)?;
         let (method, path, server) = (method.clone(), path.to_string(), self.clone());
         tokio::spawn(async move {
-            let timeout = server.limits.request_timeout;
+            let timeout = server.component.limits.request_timeout;
             let call =
                 proxy.wasi_http_incoming_handler().call_handle(&mut store, request, outparam);
             match tokio::time::timeout(timeout, call).await {
@@ -361,29 +342,6 @@ impl Server {
             // Trapped, timed out or set no response (the task logs why).
             Err(_) => Ok(empty(StatusCode::INTERNAL_SERVER_ERROR)),
         }
-    }
-
-    async fn slot(slots: &Arc<Semaphore>) -> wasmtime::Result<OwnedSemaphorePermit> {
-        let slot = tokio::time::timeout(SLOT_WAIT, slots.clone().acquire_owned()).await;
-        Ok(slot.map_err(|_| NoSlot)??)
-    }
-
-    /// Room for one more WASI 0.3 instance, held while it lives.
-    pub(super) async fn instance_room(&self) -> wasmtime::Result<OwnedSemaphorePermit> {
-        Self::slot(&self.instances).await
-    }
-
-    /// A new store, its guest yielding every epoch tick, and the instance.
-    pub(super) async fn instantiate(&self) -> wasmtime::Result<(Store<State>, Proxy)> {
-        let engine = match &self.pre {
-            ProxyPre::P2(pre) => pre.engine(),
-            ProxyPre::P3(pre) => pre.engine(),
-        };
-        let mut store = Store::new(engine, State::new(self.shared.clone()));
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_async_yield_and_update(1);
-        let proxy = self.pre.instantiate_async(&mut store).await?;
-        Ok((store, proxy))
     }
 }
 

@@ -98,8 +98,13 @@ impl Host {
 
     /// SIGTERM, then the exit status.
     pub fn terminate(mut self) -> ExitStatus {
+        self.signal("-TERM")
+    }
+
+    /// `kill SIGNAL` (`-INT`, say), then the exit status.
+    pub fn signal(&mut self, signal: &str) -> ExitStatus {
         let ok =
-            Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+            Command::new("kill").args([signal, &self.child.id().to_string()]).status().unwrap();
         assert!(ok.success());
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
