@@ -140,8 +140,13 @@ class Page:
 
     def focused(self):
         """The focused element: its tag and accessible name, or a row's first cell."""
-        e = self.driver.switch_to.active_element
-        return [e.tag_name, e.find_element("xpath", "td").text if e.tag_name == "tr" else e.accessible_name]
+        for _ in range(9):  # read again when the feed drew the rows anew meanwhile
+            try:
+                e = self.driver.switch_to.active_element
+                return [e.tag_name, e.find_element("xpath", "td").text if e.tag_name == "tr" else e.accessible_name]
+            except StaleElementReferenceException:
+                pass
+        return None
 
     def press(self, title, button):
         """`button` in the row of `title` (again if the rows were drawn again meanwhile)."""
