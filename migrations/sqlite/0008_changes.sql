@@ -2,7 +2,7 @@
 -- successful create, update, delete and restore, with the book after it
 -- (NULL fields after a delete), its version (a restore continues from it),
 -- the account that wrote it and the time. A write inserts its change, and
--- the trigger below applies it to `books` within that statement: still one
+-- the triggers below apply it to `books` within that statement: still one
 -- statement a write, under SQLite's one write lock, so `seq` (AUTOINCREMENT,
 -- never reused, taken under the lock) is commit order.
 CREATE TABLE changes (
@@ -31,16 +31,22 @@ END;
 
 -- A catalog from before the log: one `create` per book (no account), so
 -- that replaying the feed from its start rebuilds the catalog. Before the
--- trigger: these are already applied.
+-- triggers: these are already applied.
 INSERT INTO changes (op, book_id, title, author, year, version)
     SELECT 'create', id, title, author, year, version FROM books ORDER BY id;
 
-CREATE TRIGGER changes_apply AFTER INSERT ON changes BEGIN
+-- One trigger an operation, each body run only for its own (WHEN).
+CREATE TRIGGER changes_apply_insert AFTER INSERT ON changes
+WHEN new.op IN ('create', 'restore') BEGIN
     INSERT INTO books (id, title, author, year, version)
-        SELECT new.book_id, new.title, new.author, new.year, new.version
-        WHERE new.op IN ('create', 'restore');
+        VALUES (new.book_id, new.title, new.author, new.year, new.version);
+END;
+
+CREATE TRIGGER changes_apply_update AFTER INSERT ON changes WHEN new.op = 'update' BEGIN
     UPDATE books SET title = new.title, author = new.author, year = new.year,
-        version = new.version
-        WHERE new.op = 'update' AND id = new.book_id;
-    DELETE FROM books WHERE new.op = 'delete' AND id = new.book_id;
+        version = new.version WHERE id = new.book_id;
+END;
+
+CREATE TRIGGER changes_apply_delete AFTER INSERT ON changes WHEN new.op = 'delete' BEGIN
+    DELETE FROM books WHERE id = new.book_id;
 END;

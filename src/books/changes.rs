@@ -97,9 +97,10 @@ fn as_text<S: serde::Serializer>(cursor: &Cursor, serializer: S) -> Result<S::Ok
 pub const MAX_WAIT_SECONDS: u32 = 30;
 /// Changes a page holds unless `limit` says otherwise.
 pub const DEFAULT_LIMIT: u32 = 100;
-/// How often a waiting request looks for a change: a few reads a second,
-/// and a change seen within about this long.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(400);
+/// How often a waiting request looks for a change: under two reads a second
+/// (100 waiting followers cost a few percent of a core), and a change seen
+/// within about this long (docs/performance.md).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(600);
 
 /// The parameters of a `GET /changes`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! write and none with a refused one, the feed and its cursors, history,
 //! restore, retention and 410. Many writers on replicas: faults/feed.py.
 
+use book_catalog::books::changes;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -109,7 +110,7 @@ fn a_follower_pages_by_cursor_and_waits_for_a_change_that_does_not_come() {
     ctx.reset_calls();
     assert_eq!(changes(&mut ctx, "after=5&wait=2"), (200, json!([])));
     // One read, then one after each pause that still fits in the time.
-    let polls = 1 + (2000 - 200) / 400;
+    let polls = 1 + (2000 - 200) / changes::POLL_INTERVAL.as_millis() as usize;
     let mut expected = vec!["pruned through"];
     expected.extend(vec!["changes"; polls]);
     assert_eq!(ctx.statements(), expected);
