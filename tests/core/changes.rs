@@ -7,22 +7,6 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const ED: &str = "Ed's editing pass";
-const RITA: &str = "Rita's reading pass";
-
-/// The pair, the editor `ed` and the reader `rita`: their tokens.
-fn with_accounts(ctx: &mut TestContext) -> (String, String, String) {
-    let entry = |name: &str, role: &str, password: &str| json!({"username": name, "role": role, "password_hash": cheap_hash(password)});
-    let accounts = json!([entry("ed", "editor", ED), entry("rita", "reader", RITA)]);
-    ctx.set(Setting::Accounts, &accounts.to_string());
-    let mut login = |name: &str, password: &str| {
-        let body = json!({"username": name, "password": password}).to_string();
-        ctx.post_token(&body).0 .1["data"]["token"].as_str().expect("a token").to_string()
-    };
-    let (ed, rita) = (login("ed", ED), login("rita", RITA));
-    (ctx.token(), ed, rita)
-}
-
 /// `GET /changes?query`: status and `data`.
 fn changes(ctx: &mut TestContext, query: &str) -> (u16, Value) {
     let response = ctx.get_unchecked("/changes", Some(query));
@@ -42,7 +26,7 @@ fn gists(changes: &Value) -> Vec<Value> {
 #[test]
 fn each_write_appends_one_change_by_its_account_and_a_refused_one_none() {
     let mut ctx = TestContext::new();
-    let (pair, ed, rita) = with_accounts(&mut ctx);
+    let (pair, (ed, rita)) = (ctx.token(), ctx.ed_and_rita());
     let dune = book_body("Dune", "Frank Herbert", 1965);
     assert_eq!(ctx.call("POST", "/book", Some(&pair), &dune).0, 201);
     assert_eq!(ctx.call("PUT", "/book/1", Some(&ed), r#"{"year":1966}"#).0, 200);
@@ -165,7 +149,7 @@ fn the_list_names_the_feed_position_before_it_is_read() {
 #[test]
 fn history_lists_a_books_changes_and_restore_brings_a_deleted_book_back() {
     let mut ctx = TestContext::new();
-    let (pair, ed, rita) = with_accounts(&mut ctx);
+    let (pair, (ed, rita)) = (ctx.token(), ctx.ed_and_rita());
     ctx.create_book("Dune", "Frank Herbert", 1965);
     ctx.create_book("Emma", "Austen", 1815);
     ctx.call("PUT", "/book/1", Some(&ed), r#"{"title":"Dune Messiah"}"#);
@@ -280,23 +264,10 @@ fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for
     let dune =
         || vec![Integer(7), Text("Dune".into()), Text("F".into()), Integer(1965), Integer(2)];
     let change = |op: &str, book: bool| {
-        let fields = if book {
-            [Text("Dune".into()), Text("F".into()), Integer(1965)]
-        } else {
-            [Null, Null, Null]
-        };
-        let [title, author, year] = fields;
-        vec![
-            Integer(731),
-            Integer(4),
-            Text(op.into()),
-            Integer(7),
-            title,
-            author,
-            year,
-            Null,
-            Text("t".into()),
-        ]
+        let field = |value: book_catalog::db::Column| if book { value } else { Null };
+        let (title, author) = (field(Text("Dune".into())), field(Text("F".into())));
+        let (op, t) = (Text(op.into()), Text("t".into()));
+        vec![Integer(731), Integer(4), op, Integer(7), title, author, field(Integer(1965)), Null, t]
     };
     let scripted = |answers: Vec<Result<Vec<Row>, StoreError>>| ScriptedPostgres {
         answers,

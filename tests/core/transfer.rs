@@ -173,7 +173,6 @@ fn one_bad_book_stores_nothing_and_its_row_field_and_reason_are_named() {
     let broken = ctx.call_with("POST", "/books", Some(token.as_bytes()), BrokenBody);
     assert_eq!(broken, refused(1, None, "the body ended early"), "a JSON array");
     // A failure of the store while moving the staged books: nothing either.
-    ctx.request_headers.clear();
     ctx.fail_on = Some("move");
     assert_eq!(import(&mut ctx, CSV, &csv[..csv.len() - 20], None), internal_error());
     assert_eq!(ctx.rows("books"), 1);
@@ -198,11 +197,7 @@ fn the_setting_bounds_an_import_and_a_reader_may_not_import() {
     ctx.set(Setting::ImportMaxBytes, "lots");
     assert_eq!(import(&mut ctx, CSV, &body, None).0, 201);
     assert!(ctx.logged("level=warn", "import_max_bytes / IMPORT_MAX_BYTES is not a whole number"));
-    let accounts = json!([{"username": "rita", "role": "reader",
-        "password_hash": cheap_hash("rita-password-1")}]);
-    ctx.set(Setting::Accounts, &accounts.to_string());
-    let (outcome, _) = ctx.post_token(r#"{"username":"rita","password":"rita-password-1"}"#);
-    let rita = outcome.1["data"]["token"].as_str().unwrap().to_string();
+    let (_, rita) = ctx.ed_and_rita();
     let before = ctx.rows("books");
     let denied = ctx.call("POST", "/books", Some(&rita), "[]");
     assert_eq!(denied, ok(403, "Permission denied", Value::Null));
