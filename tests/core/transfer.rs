@@ -246,14 +246,10 @@ fn an_awkward_catalog_exported_imported_and_exported_again_is_the_same_but_for_i
         from.create_book(title, author, *year);
     }
     // Past the first page of the whole list: streamed.
+    let body: Vec<Value> =
+        books.iter().map(|(t, a, y)| json!({"title": t, "author": a, "year": y})).collect();
+    let body = json!(body).to_string();
     for _ in 0..90 {
-        let body = serde_json::to_string(
-            &books
-                .iter()
-                .map(|(t, a, y)| json!({"title": t, "author": a, "year": y}))
-                .collect::<Vec<_>>(),
-        )
-        .unwrap();
         assert_eq!(import(&mut from, JSON, &body, None).0, 201);
     }
     let first = text(&export(&mut from, None, "text/csv"));
@@ -280,23 +276,18 @@ fn on_postgresql_an_import_is_staged_then_moved_by_one_statement() {
     let fingerprint: String =
         Sha256::digest([&b"csv\n"[..], body].concat()).iter().map(|b| format!("{b:02x}")).collect();
     let answer = r#"{"status":201,"message":"Books imported successfully","data":{"imported":2,"ids":[7,8]}}"#;
+    use Column::*;
     let row = |columns: Vec<Column>| Ok(vec![columns]);
-    let staged = || Ok(vec![vec![Column::Integer(8)], vec![Column::Integer(7)]]);
-    let new_key =
-        || row(vec![Column::Integer(99), Column::Null, Column::Null, Column::Null, Column::Null]);
+    let staged = || Ok(vec![vec![Integer(8)], vec![Integer(7)]]);
+    let new_key = || row(vec![Integer(99), Null, Null, Null, Null]);
+    let fingerprint = || Text(fingerprint.clone());
     let won = || {
-        row(vec![
-            Column::Integer(99),
-            Column::Text(fingerprint.clone()),
-            Column::Integer(201),
-            Column::Text(String::new()),
-            Column::Text(answer.into()),
-        ])
+        row(vec![Integer(99), fingerprint(), Integer(201), Text("".into()), Text(answer.into())])
     };
     let lost = || Err(StoreError::postgres(Some("23505"), "duplicate key"));
     for (key, answers) in [
-        (None, vec![staged(), row(vec![Column::Integer(2)])]),
-        (Some("k"), vec![staged(), new_key(), row(vec![Column::Integer(2)])]),
+        (None, vec![staged(), row(vec![Integer(2)])]),
+        (Some("k"), vec![staged(), new_key(), row(vec![Integer(2)])]),
         (Some("k"), vec![staged(), new_key(), lost(), won()]),
     ] {
         let mut db = ScriptedPostgres { answers, sent: Vec::new(), wrapped: Vec::new() };
