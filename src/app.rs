@@ -7,7 +7,7 @@ use crate::books::changes::{self, ChangesQuery};
 use crate::books::model::BookId;
 use crate::books::query::BookQuery;
 use crate::books::safe_writes::{IdempotencyKey, Precondition};
-use crate::books::transfer::{self, Form, Listing};
+use crate::books::transfer::{self, Form};
 use crate::db;
 use crate::envelope::Response;
 use crate::error::ApiError;
@@ -115,7 +115,7 @@ async fn respond<C: Context>(
         Endpoint::ListBooks => {
             // Parameters are judged before the store is opened.
             let query = BookQuery::parse(head.query)?;
-            let listing = Listing::of(head.header("accept").as_deref());
+            let listing = Form::accepted(head.header("accept").as_deref());
             books::list(open_store(ctx, fields)?, &query, listing).await
         }
         Endpoint::ImportBooks => {
