@@ -377,10 +377,7 @@ impl TestContext {
     pub fn ed_and_rita(&mut self) -> (String, String) {
         let accounts = json!([entry("rita", "reader", RITA), entry("ed", "editor", ED)]);
         self.set(Setting::Accounts, &accounts.to_string());
-        (
-            self.login_as("ed", ED).expect("ed's token"),
-            self.login_as("rita", RITA).expect("a token"),
-        )
+        (self.login_as("ed", ED).unwrap(), self.login_as("rita", RITA).unwrap())
     }
 
     pub fn create_book(&mut self, title: &str, author: &str, year: i64) -> Value {
