@@ -246,19 +246,19 @@ def transfer(targets):
     runs = {}
     for target in targets:
         token = TOKENS[target]["BENCH_TOKEN"]
-        cpu = [proc_tree(target.pid)[0], proc_tree(POSTGRES_PID)[0] if target.store == "postgres" else 0]
+        pids = [target.pid, POSTGRES_PID if target.store == "postgres" else None]
+        cpu = [proc_tree(pid)[0] if pid else 0 for pid in pids]
         start = time.perf_counter()
         req = urllib.request.Request(f"{target.base}/books", body.encode(), method="POST",
                                      headers={"Content-Type": "text/csv", "Authorization": token})
         with urllib.request.urlopen(req, timeout=600) as answer:
             imported = json.load(answer)["data"]["imported"]
         seconds = time.perf_counter() - start
-        used = [proc_tree(target.pid)[0] - cpu[0],
-                (proc_tree(POSTGRES_PID)[0] - cpu[1]) if target.store == "postgres" else 0]
+        used = [((proc_tree(pid)[0] if pid else 0) - before) / hz for pid, before in zip(pids, cpu)]
         runs[target] = dict(transfer=TRANSFER, comparator=target.comparator, store=target.store, imported=imported,
-                            import_s=seconds, cpu_s=used[0] / hz, postgres_cpu_s=used[1] / hz)
+                            import_s=seconds, cpu_s=used[0], postgres_cpu_s=used[1])
         log(f"  {target.comparator}/{target.store}: {imported:,} books imported in {seconds:.2f} s, "
-            f"CPU {used[0] / hz:.2f} s (PostgreSQL {used[1] / hz:.2f} s)")
+            f"CPU {used[0]:.2f} s (PostgreSQL {used[1]:.2f} s)")
     forms = [("json", "application/json", b'{"id":'), ("csv", "text/csv", b"\r\n")]
     rates = {(target, form): [] for target in targets for form, _, _ in forms}
     for round_ in range(ROUNDS):
@@ -478,19 +478,15 @@ def report():
             lines.append(f"| {r['scenario']} | {r['store']} | {r['comparator']} | {r['concurrency']} | {r['rps']:.0f} "
                          f"| {r['p50_us'] / 1000:.2f} | {r['p99_us'] / 1000:.2f} | {r['cpu_us']:.1f} "
                          f"| {r['switches']:.2f} | {r['errors']} ({r['non2xx']}) |")
-    writes = writes_table(runs)
-    if writes:
-        lines += ["", "Writes, both stores side by side:", ""] + writes
-        print("\n".join(writes), flush=True)
-    if sizes:
-        table = catalog_table(sizes)
-        lines += ["", "Catalog sizes: GET /books, median ms of the timed requests (slowest):", ""] + table
-        print("\n".join(table), flush=True)
+    for title, table in (("Writes, both stores side by side:", writes_table(runs)),
+                         ("Catalog sizes: GET /books, median ms of the timed requests (slowest):",
+                          catalog_table(sizes) if sizes else []),
+                         ("Import and export (median of the lists' rounds):",
+                          transfer_table(transfers) if transfers else [])):
+        if table:
+            lines += ["", title, ""] + table
+            print("\n".join(table), flush=True)
     lines += ["", "The change feed (`BENCH_FEED=1`):", ""] * bool(feeds) + [f"- {json.dumps(r)}" for r in feeds]
-    if transfers:
-        table = transfer_table(transfers)
-        lines += ["", "Import and export (median of the lists' rounds):", ""] + table
-        print("\n".join(table), flush=True)
     (OUT / "results.md").write_text("\n".join(lines) + "\n")
     log(f"wrote {OUT / 'results.md'} and runs.jsonl")
 

@@ -7,7 +7,7 @@ use crate::books::changes::{self, ChangesQuery};
 use crate::books::model::BookId;
 use crate::books::query::BookQuery;
 use crate::books::safe_writes::{IdempotencyKey, Precondition};
-use crate::books::transfer::{self, Form, Listing};
+use crate::books::transfer::{self, Form};
 use crate::db;
 use crate::envelope::Response;
 use crate::error::ApiError;
@@ -115,7 +115,7 @@ async fn respond<C: Context>(
         Endpoint::ListBooks => {
             // Parameters are judged before the store is opened.
             let query = BookQuery::parse(head.query)?;
-            let listing = Listing::of(head.header("accept").as_deref());
+            let listing = Form::accepted(head.header("accept").as_deref());
             books::list(open_store(ctx, fields)?, &query, listing).await
         }
         Endpoint::ImportBooks => {
@@ -260,33 +260,23 @@ pub fn route(method: &str, path: &str) -> Route {
         _ => match path.strip_prefix(BOOK_ITEM_PREFIX) {
             None => (false, "unmatched", Err(ApiError::RouteNotFound)),
             Some(rest) => {
-                type Item = fn(BookId) -> Endpoint;
-                let (id, pattern, allowed, items): (_, _, _, &[(&str, Item)]) =
-                    match rest.split_once('/') {
-                        Some((id, "history")) => {
-                            (id, "/book/{id}/history", "GET", &[("GET", Endpoint::BookHistory)])
-                        }
-                        Some((id, "restore")) => {
-                            (id, "/book/{id}/restore", "POST", &[("POST", Endpoint::RestoreBook)])
-                        }
-                        // Any other path under /book/ is an id that is not
-                        // canonical: it names no book.
-                        _ => (
-                            rest,
-                            "/book/{id}",
-                            "GET, PUT, DELETE",
-                            &[
-                                ("GET", Endpoint::GetBook),
-                                ("PUT", Endpoint::UpdateBook),
-                                ("DELETE", Endpoint::DeleteBook),
-                            ],
-                        ),
-                    };
-                let item = items.iter().find(|(allows, _)| *allows == method);
-                let item = item.ok_or(ApiError::MethodNotAllowed(allowed));
-                let endpoint = item.and_then(|(_, item)| {
-                    BookId::parse(id).map(item).ok_or(ApiError::BookNotFound)
-                });
+                let (id, pattern, allowed) = match rest.split_once('/') {
+                    Some((id, "history")) => (id, "/book/{id}/history", "GET"),
+                    Some((id, "restore")) => (id, "/book/{id}/restore", "POST"),
+                    // Any other path under /book/ is an id that is not
+                    // canonical: it names no book.
+                    _ => (rest, "/book/{id}", "GET, PUT, DELETE"),
+                };
+                let item: Result<fn(BookId) -> Endpoint, ApiError> = match (pattern, method) {
+                    ("/book/{id}/history", "GET") => Ok(Endpoint::BookHistory),
+                    ("/book/{id}/restore", "POST") => Ok(Endpoint::RestoreBook),
+                    ("/book/{id}", "GET") => Ok(Endpoint::GetBook),
+                    ("/book/{id}", "PUT") => Ok(Endpoint::UpdateBook),
+                    ("/book/{id}", "DELETE") => Ok(Endpoint::DeleteBook),
+                    _ => Err(ApiError::MethodNotAllowed(allowed)),
+                };
+                let endpoint =
+                    item.and_then(|item| BookId::parse(id).map(item).ok_or(ApiError::BookNotFound));
                 (true, pattern, endpoint)
             }
         },

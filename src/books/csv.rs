@@ -31,12 +31,7 @@ fn write_text(out: &mut Vec<u8>, text: &str) {
     if runs_in_a_spreadsheet(text) {
         out.push(b'\'');
     }
-    for (index, part) in text.split('"').enumerate() {
-        if index > 0 {
-            out.extend_from_slice(b"\"\"");
-        }
-        out.extend_from_slice(part.as_bytes());
-    }
+    out.extend_from_slice(text.replace('"', "\"\"").as_bytes());
     if quoted {
         out.push(b'"');
     }
@@ -72,8 +67,9 @@ pub struct Malformed {
     pub reason: &'static str,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum State {
+    #[default]
     FieldStart,
     Unquoted,
     Quoted,
@@ -87,10 +83,12 @@ enum State {
 /// with `""` and line breaks, a UTF-8 byte order mark skipped. A record's
 /// row is its number in the file (the first is 1), however many lines its
 /// fields span.
+#[derive(Default)]
 pub struct Reader {
     state: State,
     /// The first bytes, until it is known whether they are a byte order mark.
-    start: Option<Vec<u8>>,
+    start: Vec<u8>,
+    started: bool,
     field: Vec<u8>,
     record: Vec<String>,
     row: u64,
@@ -100,28 +98,16 @@ pub type Record = (u64, Vec<String>);
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-impl Default for Reader {
-    fn default() -> Reader {
-        Reader {
-            state: State::FieldStart,
-            start: Some(Vec::new()),
-            field: Vec::new(),
-            record: Vec::new(),
-            row: 0,
-        }
-    }
-}
-
 impl Reader {
     /// The records `bytes` completes.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Record>, Malformed> {
         let mut records = Vec::new();
-        let Some(start) = &mut self.start else {
+        if self.started {
             self.read(bytes, &mut records)?;
             return Ok(records);
-        };
-        start.extend_from_slice(bytes);
-        if start.len() >= BOM.len() {
+        }
+        self.start.extend_from_slice(bytes);
+        if self.start.len() >= BOM.len() {
             self.read_start(&mut records)?;
         }
         Ok(records)
@@ -141,7 +127,8 @@ impl Reader {
     }
 
     fn read_start(&mut self, records: &mut Vec<Record>) -> Result<(), Malformed> {
-        if let Some(start) = self.start.take() {
+        if !std::mem::replace(&mut self.started, true) {
+            let start = std::mem::take(&mut self.start);
             self.read(start.strip_prefix(BOM).unwrap_or(&start), records)?;
         }
         Ok(())

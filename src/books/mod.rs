@@ -17,7 +17,7 @@ use model::{Book, BookChanges, BookId, NewBook};
 use query::BookQuery;
 use safe_writes::{etag, IdempotencyKey, Precondition};
 use sql::{Keyed, StoredAnswer};
-use transfer::Listing;
+use transfer::Form;
 
 use crate::db::Connection;
 use crate::envelope::{Body, Response};
@@ -77,7 +77,7 @@ pub const BOOKS_PER_PAGE: u32 = 1000;
 pub async fn list(
     mut db: impl Connection + 'static,
     query: &BookQuery,
-    listing: Listing,
+    listing: Form,
 ) -> Result<Response, ApiError> {
     // Before the list is read: a mirror that lists, then follows the
     // changes from here, misses none.
@@ -91,7 +91,7 @@ pub const CHANGES_CURSOR: &str = "changes-cursor";
 async fn list_from(
     mut db: impl Connection + 'static,
     query: &BookQuery,
-    listing: Listing,
+    listing: Form,
 ) -> Result<Response, ApiError> {
     if query.is_everything() {
         return every_book(db, listing).await;
@@ -116,7 +116,7 @@ async fn list_from(
 /// says what a concurrent write does to it), the store moved into the body.
 async fn every_book(
     mut db: impl Connection + 'static,
-    listing: Listing,
+    listing: Form,
 ) -> Result<Response, ApiError> {
     let first = sql::page(&mut db, &BookQuery::everything_after(None, BOOKS_PER_PAGE)).await?;
     let Some(after) = full_page_end(&first) else {

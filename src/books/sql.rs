@@ -601,10 +601,7 @@ pub async fn stage(db: &mut impl Connection, books: &[NewBook]) -> anyhow::Resul
     let mut sql = Sql::write().always_a_row();
     let mut rows = Vec::with_capacity(books.len());
     for book in books {
-        let values =
-            [SqlParam::Text(&book.title), SqlParam::Text(&book.author), SqlParam::Int32(book.year)]
-                .map(|value| sql.bind_typed(kind, value));
-        rows.push(format!("({})", values.join(", ")));
+        rows.push(format!("({})", book_values(&mut sql, kind, book)));
     }
     let (rows, table) = (rows.join(", "), staged(kind));
     if kind == StoreKind::Sqlite {

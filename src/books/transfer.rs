@@ -17,39 +17,40 @@ use crate::envelope::{envelope_start, Response, ENVELOPE_END};
 use crate::error::ApiError;
 use crate::port::{read_body, BodyStream};
 
-/// The form of `GET /books`: JSON unless `Accept` prefers CSV.
+/// A catalog's form: of the list `GET /books` answers (by `Accept`), and of
+/// an import's body (by `Content-Type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Listing {
+pub enum Form {
     Json,
     Csv,
 }
 
-impl Listing {
+impl Form {
     /// The form `Accept` prefers: its highest `q`, the first of equals;
     /// JSON when it names neither.
-    pub fn of(accept: Option<&[u8]>) -> Listing {
+    pub fn accepted(accept: Option<&[u8]>) -> Form {
         let accept = accept.and_then(|accept| std::str::from_utf8(accept).ok()).unwrap_or("");
-        let mut best: Option<(f32, Listing)> = None;
+        let mut best: Option<(f32, Form)> = None;
         for range in accept.split(',') {
             let mut parts = range.split(';');
             let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
             let q = parts.find_map(|part| part.trim().strip_prefix("q="));
             let q = q.map_or(Some(1.0), |q| q.trim().parse::<f32>().ok()).unwrap_or(0.0);
             let listing = match media.as_str() {
-                "text/csv" | "text/*" => Listing::Csv,
-                "application/json" | "application/*" | "*/*" => Listing::Json,
+                "text/csv" | "text/*" => Form::Csv,
+                "application/json" | "application/*" | "*/*" => Form::Json,
                 _ => continue,
             };
             if q > 0.0 && best.is_none_or(|(most, _)| q > most) {
                 best = Some((q, listing));
             }
         }
-        best.map_or(Listing::Json, |(_, listing)| listing)
+        best.map_or(Form::Json, |(_, listing)| listing)
     }
 
     /// `books` answered at once.
     pub fn whole(self, books: &[Book]) -> Result<Response, ApiError> {
-        if self == Listing::Json {
+        if self == Form::Json {
             return Response::ok(200, LISTED, &books);
         }
         let mut body = self.start();
@@ -60,12 +61,12 @@ impl Listing {
     /// What comes before the first book.
     pub fn start(self) -> Vec<u8> {
         match self {
-            Listing::Json => {
+            Form::Json => {
                 let mut start = envelope_start(200, LISTED);
                 start.push(b'[');
                 start
             }
-            Listing::Csv => csv::HEADER.to_vec(),
+            Form::Csv => csv::HEADER.to_vec(),
         }
     }
 
@@ -73,13 +74,13 @@ impl Listing {
     pub fn write(self, out: &mut Vec<u8>, books: &[Book], leading: bool) -> Result<(), ApiError> {
         for (index, book) in books.iter().enumerate() {
             match self {
-                Listing::Json => {
+                Form::Json => {
                     if leading || index > 0 {
                         out.push(b',');
                     }
                     serde_json::to_writer(&mut *out, book).map_err(ApiError::internal)?;
                 }
-                Listing::Csv => csv::write_book(out, book),
+                Form::Csv => csv::write_book(out, book),
             }
         }
         Ok(())
@@ -87,7 +88,7 @@ impl Listing {
 
     /// What comes after the last book.
     pub fn end(self, out: &mut Vec<u8>) {
-        if self == Listing::Json {
+        if self == Form::Json {
             out.push(b']');
             out.extend_from_slice(ENVELOPE_END);
         }
@@ -96,23 +97,15 @@ impl Listing {
     /// The response with this form's headers.
     pub fn headed(self, response: Response) -> Response {
         match self {
-            Listing::Json => response,
-            Listing::Csv => response
+            Form::Json => response,
+            Form::Csv => response
                 .with_header("content-type", "text/csv; charset=utf-8".to_string())
                 .with_header("content-disposition", "attachment; filename=\"books.csv\"".into()),
         }
     }
-}
 
-/// The form of an import's body: CSV when its `Content-Type` is `text/csv`,
-/// otherwise a JSON array (as `POST /book` reads JSON whatever the type).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    Json,
-    Csv,
-}
-
-impl Form {
+    /// An import's: CSV when its `Content-Type` is `text/csv`, otherwise a
+    /// JSON array (as `POST /book` reads JSON whatever the type).
     pub fn of(content_type: Option<&[u8]>) -> Form {
         let media = content_type.and_then(|value| value.split(|b| *b == b';').next());
         match media.map(|media| media.trim_ascii().to_ascii_lowercase()) {

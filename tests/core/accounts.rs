@@ -5,25 +5,12 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const RITA: &str = "Rita's reading pass";
-const ED: &str = "Ed's editing pass";
-
-fn entry(username: &str, role: &str, password: &str) -> Value {
-    json!({"username": username, "role": role, "password_hash": cheap_hash(password)})
-}
-
 /// The reader `rita` and the editor `ed` beside the pair, and one book.
 fn with_accounts() -> TestContext {
     let mut ctx = TestContext::with_books(&[DUNE]);
     let accounts = json!([entry("rita", "reader", RITA), entry("ed", "editor", ED)]);
     ctx.set(Setting::Accounts, &accounts.to_string());
     ctx
-}
-
-fn login_as(ctx: &mut TestContext, username: &str, password: &str) -> Result<String, Outcome> {
-    let (outcome, _) =
-        ctx.post_token(&json!({"username": username, "password": password}).to_string());
-    outcome.1["data"]["token"].as_str().map(str::to_string).ok_or(outcome)
 }
 
 /// A token's `fp` claim.
@@ -41,10 +28,9 @@ fn denied() -> Outcome {
 /// its reads and 403 for every write; each request's line names its account.
 #[test]
 fn each_role_may_do_what_it_is_given_and_each_request_names_its_account() {
-    let mut ctx = with_accounts();
+    let mut ctx = TestContext::with_books(&[DUNE]);
     let pair = ctx.login();
-    let (rita, ed) =
-        (login_as(&mut ctx, "rita", RITA).unwrap(), login_as(&mut ctx, "ed", ED).unwrap());
+    let (ed, rita) = ctx.ed_and_rita();
     assert_eq!(pair, pair_token());
     assert_eq!(rita, login_token("rita", "reader", Some(&fingerprint(&rita))));
     assert_eq!(ed, login_token("ed", "editor", Some(&fingerprint(&ed))));
@@ -79,7 +65,7 @@ fn each_role_may_do_what_it_is_given_and_each_request_names_its_account() {
 fn a_readers_write_is_denied_after_authentication_and_method_before_anything_else() {
     let mut ctx = with_accounts();
     ctx.set(Setting::RequireIfMatch, "true");
-    let rita = login_as(&mut ctx, "rita", RITA).unwrap();
+    let rita = ctx.login_as("rita", RITA).unwrap();
     assert_eq!(ctx.call("PUT", "/book/1", None, "{}"), token_required());
     assert_eq!(ctx.call("PUT", "/book/1", Some("x.y.z"), "{}"), invalid_token());
     assert_eq!(ctx.call("PATCH", "/book/1", Some(&rita), "{}"), not_allowed("GET, PUT, DELETE"));
@@ -104,9 +90,8 @@ fn a_readers_write_is_denied_after_authentication_and_method_before_anything_els
 /// never read, and an `fp` never stands for the pair.
 #[test]
 fn removed_accounts_and_changed_passwords_refuse_their_tokens() {
-    let mut ctx = with_accounts();
-    let (rita, ed) =
-        (login_as(&mut ctx, "rita", RITA).unwrap(), login_as(&mut ctx, "ed", ED).unwrap());
+    let mut ctx = TestContext::with_books(&[DUNE]);
+    let (ed, rita) = ctx.ed_and_rita();
     let (pair, legacy) = (ctx.login(), valid_token());
     let get = |ctx: &mut TestContext, token: &str| ctx.call("GET", "/books", Some(token), "").0;
     ctx.set(Setting::Accounts, &json!([entry("ed", "editor", "a new pass")]).to_string());
@@ -114,8 +99,8 @@ fn removed_accounts_and_changed_passwords_refuse_their_tokens() {
         [&rita, &ed, &pair, &legacy].map(|token| get(&mut ctx, token)),
         [401, 401, 200, 200]
     );
-    assert_eq!(login_as(&mut ctx, "ed", ED), Err(invalid_credentials()));
-    let new_ed = login_as(&mut ctx, "ed", "a new pass").unwrap();
+    assert_eq!(ctx.login_as("ed", ED), Err(invalid_credentials()));
+    let new_ed = ctx.login_as("ed", "a new pass").unwrap();
     assert_eq!(get(&mut ctx, &new_ed), 200);
     let fp = fingerprint(&ed);
     let forged = [
@@ -140,14 +125,10 @@ fn logins_take_the_pair_or_an_account_and_nothing_in_between() {
     let wrong =
         [("rita", ED), ("ed", RITA), ("rita", "password"), ("admin", RITA), ("nobody", RITA)];
     for (username, password) in wrong.into_iter().chain([("Rita", RITA), ("", "")]) {
-        assert_eq!(
-            login_as(&mut ctx, username, password),
-            Err(invalid_credentials()),
-            "{username}"
-        );
+        assert_eq!(ctx.login_as(username, password), Err(invalid_credentials()), "{username}");
     }
     assert_eq!(ctx.login_attempts("192.0.2.10").map(|attempts| attempts.count), Some(7));
-    login_as(&mut ctx, "rita", RITA).unwrap();
+    ctx.login_as("rita", RITA).unwrap();
     assert_eq!(ctx.login_attempts("192.0.2.10"), None);
 }
 
@@ -184,8 +165,7 @@ fn idempotency_keys_are_scoped_to_the_account_that_sent_them() {
     let mut ctx = with_accounts();
     let other = json!([entry("rita", "editor", RITA), entry("ed", "editor", ED)]);
     ctx.set(Setting::Accounts, &other.to_string());
-    let (rita, ed) =
-        (login_as(&mut ctx, "rita", RITA).unwrap(), login_as(&mut ctx, "ed", ED).unwrap());
+    let (rita, ed) = (ctx.login_as("rita", RITA).unwrap(), ctx.login_as("ed", ED).unwrap());
     let pair = ctx.login();
     ctx.request_headers = vec![("Idempotency-Key".into(), "order-7".into())];
     let body = book_body("Emma", "Jane Austen", 1815);
@@ -204,7 +184,7 @@ fn accounts_whose_hashes_cost_differently_are_warned_about() {
     let mut ctx = with_accounts();
     let costlier = entry("ed", "editor", ED).to_string().replace("m=64,", "m=128,");
     ctx.set(Setting::Accounts, &format!("[{}, {costlier}]", entry("rita", "reader", RITA)));
-    assert!(login_as(&mut ctx, "rita", RITA).is_ok());
+    assert!(ctx.login_as("rita", RITA).is_ok());
     let warned = |l: &String| l.contains("level=warn") && l.contains("entry 2 of 2 m=128,");
     assert!(ctx.logs.iter().any(warned), "{:?}", ctx.logs);
 }

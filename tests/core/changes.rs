@@ -7,22 +7,6 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const ED: &str = "Ed's editing pass";
-const RITA: &str = "Rita's reading pass";
-
-/// The pair, the editor `ed` and the reader `rita`: their tokens.
-fn with_accounts(ctx: &mut TestContext) -> (String, String, String) {
-    let entry = |name: &str, role: &str, password: &str| json!({"username": name, "role": role, "password_hash": cheap_hash(password)});
-    let accounts = json!([entry("ed", "editor", ED), entry("rita", "reader", RITA)]);
-    ctx.set(Setting::Accounts, &accounts.to_string());
-    let mut login = |name: &str, password: &str| {
-        let body = json!({"username": name, "password": password}).to_string();
-        ctx.post_token(&body).0 .1["data"]["token"].as_str().expect("a token").to_string()
-    };
-    let (ed, rita) = (login("ed", ED), login("rita", RITA));
-    (ctx.token(), ed, rita)
-}
-
 /// `GET /changes?query`: status and `data`.
 fn changes(ctx: &mut TestContext, query: &str) -> (u16, Value) {
     let response = ctx.get_unchecked("/changes", Some(query));
@@ -42,7 +26,7 @@ fn gists(changes: &Value) -> Vec<Value> {
 #[test]
 fn each_write_appends_one_change_by_its_account_and_a_refused_one_none() {
     let mut ctx = TestContext::new();
-    let (pair, ed, rita) = with_accounts(&mut ctx);
+    let (pair, (ed, rita)) = (ctx.token(), ctx.ed_and_rita());
     let dune = book_body("Dune", "Frank Herbert", 1965);
     assert_eq!(ctx.call("POST", "/book", Some(&pair), &dune).0, 201);
     assert_eq!(ctx.call("PUT", "/book/1", Some(&ed), r#"{"year":1966}"#).0, 200);
@@ -123,21 +107,9 @@ fn a_follower_pages_by_cursor_and_waits_for_a_change_that_does_not_come() {
     ctx.reset_calls();
     assert_eq!(changes(&mut ctx, "after=4&wait=30").1.as_array().unwrap().len(), 1);
     assert_eq!(ctx.statements(), ["pruned through", "changes"]);
-    let invalid = [
-        "after=x",
-        "after=-1",
-        "after=01",
-        "after=1.",
-        "limit=0",
-        "limit=1001",
-        "limit=x",
-        "wait=31",
-        "wait=-1",
-        "wait=1.5",
-        "after=1&after=2",
-        "wait=1&wait=1",
-    ];
-    for query in invalid {
+    let invalid = "after=x after=-1 after=01 after=1. limit=0 limit=1001 limit=x wait=31 wait=-1 \
+                   wait=1.5 after=1&after=2 wait=1&wait=1";
+    for query in invalid.split(' ') {
         ctx.reset_calls();
         assert_eq!(changes(&mut ctx, query), (400, Value::Null), "{query}");
         assert_eq!(ctx.opens, 0, "{query}");
@@ -165,7 +137,7 @@ fn the_list_names_the_feed_position_before_it_is_read() {
 #[test]
 fn history_lists_a_books_changes_and_restore_brings_a_deleted_book_back() {
     let mut ctx = TestContext::new();
-    let (pair, ed, rita) = with_accounts(&mut ctx);
+    let (pair, (ed, rita)) = (ctx.token(), ctx.ed_and_rita());
     ctx.create_book("Dune", "Frank Herbert", 1965);
     ctx.create_book("Emma", "Austen", 1815);
     ctx.call("PUT", "/book/1", Some(&ed), r#"{"title":"Dune Messiah"}"#);
@@ -182,22 +154,17 @@ fn history_lists_a_books_changes_and_restore_brings_a_deleted_book_back() {
         ]
     );
     // Paged as the catalog is: a `Link` to the next page while one remains.
-    let page =
-        ctx.respond("GET", "/book/1/history", Some("limit=2"), Some(ed.as_bytes()), &b""[..]);
+    let history = |ctx: &mut TestContext, query| {
+        ctx.respond("GET", "/book/1/history", Some(query), Some(ed.as_bytes()), &b""[..])
+    };
+    let page = history(&mut ctx, "limit=2");
     let link = page.header("link").expect("a Link").to_string();
     assert_eq!(link, "</book/1/history?limit=2&after=3>; rel=\"next\"");
     assert_eq!(ctx.check_response(&page).1["data"].as_array().unwrap().len(), 2);
-    let rest = ctx.respond(
-        "GET",
-        "/book/1/history",
-        Some("limit=2&after=3"),
-        Some(ed.as_bytes()),
-        &b""[..],
-    );
+    let rest = history(&mut ctx, "limit=2&after=3");
     assert_eq!(rest.header("link"), None);
     assert_eq!(gists(&ctx.check_response(&rest).1["data"]), [json!(["delete", 1, null, "admin"])]);
-    let past =
-        ctx.respond("GET", "/book/1/history", Some("after=99"), Some(ed.as_bytes()), &b""[..]);
+    let past = history(&mut ctx, "after=99");
     assert_eq!(ctx.check_response(&past), ok(200, "History retrieved successfully", json!([])));
     // A reader may not restore; a book with no history, or one that exists, is refused.
     assert_eq!(ctx.call("POST", "/book/1/restore", Some(&rita), "").0, 403);
@@ -280,23 +247,10 @@ fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for
     let dune =
         || vec![Integer(7), Text("Dune".into()), Text("F".into()), Integer(1965), Integer(2)];
     let change = |op: &str, book: bool| {
-        let fields = if book {
-            [Text("Dune".into()), Text("F".into()), Integer(1965)]
-        } else {
-            [Null, Null, Null]
-        };
-        let [title, author, year] = fields;
-        vec![
-            Integer(731),
-            Integer(4),
-            Text(op.into()),
-            Integer(7),
-            title,
-            author,
-            year,
-            Null,
-            Text("t".into()),
-        ]
+        let field = |value: book_catalog::db::Column| if book { value } else { Null };
+        let (title, author) = (field(Text("Dune".into())), field(Text("F".into())));
+        let (op, t) = (Text(op.into()), Text("t".into()));
+        vec![Integer(731), Integer(4), op, Integer(7), title, author, field(Integer(1965)), Null, t]
     };
     let scripted = |answers: Vec<Result<Vec<Row>, StoreError>>| ScriptedPostgres {
         answers,
@@ -314,21 +268,12 @@ fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for
         Ok(vec![dune()]),
     ]);
     assert_eq!(block_on(sql::create(&mut db, &book, "ed")).unwrap().id, id);
-    assert_eq!(
-        block_on(sql::update(&mut db, id, &changes, &Precondition::Any, "ed"))
-            .unwrap()
-            .unwrap()
-            .version,
-        2
-    );
+    let updated = block_on(sql::update(&mut db, id, &changes, &Precondition::Any, "ed")).unwrap();
+    assert_eq!(updated.unwrap().version, 2);
     assert!(block_on(sql::delete(&mut db, id, &Precondition::Versions(vec![1]), "ed")).unwrap());
     assert!(block_on(sql::restore(&mut db, id, "ed")).unwrap().is_some());
-    for (statement, write) in db.sent.iter().zip([
-        "INSERT INTO books",
-        "UPDATE books",
-        "DELETE FROM books",
-        "INSERT INTO books",
-    ]) {
+    let writes = ["INSERT INTO books", "UPDATE books", "DELETE FROM books", "INSERT INTO books"];
+    for (statement, write) in db.sent.iter().zip(writes) {
         assert!(statement.starts_with("WITH ") && statement.contains(write), "{statement}");
         assert!(statement.contains("INSERT INTO changes"), "{statement}");
     }
@@ -345,17 +290,11 @@ fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for
     assert_eq!(block_on(sql::history(&mut db, id, None, 10)).unwrap()[0].op, changes::Op::Create);
     assert_eq!(block_on(sql::feed_position(&mut db)).unwrap().to_string(), "880.0");
     block_on(sql::prune_changes(&mut db, 30)).unwrap();
-    assert!(
-        db.sent[0].contains("(xid, seq) > ($2, $1)")
-            && db.sent[0].contains("xid < pg_snapshot_xmin(pg_current_snapshot())"),
-        "{}",
-        db.sent[0]
-    );
-    assert!(
-        db.sent[0].ends_with("ORDER BY c.xid, c.seq") && db.sent[1].contains("book_id = $1"),
-        "{:?}",
-        db.sent
-    );
+    let feed = &db.sent[0];
+    assert!(feed.contains("(xid, seq) > ($2, $1)"), "{feed}");
+    assert!(feed.contains("xid < pg_snapshot_xmin(pg_current_snapshot())"), "{feed}");
+    assert!(feed.ends_with("ORDER BY c.xid, c.seq"), "{feed}");
+    assert!(db.sent[1].contains("book_id = $1"), "{}", db.sent[1]);
     assert!(db.sent[3].contains("UPDATE changes_pruned"), "{}", db.sent[3]);
 
     // A restore that lost a race (unique violation): the book exists, 409.

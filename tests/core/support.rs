@@ -366,6 +366,20 @@ impl TestContext {
         envelope["data"]["token"].as_str().expect("data.token").to_string()
     }
 
+    /// A login's token, or the refusal.
+    pub fn login_as(&mut self, username: &str, password: &str) -> Result<String, Outcome> {
+        let (outcome, _) =
+            self.post_token(&json!({"username": username, "password": password}).to_string());
+        outcome.1["data"]["token"].as_str().map(str::to_string).ok_or(outcome)
+    }
+
+    /// The editor `ed` and the reader `rita` as accounts: their tokens.
+    pub fn ed_and_rita(&mut self) -> (String, String) {
+        let accounts = json!([entry("rita", "reader", RITA), entry("ed", "editor", ED)]);
+        self.set(Setting::Accounts, &accounts.to_string());
+        (self.login_as("ed", ED).unwrap(), self.login_as("rita", RITA).unwrap())
+    }
+
     pub fn create_book(&mut self, title: &str, author: &str, year: i64) -> Value {
         let (status, envelope, _) = self.authed("POST", "/book", &book_body(title, author, year));
         assert_eq!(status, 201, "create: {envelope}");
@@ -619,6 +633,14 @@ pub fn token_with_exp(exp: &str) -> String {
 
 pub fn valid_token() -> String {
     token_with_exp(&(NOW + 900).to_string())
+}
+
+pub const RITA: &str = "Rita's reading pass";
+pub const ED: &str = "Ed's editing pass";
+
+/// An `accounts` entry.
+pub fn entry(username: &str, role: &str, password: &str) -> Value {
+    json!({"username": username, "role": role, "password_hash": cheap_hash(password)})
 }
 
 /// An Argon2id PHC string with small parameters (fast tests).

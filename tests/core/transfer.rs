@@ -173,7 +173,6 @@ fn one_bad_book_stores_nothing_and_its_row_field_and_reason_are_named() {
     let broken = ctx.call_with("POST", "/books", Some(token.as_bytes()), BrokenBody);
     assert_eq!(broken, refused(1, None, "the body ended early"), "a JSON array");
     // A failure of the store while moving the staged books: nothing either.
-    ctx.request_headers.clear();
     ctx.fail_on = Some("move");
     assert_eq!(import(&mut ctx, CSV, &csv[..csv.len() - 20], None), internal_error());
     assert_eq!(ctx.rows("books"), 1);
@@ -198,11 +197,7 @@ fn the_setting_bounds_an_import_and_a_reader_may_not_import() {
     ctx.set(Setting::ImportMaxBytes, "lots");
     assert_eq!(import(&mut ctx, CSV, &body, None).0, 201);
     assert!(ctx.logged("level=warn", "import_max_bytes / IMPORT_MAX_BYTES is not a whole number"));
-    let accounts = json!([{"username": "rita", "role": "reader",
-        "password_hash": cheap_hash("rita-password-1")}]);
-    ctx.set(Setting::Accounts, &accounts.to_string());
-    let (outcome, _) = ctx.post_token(r#"{"username":"rita","password":"rita-password-1"}"#);
-    let rita = outcome.1["data"]["token"].as_str().unwrap().to_string();
+    let (_, rita) = ctx.ed_and_rita();
     let before = ctx.rows("books");
     let denied = ctx.call("POST", "/books", Some(&rita), "[]");
     assert_eq!(denied, ok(403, "Permission denied", Value::Null));
@@ -251,14 +246,10 @@ fn an_awkward_catalog_exported_imported_and_exported_again_is_the_same_but_for_i
         from.create_book(title, author, *year);
     }
     // Past the first page of the whole list: streamed.
+    let body: Vec<Value> =
+        books.iter().map(|(t, a, y)| json!({"title": t, "author": a, "year": y})).collect();
+    let body = json!(body).to_string();
     for _ in 0..90 {
-        let body = serde_json::to_string(
-            &books
-                .iter()
-                .map(|(t, a, y)| json!({"title": t, "author": a, "year": y}))
-                .collect::<Vec<_>>(),
-        )
-        .unwrap();
         assert_eq!(import(&mut from, JSON, &body, None).0, 201);
     }
     let first = text(&export(&mut from, None, "text/csv"));
@@ -285,23 +276,18 @@ fn on_postgresql_an_import_is_staged_then_moved_by_one_statement() {
     let fingerprint: String =
         Sha256::digest([&b"csv\n"[..], body].concat()).iter().map(|b| format!("{b:02x}")).collect();
     let answer = r#"{"status":201,"message":"Books imported successfully","data":{"imported":2,"ids":[7,8]}}"#;
+    use Column::*;
     let row = |columns: Vec<Column>| Ok(vec![columns]);
-    let staged = || Ok(vec![vec![Column::Integer(8)], vec![Column::Integer(7)]]);
-    let new_key =
-        || row(vec![Column::Integer(99), Column::Null, Column::Null, Column::Null, Column::Null]);
+    let staged = || Ok(vec![vec![Integer(8)], vec![Integer(7)]]);
+    let new_key = || row(vec![Integer(99), Null, Null, Null, Null]);
+    let fingerprint = || Text(fingerprint.clone());
     let won = || {
-        row(vec![
-            Column::Integer(99),
-            Column::Text(fingerprint.clone()),
-            Column::Integer(201),
-            Column::Text(String::new()),
-            Column::Text(answer.into()),
-        ])
+        row(vec![Integer(99), fingerprint(), Integer(201), Text("".into()), Text(answer.into())])
     };
     let lost = || Err(StoreError::postgres(Some("23505"), "duplicate key"));
     for (key, answers) in [
-        (None, vec![staged(), row(vec![Column::Integer(2)])]),
-        (Some("k"), vec![staged(), new_key(), row(vec![Column::Integer(2)])]),
+        (None, vec![staged(), row(vec![Integer(2)])]),
+        (Some("k"), vec![staged(), new_key(), row(vec![Integer(2)])]),
         (Some("k"), vec![staged(), new_key(), lost(), won()]),
     ] {
         let mut db = ScriptedPostgres { answers, sent: Vec::new(), wrapped: Vec::new() };

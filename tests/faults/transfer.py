@@ -35,7 +35,7 @@ def stored(host, tag):
     return tuple(int(v) for v in rows[0])
 
 
-def imported(r, ids_from=None):
+def imported(r):
     ok = r.is_envelope(201, "Books imported successfully") and r.data["imported"] == BOOKS
     ids = r.data["ids"] if ok else []
     return ok and len(set(ids)) == BOOKS and ids == sorted(ids)
@@ -50,9 +50,7 @@ def run(ctx):
     t = ctx.tally
     host = ctx.host().start()
     token = host.token()
-    def rss():  # `spin up` serves from a child
-        return lib.launch.status_kib(lib.launch.process_tree(host.proc.pid))
-
+    rss = lambda: lib.launch.status_kib(lib.launch.process_tree(host.proc.pid))  # noqa: E731 (spin up serves from a child)
     before = rss()
 
     # Cut off: the head declares the whole body, half of it is sent, the
@@ -83,9 +81,6 @@ def run(ctx):
     bodies = {tag: csv_body(tag) for tag in ("one", "two")}
     answers, latencies, singles, done = {}, [], [], threading.Event()
 
-    def importer(tag):
-        answers[tag] = post(host, token, bodies[tag])
-
     def writer(w):
         k = 0
         while not done.is_set():
@@ -98,7 +93,8 @@ def run(ctx):
             k += 1
 
     writers = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
-    importers = [threading.Thread(target=importer, args=(tag,)) for tag in bodies]
+    importers = [threading.Thread(target=lambda tag=tag: answers.update({tag: post(host, token, bodies[tag])}))
+                 for tag in bodies]
     for thread in writers + importers:
         thread.start()
     for thread in importers:
