@@ -252,11 +252,8 @@ fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for
         let (op, t) = (Text(op.into()), Text("t".into()));
         vec![Integer(731), Integer(4), op, Integer(7), title, author, field(Integer(1965)), Null, t]
     };
-    let scripted = |answers: Vec<Result<Vec<Row>, StoreError>>| ScriptedPostgres {
-        answers,
-        sent: Vec::new(),
-        wrapped: Vec::new(),
-    };
+    let scripted =
+        |answers: Vec<Result<Vec<Row>, StoreError>>| Scripted { answers, ..Scripted::default() };
     let id = BookId::new(7).unwrap();
     let book = NewBook::from_json(br#"{"title":"Dune","author":"F","year":1965}"#).unwrap();
     let changes = BookChanges::from_json(br#"{"year":1965}"#).unwrap();
@@ -296,6 +293,42 @@ fn on_postgresql_a_write_and_its_change_are_one_statement_and_the_feed_waits_for
     assert!(feed.ends_with("ORDER BY c.xid, c.seq"), "{feed}");
     assert!(db.sent[1].contains("book_id = $1"), "{}", db.sent[1]);
     assert!(db.sent[3].contains("UPDATE changes_pruned"), "{}", db.sent[3]);
+
+    // SQLite: each write is one statement too, its change inserted first
+    // (the triggers apply it); the feed by `seq` alone.
+    let answers =
+        vec![Ok(vec![dune()]), Ok(vec![dune()]), Ok(vec![vec![Integer(7)]]), Ok(vec![dune()])];
+    let mut db = Scripted { sqlite: true, ..scripted(answers) };
+    assert_eq!(block_on(sql::create(&mut db, &book, "ed")).unwrap().id, id);
+    assert!(block_on(sql::update(&mut db, id, &changes, &Precondition::Any, "ed"))
+        .unwrap()
+        .is_some());
+    assert!(block_on(sql::delete(&mut db, id, &Precondition::Any, "ed")).unwrap());
+    assert!(block_on(sql::restore(&mut db, id, "ed")).unwrap().is_some());
+    assert!(
+        db.sent.iter().all(|statement| statement.starts_with("INSERT INTO changes")),
+        "{:?}",
+        db.sent
+    );
+    let sqlite_change = |op: &str| {
+        let mut row = change(op, true);
+        row[0] = Integer(0);
+        row
+    };
+    let answers = vec![
+        Ok(vec![sqlite_change("update")]),
+        Ok(vec![sqlite_change("create")]),
+        Ok(vec![vec![Integer(0), Integer(9)]]),
+        Ok(vec![]),
+        Ok(vec![vec![Integer(0), Integer(3)]]),
+    ];
+    let mut db = Scripted { sqlite: true, ..scripted(answers) };
+    assert_eq!(block_on(sql::changes_after(&mut db, None, 10)).unwrap()[0].cursor.to_string(), "4");
+    assert_eq!(block_on(sql::history(&mut db, id, None, 10)).unwrap().len(), 1);
+    assert_eq!(block_on(sql::feed_position(&mut db)).unwrap().to_string(), "9");
+    block_on(sql::prune_changes(&mut db, 30)).unwrap();
+    assert_eq!(block_on(sql::pruned_through(&mut db)).unwrap().to_string(), "3");
+    assert!(db.sent[0].contains("seq > ?1") && !db.sent[0].contains("xid"), "{}", db.sent[0]);
 
     // A restore that lost a race (unique violation): the book exists, 409.
     let lost = Err(StoreError::postgres(Some("23505"), "duplicate key"));

@@ -190,7 +190,7 @@ fn a_keyed_create_on_postgresql_is_one_statement_and_retries_a_lost_race_once() 
     };
     let lost = || Err(StoreError::postgres(Some("23505"), "db error: ERROR: duplicate key"));
     let run = |answers: Vec<Result<Vec<Row>, StoreError>>| {
-        let mut db = ScriptedPostgres { answers, sent: Vec::new(), wrapped: Vec::new() };
+        let mut db = Scripted { answers, ..Scripted::default() };
         let answer = |book: &Book| {
             Ok(StoredAnswer { status: 201, etag: "\"e\"".into(), body: book.id.get().to_string() })
         };

@@ -669,8 +669,11 @@ pub fn pair_token() -> String {
     login_token("admin", "editor", None)
 }
 
-/// PostgreSQL's answers, scripted in order; the statements it was sent.
-pub struct ScriptedPostgres {
+/// A store's answers (PostgreSQL's unless `sqlite`), scripted in order; the
+/// statements it was sent.
+#[derive(Default)]
+pub struct Scripted {
+    pub sqlite: bool,
     pub answers: Vec<Result<Vec<Row>, StoreError>>,
     pub sent: Vec<String>,
     /// Those not written to return a row whatever the data (the adapters
@@ -678,9 +681,13 @@ pub struct ScriptedPostgres {
     pub wrapped: Vec<String>,
 }
 
-impl Connection for ScriptedPostgres {
+impl Connection for Scripted {
     fn kind(&self) -> StoreKind {
-        StoreKind::Postgres
+        if self.sqlite {
+            StoreKind::Sqlite
+        } else {
+            StoreKind::Postgres
+        }
     }
     async fn query(&mut self, statement: &Statement<'_>) -> Result<Vec<Row>, StoreError> {
         self.sent.push(statement.sql.clone());
@@ -691,7 +698,7 @@ impl Connection for ScriptedPostgres {
     }
     /// An import's staging table; never a transaction.
     async fn execute(&mut self, sql: &str) -> Result<(), StoreError> {
-        assert!(sql.contains("import_books"), "no transaction on PostgreSQL: {sql}");
+        assert!(sql.contains("import_books") || self.sqlite, "no transaction on PostgreSQL: {sql}");
         self.sent.push(sql.to_string());
         Ok(())
     }

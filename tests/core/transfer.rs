@@ -290,7 +290,7 @@ fn on_postgresql_an_import_is_staged_then_moved_by_one_statement() {
         (Some("k"), vec![staged(), new_key(), row(vec![Integer(2)])]),
         (Some("k"), vec![staged(), new_key(), lost(), won()]),
     ] {
-        let mut db = ScriptedPostgres { answers, sent: Vec::new(), wrapped: Vec::new() };
+        let mut db = Scripted { answers, ..Scripted::default() };
         let to = Importing { form: Form::Csv, limit: 100, key, now: NOW, account: "ed" };
         let response = block_on(import_into(&mut db, &body[..], to)).unwrap();
         assert_eq!((response.status, response.bytes()), (201, answer.as_bytes()));
