@@ -7,12 +7,15 @@ once lose nothing and duplicate nothing. Printed, not asserted: the time of
 a 100,000-book import alone, the others' p99 meanwhile, the host's RSS.
 """
 
+import os
 import threading
 import time
 
 import lib
 
 BOOKS = 100_000
+# This run's books: the legs of one store share its database.
+RUN = os.urandom(4).hex()
 
 
 def csv_body(tag, bad_row=None):
@@ -20,7 +23,7 @@ def csv_body(tag, bad_row=None):
     lines = ["title,author,year"]
     for k in range(BOOKS):
         year = "19x9" if k + 2 == bad_row else str(1000 + k % 1000)
-        lines.append(f"Imp {tag} {k:06d},Author {k % 97},{year}")
+        lines.append(f"Imp {RUN} {tag} {k:06d},Author {k % 97},{year}")
     return ("\r\n".join(lines) + "\r\n").encode()
 
 
@@ -31,7 +34,7 @@ def post(host, token, body, timeout=120):
 
 def stored(host, tag):
     """(books, distinct titles) of an import's tag, read from the store."""
-    rows = host.rows(f"SELECT count(*), count(DISTINCT title) FROM books WHERE title LIKE 'Imp {tag} %'")
+    rows = host.rows(f"SELECT count(*), count(DISTINCT title) FROM books WHERE title LIKE 'Imp {RUN} {tag} %'")
     return tuple(int(v) for v in rows[0])
 
 
@@ -50,7 +53,8 @@ def run(ctx):
     t = ctx.tally
     host = ctx.host().start()
     token = host.token()
-    rss = lambda: lib.launch.status_kib(lib.launch.process_tree(host.proc.pid))  # noqa: E731 (spin up serves from a child)
+    # Of the whole tree: spin up serves from a child.
+    rss = lambda: lib.launch.status_kib(lib.launch.process_tree(host.proc.pid))  # noqa: E731
     before = rss()
 
     # Cut off: the head declares the whole body, half of it is sent, the
@@ -84,7 +88,7 @@ def run(ctx):
     def writer(w):
         k = 0
         while not done.is_set():
-            book = {"title": f"Single {w} {k}", "author": "Writer", "year": 2000}
+            book = {"title": f"Single {RUN} {w} {k}", "author": "Writer", "year": 2000}
             r = host.call("POST", "/book", book, token)
             latencies.append(r.elapsed)
             singles.append((book, r))
@@ -104,7 +108,7 @@ def run(ctx):
         thread.join()
     ids = [set(answers[tag].data["ids"]) if imported(answers[tag]) else set() for tag in bodies]
     created = [(book, r.data["id"]) for book, r in singles if r.status == 201]
-    kept = {int(i): title for i, title in host.rows("SELECT id, title FROM books WHERE title LIKE 'Single %'")}
+    kept = {int(i): title for i, title in host.rows(f"SELECT id, title FROM books WHERE title LIKE 'Single {RUN} %'")}
     t.check(all(imported(answers[tag]) and stored(host, tag) == (BOOKS, BOOKS) for tag in bodies)
             and not ids[0] & ids[1],
             "two imports of 100,000 at once: both 201, every book once, no id twice",
