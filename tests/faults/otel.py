@@ -171,7 +171,7 @@ def run(ctx):
                    "X-Forwarded-For": lib.client(1)}).status, 401, "/token", store, "login_attempts")]
     r = host.call("POST", "/book", {"title": "Traced", "author": "Otel", "year": 2026}, token)
     book = (r.data or {}).get("id", 0)
-    answers.append(("POST", "/book", r.status, 201, "/book", store, "INSERT INTO books"))
+    answers.append(("POST", "/book", r.status, 201, "/book", store, "INSERT INTO changes"))
     for path, status in ((f"/book/{book}", 200), (f"/book/{book + 1000}", 404)):
         answers.append(("GET", path, host.call("GET", path, token=token).status, status,
                         "/book/{id}", store, "FROM books WHERE id"))
