@@ -107,8 +107,9 @@ class Page:
     def wait(self, what, ok, seconds=10):
         """Whether `ok()` came true within `seconds`."""
         try:
-            WebDriverWait(self.driver, seconds, ignored_exceptions=[StaleElementReferenceException]).until(
-                lambda _: ok(), message=what)
+            # A control not (yet) there, or drawn again meanwhile: look again.
+            ignored = [StaleElementReferenceException, LookupError]
+            WebDriverWait(self.driver, seconds, ignored_exceptions=ignored).until(lambda _: ok(), message=what)
             return True
         except TimeoutException:
             return False
