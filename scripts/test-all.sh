@@ -166,7 +166,7 @@ if [ -z "$pg_url" ] || [ -z "$SPIN_3_6" ]; then
 else
     step "a SpinKube node: containerd and containerd-shim-spin, the WASI 0.2 build on postgres"
     last=$(SPIN=$SPIN_3_6 tests/faults/spinkube.py --store postgres --host spin \
-        --manifest deploy/spinkube/spin.toml | tee /dev/stderr | tail -n 1)
+        --manifest deploy/spinkube/spin.toml | tee -a /dev/stderr | tail -n 1)
     [ $? -ne 77 ] || skipped+=("$last")
 fi
 
